@@ -1,0 +1,55 @@
+/* The backend table: the only door through which gpumem reaches CUDA.
+ *
+ * Two implementations: the real one (backend_cuda.c, the CUDA driver API loaded at run time)
+ * and the simulated device (backend_sim.c, memory in host RAM). Each entry has the semantics
+ * of the CUDA runtime call it is named after, including its answers to misuse
+ * (CUDA-FACTS.md), and returns a cudaError_t value as an int (0 = cudaSuccess). */
+#ifndef GPUMEM_CUDA_BACKEND_H
+#define GPUMEM_CUDA_BACKEND_H
+
+#include <stddef.h>
+
+#include <cuda_runtime_api.h>
+
+/* What cudaPointerGetAttributes says memory is (its cudaMemoryType values). */
+enum { GPUMEM__PTR_UNREGISTERED = 0, GPUMEM__PTR_HOST = 1, GPUMEM__PTR_DEVICE = 2,
+       GPUMEM__PTR_MANAGED = 3 };
+
+typedef struct gpumem__backend {
+    const char *name;
+    /* Loads and initializes; on failure writes CUDA's reason into why. */
+    int (*init)(char *why, size_t n);
+    int (*device_count)(int *count);
+    int (*device_get)(int ordinal, char *name, size_t n, size_t *total, int *cc_major,
+                      int *cc_minor);
+    /* The caller's current device (the context current on this thread, or device 0). */
+    int (*current_device)(int *ordinal);
+    /* cudaMemGetInfo for the given device. */
+    int (*mem_info)(int ordinal, size_t *free_bytes, size_t *total_bytes);
+    int (*malloc_device)(void **p, size_t bytes);                       /* cudaMalloc */
+    int (*malloc_managed)(void **p, size_t bytes, unsigned flags);      /* cudaMallocManaged */
+    int (*host_alloc)(void **p, size_t bytes, unsigned flags);          /* cudaHostAlloc */
+    int (*malloc_async)(void **p, size_t bytes, cudaStream_t stream);   /* cudaMallocAsync */
+    int (*free)(void *p);                                               /* cudaFree */
+    int (*free_host)(void *p);                                          /* cudaFreeHost */
+    int (*free_async)(void *p, cudaStream_t stream);                    /* cudaFreeAsync */
+    int (*host_device_ptr)(void **dev, void *host);          /* cudaHostGetDevicePointer */
+    int (*pointer_type)(const void *p, int *type);           /* cudaPointerGetAttributes */
+} gpumem__backend;
+
+extern const gpumem__backend gpumem__backend_cuda;
+extern const gpumem__backend gpumem__backend_sim;
+
+/* The CUDA runtime's name and message for a cudaError_t value, from a table generated at
+ * build time from the CUDA runtime itself; NULL for values it does not know. */
+const char *gpumem__cuda_error_name(int err);
+const char *gpumem__cuda_error_string(int err);
+/* Whether the error leaves the context unusable (every later call fails too). */
+int gpumem__cuda_error_is_sticky(int err);
+
+/* Simulated device, for tests: make the context sticky-dead with this error (0 revives it),
+ * and count what the simulated driver holds. */
+void gpumem__sim_poison(int cuda_error);
+size_t gpumem__sim_live_count(void);
+
+#endif

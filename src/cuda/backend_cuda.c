@@ -1,0 +1,285 @@
+/* The real backend: the CUDA driver API, loaded at run time from libcuda.so.1.
+ *
+ * Why the driver and not the runtime: nvcc links the CUDA runtime statically into every
+ * program, so a gpumem that linked a runtime would put a second one in the process, with its
+ * own error state and current device. The driver is one per process. gpumem works in the
+ * context current on the calling thread, which is the primary context the caller's runtime
+ * made current (cudaSetDevice or any runtime call does); on a thread with none, it makes
+ * device 0's primary context current, as the runtime would. Pointers and streams are the
+ * driver's own objects, so they cross freely; the caller's cudaGetLastError never sees
+ * gpumem's errors (an out-of-memory here cannot surface at the caller's next call).
+ *
+ * Loading at run time also means the library builds and links on machines without a driver,
+ * and reports GPUMEM_ENODEV with the loader's or the driver's reason instead of failing to
+ * start. CUresult values equal the cudaError_t values for every error this code returns. */
+#define _GNU_SOURCE
+#include <cuda.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../internal.h"
+#include "backend.h"
+
+#define GPUMEM__DRIVER_FUNCS(X)                                                                  \
+    X(cuInit, (unsigned))                                                                        \
+    X(cuDeviceGetCount, (int *))                                                                 \
+    X(cuDeviceGet, (CUdevice *, int))                                                            \
+    X(cuDeviceGetName, (char *, int, CUdevice))                                                  \
+    X(cuDeviceTotalMem_v2, (size_t *, CUdevice))                                                 \
+    X(cuDeviceGetAttribute, (int *, CUdevice_attribute, CUdevice))                               \
+    X(cuDevicePrimaryCtxRetain, (CUcontext *, CUdevice))                                         \
+    X(cuCtxGetCurrent, (CUcontext *))                                                            \
+    X(cuCtxSetCurrent, (CUcontext))                                                              \
+    X(cuCtxPushCurrent_v2, (CUcontext))                                                          \
+    X(cuCtxPopCurrent_v2, (CUcontext *))                                                         \
+    X(cuCtxGetDevice, (CUdevice *))                                                              \
+    X(cuMemGetInfo_v2, (size_t *, size_t *))                                                     \
+    X(cuMemAlloc_v2, (CUdeviceptr *, size_t))                                                    \
+    X(cuMemAllocManaged, (CUdeviceptr *, size_t, unsigned))                                      \
+    X(cuMemAllocHost_v2, (void **, size_t))                                                      \
+    X(cuMemHostAlloc, (void **, size_t, unsigned))                                               \
+    X(cuMemAllocAsync, (CUdeviceptr *, size_t, CUstream))                                        \
+    X(cuMemFree_v2, (CUdeviceptr))                                                               \
+    X(cuMemFreeHost, (void *))                                                                   \
+    X(cuMemFreeAsync, (CUdeviceptr, CUstream))                                                   \
+    X(cuMemHostGetDevicePointer_v2, (CUdeviceptr *, void *, unsigned))                           \
+    X(cuPointerGetAttribute, (void *, CUpointer_attribute, CUdeviceptr))
+
+static struct {
+#define GPUMEM__DRIVER_FIELD(name, args) CUresult(*name) args;
+    GPUMEM__DRIVER_FUNCS(GPUMEM__DRIVER_FIELD)
+#undef GPUMEM__DRIVER_FIELD
+} drv;
+
+/* Primary contexts retained by gpumem, one per device, made current on threads that have
+ * none; retained for the life of the process (the runtime's own use shares them). */
+#define MAX_DEVICES 64
+static CUcontext primary[MAX_DEVICES];
+static pthread_mutex_t primary_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static CUresult primary_ctx(int ordinal, CUcontext *out)
+{
+    if (ordinal < 0 || ordinal >= MAX_DEVICES)
+        return CUDA_ERROR_INVALID_DEVICE;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&primary_lock);
+    if (!primary[ordinal]) {
+        CUdevice dev;
+        r = drv.cuDeviceGet(&dev, ordinal);
+        if (r == CUDA_SUCCESS)
+            r = drv.cuDevicePrimaryCtxRetain(&primary[ordinal], dev);
+    }
+    *out = primary[ordinal];
+    pthread_mutex_unlock(&primary_lock);
+    return r;
+}
+
+/* Makes sure a context is current on this thread; returns a CUresult. */
+static CUresult ensure_ctx(void)
+{
+    CUcontext c = NULL;
+    CUresult r = drv.cuCtxGetCurrent(&c);
+    if (r != CUDA_SUCCESS || c)
+        return r;
+    r = primary_ctx(0, &c);
+    return r == CUDA_SUCCESS ? drv.cuCtxSetCurrent(c) : r;
+}
+
+static int cuda_init(char *why, size_t n)
+{
+    const char *path = gpumem__opt_str(GPUMEM__OPT_LIBCUDA);
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *msg = dlerror();
+        snprintf(why, n, "cannot load the CUDA driver (%s): %s; is the NVIDIA driver installed?",
+                 path, msg ? msg : "unknown reason");
+        return -1;
+    }
+#define GPUMEM__DRIVER_LOAD(name, args)                                                          \
+    *(void **)(&drv.name) = dlsym(lib, #name);                                                   \
+    if (!drv.name) {                                                                             \
+        snprintf(why, n, "the CUDA driver %s lacks %s: the driver is too old for gpumem "      \
+                         "(it needs CUDA 11.2 or newer)", path, #name);                          \
+        return -1;                                                                               \
+    }
+    GPUMEM__DRIVER_FUNCS(GPUMEM__DRIVER_LOAD)
+#undef GPUMEM__DRIVER_LOAD
+    CUresult r = drv.cuInit(0);
+    int count = 0;
+    if (r == CUDA_SUCCESS)
+        r = drv.cuDeviceGetCount(&count);
+    if (r == CUDA_SUCCESS && count == 0)
+        r = CUDA_ERROR_NO_DEVICE;
+    if (r != CUDA_SUCCESS) {
+        const char *name = gpumem__cuda_error_name((int)r);
+        const char *text = gpumem__cuda_error_string((int)r);
+        snprintf(why, n, "the CUDA driver (%s) says %s: %s", path, name ? name : "error",
+                 text ? text : "unknown error");
+        return (int)r;
+    }
+    return 0;
+}
+
+static int cuda_device_count(int *count)
+{
+    return (int)drv.cuDeviceGetCount(count);
+}
+
+static int cuda_device_get(int ordinal, char *name, size_t n, size_t *total, int *major,
+                           int *minor)
+{
+    CUdevice dev;
+    CUresult r = drv.cuDeviceGet(&dev, ordinal);
+    if (r == CUDA_SUCCESS)
+        r = drv.cuDeviceGetName(name, (int)n, dev);
+    if (r == CUDA_SUCCESS)
+        r = drv.cuDeviceTotalMem_v2(total, dev);
+    if (r == CUDA_SUCCESS)
+        r = drv.cuDeviceGetAttribute(major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+    if (r == CUDA_SUCCESS)
+        r = drv.cuDeviceGetAttribute(minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+    return (int)r;
+}
+
+static int cuda_current_device(int *ordinal)
+{
+    CUdevice dev = 0;
+    CUresult r = ensure_ctx();
+    if (r == CUDA_SUCCESS)
+        r = drv.cuCtxGetDevice(&dev);
+    *ordinal = (int)dev;
+    return (int)r;
+}
+
+/* cudaMemGetInfo of any device: in its primary context, pushed for the call. */
+static int cuda_mem_info(int ordinal, size_t *free_bytes, size_t *total)
+{
+    CUcontext c;
+    CUresult r = primary_ctx(ordinal, &c);
+    if (r != CUDA_SUCCESS)
+        return (int)r;
+    r = drv.cuCtxPushCurrent_v2(c);
+    if (r != CUDA_SUCCESS)
+        return (int)r;
+    r = drv.cuMemGetInfo_v2(free_bytes, total);
+    drv.cuCtxPopCurrent_v2(&c);
+    return (int)r;
+}
+
+static int cuda_malloc_device(void **p, size_t bytes)
+{
+    CUdeviceptr d = 0;
+    CUresult r = ensure_ctx();
+    if (r == CUDA_SUCCESS && bytes)
+        r = drv.cuMemAlloc_v2(&d, bytes);
+    *p = (void *)(uintptr_t)d;
+    return (int)r;
+}
+
+static int cuda_malloc_managed(void **p, size_t bytes, unsigned flags)
+{
+    CUdeviceptr d = 0;
+    CUresult r = ensure_ctx();
+    if (r == CUDA_SUCCESS && bytes)
+        r = drv.cuMemAllocManaged(&d, bytes, flags);
+    *p = (void *)(uintptr_t)d;
+    return (int)r;
+}
+
+static int cuda_host_alloc(void **p, size_t bytes, unsigned flags)
+{
+    *p = NULL;
+    CUresult r = ensure_ctx();
+    if (r != CUDA_SUCCESS || !bytes)
+        return (int)r;
+    /* cudaMallocHost is cuMemAllocHost; cudaHostAlloc's flags are cuMemHostAlloc's. */
+    return (int)(flags ? drv.cuMemHostAlloc(p, bytes, flags) : drv.cuMemAllocHost_v2(p, bytes));
+}
+
+static int cuda_malloc_async(void **p, size_t bytes, cudaStream_t stream)
+{
+    CUdeviceptr d = 0;
+    CUresult r = ensure_ctx();
+    if (r == CUDA_SUCCESS && bytes)
+        r = drv.cuMemAllocAsync(&d, bytes, (CUstream)stream);
+    *p = (void *)(uintptr_t)d;
+    return (int)r;
+}
+
+static int cuda_free(void *p)
+{
+    CUresult r = ensure_ctx();
+    if (r == CUDA_SUCCESS && p)
+        r = drv.cuMemFree_v2((CUdeviceptr)(uintptr_t)p);
+    return (int)r;
+}
+
+static int cuda_free_host(void *p)
+{
+    CUresult r = ensure_ctx();
+    if (r == CUDA_SUCCESS && p)
+        r = drv.cuMemFreeHost(p);
+    return (int)r;
+}
+
+static int cuda_free_async(void *p, cudaStream_t stream)
+{
+    CUresult r = ensure_ctx();
+    if (r == CUDA_SUCCESS && p)
+        r = drv.cuMemFreeAsync((CUdeviceptr)(uintptr_t)p, (CUstream)stream);
+    return (int)r;
+}
+
+static int cuda_host_device_ptr(void **dev, void *host)
+{
+    CUdeviceptr d = 0;
+    CUresult r = ensure_ctx();
+    if (r == CUDA_SUCCESS)
+        r = drv.cuMemHostGetDevicePointer_v2(&d, host, 0);
+    *dev = (void *)(uintptr_t)d;
+    return (int)r;
+}
+
+static int cuda_pointer_type(const void *p, int *type)
+{
+    CUresult r = ensure_ctx();
+    if (r != CUDA_SUCCESS)
+        return (int)r;
+    CUdeviceptr d = (CUdeviceptr)(uintptr_t)p;
+    unsigned managed = 0;
+    CUmemorytype mt = (CUmemorytype)0;
+    if (drv.cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d) != CUDA_SUCCESS) {
+        *type = GPUMEM__PTR_UNREGISTERED; /* the driver does not know the address */
+        return 0;
+    }
+    if (drv.cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, d) == CUDA_SUCCESS &&
+        managed)
+        *type = GPUMEM__PTR_MANAGED;
+    else if (mt == CU_MEMORYTYPE_HOST)
+        *type = GPUMEM__PTR_HOST;
+    else if (mt == CU_MEMORYTYPE_DEVICE)
+        *type = GPUMEM__PTR_DEVICE;
+    else
+        *type = GPUMEM__PTR_UNREGISTERED;
+    return 0;
+}
+
+const gpumem__backend gpumem__backend_cuda = {
+    "cuda",
+    cuda_init,
+    cuda_device_count,
+    cuda_device_get,
+    cuda_current_device,
+    cuda_mem_info,
+    cuda_malloc_device,
+    cuda_malloc_managed,
+    cuda_host_alloc,
+    cuda_malloc_async,
+    cuda_free,
+    cuda_free_host,
+    cuda_free_async,
+    cuda_host_device_ptr,
+    cuda_pointer_type,
+};

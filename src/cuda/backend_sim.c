@@ -1,0 +1,267 @@
+/* The simulated device: CUDA's memory API over host RAM, for machines without a GPU.
+ *
+ * It answers as the CUDA runtime does (CUDA-FACTS.md, measured on an H200): cudaFree of
+ * pinned, interior, already released or foreign pointers and cudaFreeHost of device or
+ * managed memory give cudaErrorInvalidValue; cudaFree of stream-ordered memory succeeds;
+ * zero bytes give NULL and success; a request beyond the device's capacity
+ * (GPUMEM_SIM_DEVICE_BYTES) gives cudaErrorMemoryAllocation and the next one may succeed.
+ * Device pointers are 512-byte aligned like consecutive small cudaMalloc results; pinned and
+ * stream-ordered ones are page aligned. It keeps its own table of what it handed out, apart
+ * from gpumem's registry, as a driver would. Managed memory counts against the capacity
+ * (real managed memory is only charged when it migrates; a simulation keeps it simple). */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../internal.h"
+#include "backend.h"
+
+enum { SIM_DEVICE = 1, SIM_MANAGED, SIM_HOST, SIM_ASYNC };
+
+typedef struct sim_block {
+    uintptr_t base;
+    size_t bytes;
+    int type;
+    unsigned flags;
+    struct sim_block *next;
+} sim_block;
+
+#define SIM_BUCKETS 4096u
+
+static struct {
+    pthread_mutex_t lock;
+    sim_block *buckets[SIM_BUCKETS];
+    size_t live;
+    uint64_t capacity, used;
+} sim = {PTHREAD_MUTEX_INITIALIZER, {0}, 0, 0, 0};
+
+static atomic_int poisoned; /* a sticky error: while set, every call returns it */
+
+static size_t sim_bucket(uintptr_t a)
+{
+    return (size_t)(((uint64_t)a >> 9) * 0x9E3779B97F4A7C15ull >> 52) & (SIM_BUCKETS - 1);
+}
+
+void gpumem__sim_poison(int cuda_error)
+{
+    atomic_store(&poisoned, cuda_error);
+}
+
+size_t gpumem__sim_live_count(void)
+{
+    pthread_mutex_lock(&sim.lock);
+    size_t n = sim.live;
+    pthread_mutex_unlock(&sim.lock);
+    return n;
+}
+
+static int sim_init(char *why, size_t n)
+{
+    (void)why;
+    (void)n;
+    sim.capacity = gpumem__opt_u64(GPUMEM__OPT_SIM_DEVICE_BYTES);
+    return 0;
+}
+
+static int sim_device_count(int *count)
+{
+    *count = 1;
+    return atomic_load(&poisoned);
+}
+
+static int sim_device_get(int ordinal, char *name, size_t n, size_t *total, int *major,
+                          int *minor)
+{
+    if (ordinal != 0)
+        return cudaErrorInvalidDevice;
+    snprintf(name, n, "gpumem simulated device");
+    *total = (size_t)sim.capacity;
+    *major = 9;
+    *minor = 0;
+    return atomic_load(&poisoned);
+}
+
+static int sim_current_device(int *ordinal)
+{
+    *ordinal = 0;
+    return atomic_load(&poisoned);
+}
+
+static int sim_mem_info(int ordinal, size_t *free_bytes, size_t *total)
+{
+    if (ordinal != 0)
+        return cudaErrorInvalidDevice;
+    pthread_mutex_lock(&sim.lock);
+    int err = atomic_load(&poisoned);
+    *free_bytes = (size_t)(sim.capacity - sim.used);
+    *total = (size_t)sim.capacity;
+    pthread_mutex_unlock(&sim.lock);
+    return err;
+}
+
+static int sim_alloc(void **p, size_t bytes, int type, unsigned flags)
+{
+    *p = NULL;
+    pthread_mutex_lock(&sim.lock);
+    int err = atomic_load(&poisoned);
+    if (err || bytes == 0) {
+        pthread_mutex_unlock(&sim.lock);
+        return err;
+    }
+    int on_device = type != SIM_HOST;
+    if (on_device && bytes > sim.capacity - sim.used) {
+        pthread_mutex_unlock(&sim.lock);
+        return cudaErrorMemoryAllocation;
+    }
+    size_t align = type == SIM_DEVICE || type == SIM_MANAGED ? 512 : 4096;
+    void *mem = NULL;
+    sim_block *b = malloc(sizeof *b);
+    if (bytes <= SIZE_MAX - align && b)
+        mem = aligned_alloc(align, (bytes + align - 1) / align * align);
+    if (!mem) {
+        free(b);
+        pthread_mutex_unlock(&sim.lock);
+        return cudaErrorMemoryAllocation;
+    }
+    b->base = (uintptr_t)mem;
+    b->bytes = bytes;
+    b->type = type;
+    b->flags = flags;
+    size_t k = sim_bucket(b->base);
+    b->next = sim.buckets[k];
+    sim.buckets[k] = b;
+    sim.live++;
+    if (on_device)
+        sim.used += bytes;
+    pthread_mutex_unlock(&sim.lock);
+    *p = mem;
+    return 0;
+}
+
+/* Releases p if it is the start of a live block of an accepted type; else InvalidValue. */
+static int sim_release(const void *p, unsigned accepted_types)
+{
+    if (!p)
+        return atomic_load(&poisoned);
+    pthread_mutex_lock(&sim.lock);
+    int err = atomic_load(&poisoned);
+    if (err) {
+        pthread_mutex_unlock(&sim.lock);
+        return err;
+    }
+    for (sim_block **pp = &sim.buckets[sim_bucket((uintptr_t)p)]; *pp; pp = &(*pp)->next) {
+        sim_block *b = *pp;
+        if (b->base != (uintptr_t)p)
+            continue;
+        if (!(accepted_types & (1u << b->type)))
+            break;
+        *pp = b->next;
+        sim.live--;
+        if (b->type != SIM_HOST)
+            sim.used -= b->bytes;
+        pthread_mutex_unlock(&sim.lock);
+        free((void *)b->base);
+        free(b);
+        return 0;
+    }
+    pthread_mutex_unlock(&sim.lock);
+    return cudaErrorInvalidValue;
+}
+
+/* The block containing a (start or interior), copied out; 0 when none. Linear: tests only. */
+static int sim_find(const void *a, sim_block *out)
+{
+    int found = 0;
+    pthread_mutex_lock(&sim.lock);
+    for (size_t k = 0; k < SIM_BUCKETS && !found; k++)
+        for (sim_block *b = sim.buckets[k]; b && !found; b = b->next)
+            if ((uintptr_t)a - b->base < b->bytes)
+                *out = *b, found = 1;
+    pthread_mutex_unlock(&sim.lock);
+    return found;
+}
+
+static int sim_malloc_device(void **p, size_t bytes)
+{
+    return sim_alloc(p, bytes, SIM_DEVICE, 0);
+}
+static int sim_malloc_managed(void **p, size_t bytes, unsigned flags)
+{
+    if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost)
+        return cudaErrorInvalidValue;
+    return sim_alloc(p, bytes, SIM_MANAGED, flags);
+}
+static int sim_host_alloc(void **p, size_t bytes, unsigned flags)
+{
+    if (flags & ~(unsigned)(cudaHostAllocPortable | cudaHostAllocMapped |
+                            cudaHostAllocWriteCombined))
+        return cudaErrorInvalidValue;
+    return sim_alloc(p, bytes, SIM_HOST, flags);
+}
+static int sim_malloc_async(void **p, size_t bytes, cudaStream_t stream)
+{
+    (void)stream;
+    return sim_alloc(p, bytes, SIM_ASYNC, 0);
+}
+static int sim_free(void *p)
+{
+    return sim_release(p, 1u << SIM_DEVICE | 1u << SIM_MANAGED | 1u << SIM_ASYNC);
+}
+static int sim_free_host(void *p)
+{
+    return sim_release(p, 1u << SIM_HOST);
+}
+static int sim_free_async(void *p, cudaStream_t stream)
+{
+    (void)stream;
+    return sim_release(p, 1u << SIM_DEVICE | 1u << SIM_ASYNC);
+}
+
+/* With unified addressing every pinned allocation is mapped at its host address. */
+static int sim_host_device_ptr(void **dev, void *host)
+{
+    sim_block b;
+    if (atomic_load(&poisoned))
+        return atomic_load(&poisoned);
+    if (!sim_find(host, &b) || b.type != SIM_HOST)
+        return cudaErrorInvalidValue;
+    *dev = host;
+    return 0;
+}
+
+static int sim_pointer_type(const void *p, int *type)
+{
+    sim_block b;
+    if (atomic_load(&poisoned))
+        return atomic_load(&poisoned);
+    if (!sim_find(p, &b))
+        *type = GPUMEM__PTR_UNREGISTERED;
+    else if (b.type == SIM_HOST)
+        *type = GPUMEM__PTR_HOST;
+    else if (b.type == SIM_MANAGED)
+        *type = GPUMEM__PTR_MANAGED;
+    else
+        *type = GPUMEM__PTR_DEVICE;
+    return 0;
+}
+
+const gpumem__backend gpumem__backend_sim = {
+    "sim",
+    sim_init,
+    sim_device_count,
+    sim_device_get,
+    sim_current_device,
+    sim_mem_info,
+    sim_malloc_device,
+    sim_malloc_managed,
+    sim_host_alloc,
+    sim_malloc_async,
+    sim_free,
+    sim_free_host,
+    sim_free_async,
+    sim_host_device_ptr,
+    sim_pointer_type,
+};

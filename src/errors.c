@@ -1,0 +1,236 @@
+/* Errors: the status table, the per-thread record and the replaceable handler.
+ *
+ * The record is filled by the function that detects the failure (it knows the sites, sizes
+ * and kinds); callers only pass the status on. Error paths allocate nothing: the message is
+ * built in the record's own buffer. */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static _Thread_local gpumem_error tls_err;
+
+static pthread_mutex_t handler_lock = PTHREAD_MUTEX_INITIALIZER;
+static gpumem_error_handler handler_fn = gpumem_default_error_handler;
+static void *handler_arg;
+
+const char *gpumem_strerror(int code)
+{
+    if (code > 0) {
+        const char *s = gpumem__cuda_error_string(code);
+        return s ? s : "unknown CUDA error";
+    }
+    switch (code) {
+#define GPUMEM__STATUS_TEXT(name, value, text)                                                   \
+    case value:                                                                                  \
+        return text;
+        GPUMEM_STATUS_MAP(GPUMEM__STATUS_TEXT)
+#undef GPUMEM__STATUS_TEXT
+    }
+    return "unknown status";
+}
+
+const char *gpumem_err_name(int code)
+{
+    if (code > 0) {
+        const char *s = gpumem__cuda_error_name(code);
+        return s ? s : "cudaErrorUnknownCode";
+    }
+    switch (code) {
+#define GPUMEM__STATUS_NAME(name, value, text)                                                   \
+    case value:                                                                                  \
+        return "GPUMEM_" #name;
+        GPUMEM_STATUS_MAP(GPUMEM__STATUS_NAME)
+#undef GPUMEM__STATUS_NAME
+    }
+    return "GPUMEM_EUNKNOWN";
+}
+
+const char *gpumem_kind_name(int kind)
+{
+    static const char *names[GPUMEM_KIND_COUNT_] = {"none",   "device", "managed",
+                                                    "pinned", "host",   "device-async"};
+    return kind >= 0 && kind < GPUMEM_KIND_COUNT_ ? names[kind] : "unknown";
+}
+
+const gpumem_error *gpumem_last_error(void)
+{
+    return &tls_err;
+}
+
+const char *gpumem__site_str(gpumem_site s, char *buf, size_t n)
+{
+    if (!s.file)
+        snprintf(buf, n, "(unknown site)");
+    else if (s.func && *s.func)
+        snprintf(buf, n, "%s:%d (%s)", s.file, s.line, s.func);
+    else
+        snprintf(buf, n, "%s:%d", s.file, s.line);
+    return buf;
+}
+
+void gpumem__err_clear(void)
+{
+    tls_err.code = GPUMEM_OK;
+}
+
+gpumem_error *gpumem__err_begin(int code, const char *expr, gpumem_site site)
+{
+    gpumem_error *e = &tls_err;
+    memset(e, 0, offsetof(gpumem_error, message));
+    e->code = code;
+    e->expr = expr;
+    e->site = site;
+    snprintf(e->message, sizeof e->message, "gpumem: error: ");
+    return e;
+}
+
+void gpumem__err_append(gpumem_error *e, const char *fmt, ...)
+{
+    size_t used = strlen(e->message);
+    if (used + 1 >= sizeof e->message)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->message + used, sizeof e->message - used, fmt, ap);
+    va_end(ap);
+}
+
+void gpumem__err_cuda(gpumem_error *e, int cuda_error)
+{
+    e->cuda_error = cuda_error;
+    e->cuda_name = gpumem__cuda_error_name(cuda_error);
+    e->cuda_string = gpumem__cuda_error_string(cuda_error);
+    if (!e->cuda_name)
+        e->cuda_name = "cudaErrorUnknownCode";
+    if (!e->cuda_string)
+        e->cuda_string = "unknown CUDA error";
+}
+
+void gpumem__err_alloc(gpumem_error *e, const gpumem__rec *r)
+{
+    e->alloc_kind = r->kind;
+    e->alloc_flags = r->flags;
+    e->alloc_base = (void *)r->base;
+    e->alloc_bytes = r->bytes;
+    e->alloc_site = r->site;
+    e->alloc_thread = r->thread;
+    e->alloc_seq = r->seq;
+    e->freed_site = r->freed_site;
+    e->freed_thread = r->freed_thread;
+}
+
+int gpumem__status_from_cuda(int cuda_error)
+{
+    if (cuda_error == 0)
+        return GPUMEM_OK;
+    if (cuda_error == cudaErrorMemoryAllocation)
+        return GPUMEM_ENOMEM;
+    if (gpumem__cuda_error_is_sticky(cuda_error))
+        return GPUMEM_ESTICKY;
+    if (cuda_error == cudaErrorNoDevice || cuda_error == cudaErrorInsufficientDriver ||
+        cuda_error == cudaErrorStubLibrary || cuda_error == cudaErrorDevicesUnavailable ||
+        cuda_error == cudaErrorCudartUnloading)
+        return GPUMEM_ENODEV;
+    return GPUMEM_ECUDA;
+}
+
+void gpumem_set_error_handler(gpumem_error_handler fn, void *arg)
+{
+    pthread_mutex_lock(&handler_lock);
+    handler_fn = fn ? fn : gpumem_default_error_handler;
+    handler_arg = fn ? arg : NULL;
+    pthread_mutex_unlock(&handler_lock);
+}
+
+void gpumem_default_error_handler(const gpumem_error *err, void *arg)
+{
+    (void)arg;
+    fprintf(stderr, "%s\n", err->message);
+    fflush(stderr);
+    if (err->checked || gpumem__opt_bool(GPUMEM__OPT_ABORT_ON_ERROR))
+        abort();
+}
+
+int gpumem__err_raise(gpumem_error *e)
+{
+    pthread_mutex_lock(&handler_lock);
+    gpumem_error_handler fn = handler_fn;
+    void *arg = handler_arg;
+    pthread_mutex_unlock(&handler_lock);
+    fn(e, arg);
+    return e->code;
+}
+
+int gpumem_sync_launch(void)
+{
+    gpumem__init_once(); /* the option only; a missing device is the launch's to report */
+    return gpumem__opt_bool(GPUMEM__OPT_SYNC_LAUNCH);
+}
+
+/* Out-of-memory context that needs no allocation: the device's free and total memory (when
+ * the backend is up) and what gpumem holds, by kind. */
+static void append_memory_context(gpumem_error *e)
+{
+    char a[32], b[32];
+    int dev = 0;
+    if (gpumem__backend_up() && gpumem__be->current_device(&dev) == 0 &&
+        gpumem__be->mem_info(dev, &e->device_free, &e->device_total) == 0)
+        gpumem__err_append(e, "\n    device %d: %s free of %s", dev,
+                           gpumem_format_bytes(e->device_free, a, sizeof a),
+                           gpumem_format_bytes(e->device_total, b, sizeof b));
+    gpumem_live live;
+    gpumem__reg_live(&live);
+    e->live_bytes = live.bytes[0];
+    gpumem__err_append(e, "\n    live in gpumem: %s", gpumem_format_bytes(live.bytes[0], a, sizeof a));
+    const char *sep = " (";
+    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
+        if (!live.count[k])
+            continue;
+        gpumem__err_append(e, "%s%s %s", sep, gpumem_format_bytes(live.bytes[k], a, sizeof a),
+                           gpumem_kind_name(k));
+        sep = ", ";
+    }
+    if (*sep == ',')
+        gpumem__err_append(e, ")");
+}
+
+int gpumem_check_at(int status, const char *expr, gpumem_site site)
+{
+    if (GPUMEM__LIKELY(status == 0))
+        return 0;
+    if (status < 0) {
+        /* A gpumem call failed inside expr and has already reported the details through the
+         * handler; keep its record (sites, sizes) and add where the check was. */
+        gpumem_error *e = &tls_err;
+        if (e->code != status)
+            e = gpumem__err_begin(status, expr, site);
+        e->checked = 1;
+        snprintf(e->message, sizeof e->message, "gpumem: error: %s:%d: %s: %s: %s: %s",
+                 site.file, site.line, site.func, expr, gpumem_err_name(status),
+                 gpumem_strerror(status));
+        gpumem__err_raise(e);
+        return status;
+    }
+    gpumem_error *e = gpumem__err_begin(gpumem__status_from_cuda(status), expr, site);
+    gpumem__err_cuda(e, status);
+    e->checked = 1;
+    snprintf(e->message, sizeof e->message, "gpumem: error: %s:%d: %s: %s: %s: %s", site.file,
+             site.line, site.func, expr, e->cuda_name, e->cuda_string);
+    if (status == cudaErrorMemoryAllocation)
+        append_memory_context(e);
+    if (e->code == GPUMEM_ESTICKY)
+        gpumem__err_append(e, "\n  this error is sticky: the CUDA context is unusable and every "
+                              "later CUDA call fails too; restart the process");
+    gpumem__err_raise(e);
+    return status;
+}
+
+void gpumem__err_oom(gpumem_error *e)
+{
+    append_memory_context(e);
+}

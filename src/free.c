@@ -1,0 +1,170 @@
+/* Release: one gpumem_free for every kind, which cannot pick the wrong CUDA call.
+ *
+ * The record leaves the registry before CUDA is called, under the shard lock, so that of two
+ * threads releasing the same pointer exactly one proceeds and the other sees a double free.
+ * If CUDA then refuses the release (and the error is not sticky), the record goes back: the
+ * memory is still allocated and still owned. */
+#include <stdio.h>
+
+#include "internal.h"
+
+/* "1.0 MiB device memory at 0x..." */
+static void describe_alloc(gpumem_error *e, const gpumem__rec *r)
+{
+    char size_text[32];
+    gpumem__err_append(e, "%s %s memory at %p",
+                       gpumem_format_bytes(r->bytes, size_text, sizeof size_text),
+                       gpumem_kind_name(r->kind), (void *)r->base);
+}
+
+static void append_sites(gpumem_error *e, const char *verb, gpumem_site site,
+                         const gpumem__rec *r, int with_first_release)
+{
+    char where[256];
+    gpumem__err_append(e, "\n    %-18s %s", verb, gpumem__site_str(site, where, sizeof where));
+    if (with_first_release)
+        gpumem__err_append(e, "\n    %-18s %s, thread %u", "first released at",
+                           gpumem__site_str(r->freed_site, where, sizeof where), r->freed_thread);
+    gpumem__err_append(e, "\n    %-18s %s, thread %u, #%llu", "allocated at",
+                       gpumem__site_str(r->site, where, sizeof where), r->thread,
+                       (unsigned long long)r->seq);
+}
+
+/* What CUDA says of a pointer gpumem does not know, as a hint at where it came from. */
+static const char *foreign_origin(const void *p)
+{
+    int type = -1;
+    if (!gpumem__backend_up() || gpumem__be->pointer_type(p, &type) != 0)
+        return "CUDA could not say what it is";
+    switch (type) {
+    case GPUMEM__PTR_DEVICE:
+        return "CUDA says it is device memory: likely from a raw cudaMalloc, to be released "
+               "with cudaFree";
+    case GPUMEM__PTR_HOST:
+        return "CUDA says it is pinned host memory: likely from a raw cudaMallocHost or "
+               "cudaHostAlloc, to be released with cudaFreeHost";
+    case GPUMEM__PTR_MANAGED:
+        return "CUDA says it is managed memory: likely from a raw cudaMallocManaged, to be "
+               "released with cudaFree";
+    default:
+        return "CUDA does not know it either: ordinary host memory (malloc, stack or static), "
+               "or memory released long ago";
+    }
+}
+
+static int release_error(const char *fn, gpumem__take_result res, const void *p,
+                         const gpumem__rec *r, gpumem_site site)
+{
+    gpumem_error *e;
+    if (res == GPUMEM__INTERIOR) {
+        size_t off = (size_t)((uintptr_t)p - r->base);
+        e = gpumem__err_begin(GPUMEM_EINTERIOR, fn, site);
+        gpumem__err_alloc(e, r);
+        e->alloc_offset = off;
+        gpumem__err_append(e, "%s of %p, which is %zu bytes into ", fn, p, off);
+        describe_alloc(e, r);
+        append_sites(e, "released at", site, r, 0);
+        gpumem__err_append(e, "\n  hint: pass the pointer the allocation returned (%p); "
+                              "nothing was released",
+                           (void *)r->base);
+    } else if (res == GPUMEM__DOUBLE) {
+        e = gpumem__err_begin(GPUMEM_EDOUBLEFREE, fn, site);
+        gpumem__err_alloc(e, r);
+        gpumem__err_append(e, "double free of ");
+        describe_alloc(e, r);
+        append_sites(e, "released again at", site, r, 1);
+        gpumem__err_append(e, "\n  hint: the pointer was not reset after the first release; "
+                              "set it to NULL there, or give the memory a single owner");
+    } else {
+        char where[256];
+        e = gpumem__err_begin(GPUMEM_EFOREIGN, fn, site);
+        gpumem__err_append(e, "%s of %p, which gpumem did not allocate\n    %-18s %s\n    %s"
+                              "\n  hint: release memory with the call that made it; nothing "
+                              "was released",
+                           fn, p, "released at", gpumem__site_str(site, where, sizeof where),
+                           foreign_origin(p));
+    }
+    return gpumem__err_raise(e);
+}
+
+static int release_cuda_error(const char *fn, int err, const gpumem__rec *r, gpumem_site site)
+{
+    gpumem_error *e = gpumem__err_begin(gpumem__status_from_cuda(err), fn, site);
+    if (e->code == GPUMEM_ENOMEM || e->code == GPUMEM_ENODEV)
+        e->code = GPUMEM_ECUDA;
+    gpumem__err_cuda(e, err);
+    gpumem__err_alloc(e, r);
+    gpumem__err_append(e, "%s of ", fn);
+    describe_alloc(e, r);
+    gpumem__err_append(e, ": CUDA failed with %s: %s", e->cuda_name, e->cuda_string);
+    append_sites(e, "released at", site, r, 0);
+    if (e->code == GPUMEM_ESTICKY)
+        gpumem__err_append(e, "\n  this error is sticky: the CUDA context is unusable and every "
+                              "later CUDA call fails too; restart the process");
+    else
+        gpumem__err_append(e, "\n  the allocation is still live and owned by the caller");
+    return gpumem__err_raise(e);
+}
+
+static int release(const char *fn, void *p, int async, cudaStream_t stream, gpumem_site site)
+{
+    gpumem__rec r;
+    int kind_mismatch = 0;
+    unsigned mask = async ? (1u << GPUMEM_KIND_DEVICE) | (1u << GPUMEM_KIND_DEVICE_ASYNC) : 0;
+    gpumem__take_result res = gpumem__reg_take(p, site, mask, &kind_mismatch, &r);
+    if (GPUMEM__UNLIKELY(kind_mismatch)) {
+        gpumem_error *e = gpumem__err_begin(GPUMEM_EKIND, fn, site);
+        gpumem__err_alloc(e, &r);
+        gpumem__err_append(e, "%s of ", fn);
+        describe_alloc(e, &r);
+        gpumem__err_append(e, ": stream-ordered release applies only to device memory");
+        append_sites(e, "released at", site, &r, 0);
+        gpumem__err_append(e, "\n  hint: release it with gpumem_free; nothing was released");
+        return gpumem__err_raise(e);
+    }
+    if (GPUMEM__UNLIKELY(res != GPUMEM__TAKEN))
+        return release_error(fn, res, p, &r, site);
+
+    /* A record exists only if initialization succeeded, so the backend is up. */
+    int err;
+    switch (r.kind) {
+    case GPUMEM_KIND_PINNED:
+    case GPUMEM_KIND_HOST:
+        err = gpumem__be->free_host(p);
+        break;
+    case GPUMEM_KIND_DEVICE_ASYNC:
+        /* Without a stream, cudaFree: it waits for the device, so work still using the memory
+         * on the allocation's stream (which may no longer exist) is done first. */
+        err = async ? gpumem__be->free_async(p, stream) : gpumem__be->free(p);
+        break;
+    default:
+        /* cudaFree synchronizes the device, which also orders it after work on `stream`. */
+        err = gpumem__be->free(p);
+        break;
+    }
+    if (GPUMEM__UNLIKELY(err)) {
+        if (!gpumem__cuda_error_is_sticky(err))
+            gpumem__reg_untake(p);
+        return release_cuda_error(fn, err, &r, site);
+    }
+    return GPUMEM_OK;
+}
+
+int gpumem_free_at(void *p, gpumem_site site)
+{
+    if (!p)
+        return GPUMEM_OK;
+    return release("gpumem_free", p, 0, NULL, site);
+}
+
+int(gpumem_free)(void *p)
+{
+    return gpumem_free_at(p, (gpumem_site){NULL, NULL, 0});
+}
+
+int gpumem_free_async_at(void *p, cudaStream_t stream, gpumem_site site)
+{
+    if (!p)
+        return GPUMEM_OK;
+    return release("gpumem_free_async", p, 1, stream, site);
+}

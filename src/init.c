@@ -1,0 +1,148 @@
+/* Lazy, once-only initialization: options, then the backend.
+ *
+ * The simulated device is used only when chosen (GPUMEM_BACKEND=sim or
+ * gpumem_backend_select("sim")): on a machine with a GPU, gpumem uses the GPU, and on one
+ * without, every call reports GPUMEM_ENODEV with CUDA's reason rather than pretending. */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+const gpumem__backend *gpumem__be;
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t select_lock = PTHREAD_MUTEX_INITIALIZER;
+static const char *selected;        /* gpumem_backend_select() before init */
+static atomic_int initialized;      /* 1 once the once-function has run */
+static int init_status;             /* GPUMEM_OK or GPUMEM_ENODEV */
+static int init_cuda_error;
+static char init_why[512];
+
+static void init_once(void)
+{
+    gpumem__options_load();
+    gpumem__reg_setup();
+    pthread_mutex_lock(&select_lock);
+    const char *name = selected ? selected : gpumem__opt_str(GPUMEM__OPT_BACKEND);
+    pthread_mutex_unlock(&select_lock);
+    gpumem__be = strcmp(name, "sim") == 0 ? &gpumem__backend_sim : &gpumem__backend_cuda;
+    init_cuda_error = gpumem__be->init(init_why, sizeof init_why);
+    init_status = init_cuda_error ? GPUMEM_ENODEV : GPUMEM_OK;
+    atomic_store_explicit(&initialized, 1, memory_order_release);
+}
+
+void gpumem__init_once(void)
+{
+    pthread_once(&once, init_once);
+}
+
+int gpumem__backend_up(void)
+{
+    return atomic_load_explicit(&initialized, memory_order_acquire) && init_status == GPUMEM_OK;
+}
+
+int gpumem__ready(const char *expr, gpumem_site site)
+{
+    pthread_once(&once, init_once);
+    if (GPUMEM__LIKELY(init_status == GPUMEM_OK))
+        return GPUMEM_OK;
+    gpumem_error *e = gpumem__err_begin(GPUMEM_ENODEV, expr, site);
+    if (init_cuda_error > 0)
+        gpumem__err_cuda(e, init_cuda_error);
+    gpumem__err_append(e, "\n    %s", init_why);
+    gpumem__err_append(e, "\n  hint: gpumem found no usable CUDA device; for tests without a GPU, "
+                          "choose the simulated device with GPUMEM_BACKEND=sim");
+    return gpumem__err_raise(e);
+}
+
+int gpumem_init(void)
+{
+    return gpumem__ready("gpumem_init", GPUMEM_SITE_HERE);
+}
+
+const char *gpumem_backend(void)
+{
+    pthread_once(&once, init_once);
+    return gpumem__be->name;
+}
+
+int gpumem_backend_select(const char *name)
+{
+    if (!name || (strcmp(name, "cuda") != 0 && strcmp(name, "sim") != 0))
+        return GPUMEM_EINVAL;
+    if (atomic_load_explicit(&initialized, memory_order_acquire))
+        return strcmp(gpumem__be->name, name) == 0 ? GPUMEM_OK : GPUMEM_EBUSY;
+    pthread_mutex_lock(&select_lock);
+    selected = strcmp(name, "sim") == 0 ? "sim" : "cuda";
+    pthread_mutex_unlock(&select_lock);
+    /* An init racing with this call may have read the old choice: report it truthfully. */
+    if (atomic_load_explicit(&initialized, memory_order_acquire) &&
+        strcmp(gpumem__be->name, name) != 0)
+        return GPUMEM_EBUSY;
+    return GPUMEM_OK;
+}
+
+const char *gpumem_version(void)
+{
+#define GPUMEM__STR2(x) #x
+#define GPUMEM__STR(x) GPUMEM__STR2(x)
+    return GPUMEM__STR(GPUMEM_VERSION_MAJOR) "." GPUMEM__STR(GPUMEM_VERSION_MINOR) "." GPUMEM__STR(
+        GPUMEM_VERSION_PATCH);
+}
+
+unsigned gpumem__thread_id(void)
+{
+    static atomic_uint next = 1;
+    static _Thread_local unsigned id;
+    if (GPUMEM__UNLIKELY(id == 0))
+        id = atomic_fetch_add_explicit(&next, 1, memory_order_relaxed);
+    return id;
+}
+
+int gpumem_device_count(void)
+{
+    if (gpumem__ready("gpumem_device_count", GPUMEM_SITE_HERE) != GPUMEM_OK)
+        return 0;
+    int n = 0;
+    int err = gpumem__be->device_count(&n);
+    if (err) {
+        gpumem_error *e = gpumem__err_begin(GPUMEM_ECUDA, "gpumem_device_count", GPUMEM_SITE_HERE);
+        gpumem__err_cuda(e, err);
+        gpumem__err_raise(e);
+        return 0;
+    }
+    return n;
+}
+
+int gpumem_device_get(int ordinal, gpumem_device_info *out)
+{
+    int rc = gpumem__ready("gpumem_device_get", GPUMEM_SITE_HERE);
+    if (rc != GPUMEM_OK)
+        return rc;
+    int n = 0;
+    int err = gpumem__be->device_count(&n);
+    if (!err && (ordinal < 0 || ordinal >= n || !out)) {
+        gpumem_error *e = gpumem__err_begin(GPUMEM_EINVAL, "gpumem_device_get", GPUMEM_SITE_HERE);
+        gpumem__err_append(e, ": device %d does not exist (%d device%s)", ordinal, n,
+                           n == 1 ? "" : "s");
+        return gpumem__err_raise(e);
+    }
+    gpumem_device_info d;
+    memset(&d, 0, sizeof d);
+    d.ordinal = ordinal;
+    if (!err)
+        err = gpumem__be->device_get(ordinal, d.name, sizeof d.name, &d.total_bytes, &d.cc_major,
+                                     &d.cc_minor);
+    if (!err)
+        err = gpumem__be->mem_info(ordinal, &d.free_bytes, &d.total_bytes);
+    if (err) {
+        gpumem_error *e = gpumem__err_begin(gpumem__status_from_cuda(err), "gpumem_device_get",
+                                            GPUMEM_SITE_HERE);
+        gpumem__err_cuda(e, err);
+        return gpumem__err_raise(e);
+    }
+    *out = d;
+    return GPUMEM_OK;
+}

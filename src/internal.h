@@ -1,0 +1,118 @@
+/* gpumem internals shared between the library's source files (gpumem__ prefix). */
+#ifndef GPUMEM_INTERNAL_H
+#define GPUMEM_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "gpumem.h"
+#include "cuda/backend.h"
+
+#if defined(__GNUC__)
+#define GPUMEM__LIKELY(x) __builtin_expect(!!(x), 1)
+#define GPUMEM__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define GPUMEM__FORMAT(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define GPUMEM__LIKELY(x) (x)
+#define GPUMEM__UNLIKELY(x) (x)
+#define GPUMEM__FORMAT(fmt, args)
+#endif
+
+/* ---- options.c: one table, read once from the environment ---- */
+#define GPUMEM__OPTION_MAP(X)                                                                    \
+    X(BACKEND, "cuda", "backend: cuda (the real driver) or sim (the simulated device, for tests)") \
+    X(LIBCUDA, "libcuda.so.1", "CUDA driver library the cuda backend loads")                     \
+    X(SIM_DEVICE_BYTES, "16GiB", "memory of the simulated device")                               \
+    X(FAIL_ALLOC, "0", "make the Nth gpumem allocation fail with out of memory (0: never)")       \
+    X(QUARANTINE, "65536", "released allocations remembered to tell a double free from a foreign pointer") \
+    X(SYNC_LAUNCH, "0", "GPUMEM_CHECK_LAUNCH also synchronizes, to pin kernel faults to launches") \
+    X(ABORT_ON_ERROR, "0", "the default error handler aborts on every failure, not only checks")
+
+enum {
+#define GPUMEM__OPTION_ENUM(name, def, help) GPUMEM__OPT_##name,
+    GPUMEM__OPTION_MAP(GPUMEM__OPTION_ENUM)
+#undef GPUMEM__OPTION_ENUM
+    GPUMEM__OPT_COUNT
+};
+
+/* Reads every option from the environment and warns about unknown GPUMEM_* variables. */
+void gpumem__options_load(void);
+const char *gpumem__opt_str(int id);
+uint64_t gpumem__opt_u64(int id);
+int gpumem__opt_bool(int id);
+/* Parsers, exposed for tests: return 0 on success, -1 on malformed text. */
+int gpumem__parse_size(const char *text, uint64_t *out);
+int gpumem__parse_bool(const char *text, int *out);
+
+/* ---- init.c: lazy initialization and the backend in use ---- */
+extern const gpumem__backend *gpumem__be;       /* valid once gpumem__ready() returned 0 */
+/* Initializes on first use; returns GPUMEM_OK or GPUMEM_ENODEV (record filled). */
+int gpumem__ready(const char *expr, gpumem_site site);
+/* Runs initialization once (options, registry, backend), whatever its outcome. */
+void gpumem__init_once(void);
+/* 1 when the backend initialized successfully (its entries may be called). */
+int gpumem__backend_up(void);
+/* Small per-thread number, 1 for the first thread seen. */
+unsigned gpumem__thread_id(void);
+
+/* ---- registry.c: every live allocation, plus a quarantine of released ones ---- */
+typedef struct gpumem__rec {
+    uintptr_t base;
+    size_t bytes;
+    cudaStream_t stream;
+    gpumem_site site;
+    gpumem_site freed_site;
+    uint64_t seq;
+    unsigned flags;
+    unsigned thread;
+    unsigned freed_thread;
+    int device;
+    unsigned char kind;
+    struct gpumem__rec *next; /* hash chain */
+} gpumem__rec;
+
+/* Outcome of taking a pointer out of the registry for release. */
+typedef enum {
+    GPUMEM__TAKEN = 0,   /* live and exact: moved to quarantine; *out is its record */
+    GPUMEM__INTERIOR,    /* inside a live allocation; *out describes it, nothing changed */
+    GPUMEM__DOUBLE,      /* in quarantine; *out is the released record */
+    GPUMEM__UNKNOWN      /* neither */
+} gpumem__take_result;
+
+/* Sets up the shards; called once by initialization, after the options are read. */
+void gpumem__reg_setup(void);
+/* A new record for an allocation about to be made; NULL when out of host memory. */
+gpumem__rec *gpumem__rec_new(void);
+void gpumem__rec_discard(gpumem__rec *r);
+/* Makes r live. r->base must be set and not already live. */
+void gpumem__reg_insert(gpumem__rec *r);
+/* Takes p out for release. With a kind filter (non-zero mask of 1u << kind), a live record of
+ * another kind is left in place and GPUMEM__TAKEN is not returned: *kind_mismatch is set. */
+gpumem__take_result gpumem__reg_take(const void *p, gpumem_site site, unsigned kind_mask,
+                                     int *kind_mismatch, gpumem__rec *out);
+/* Undoes a take whose CUDA release did not happen (the memory is still allocated). */
+void gpumem__reg_untake(const void *p);
+/* Finds the live allocation containing p; copies it into *out. Returns 1 if found. */
+int gpumem__reg_find(const void *p, gpumem__rec *out);
+void gpumem__reg_live(gpumem_live *out);
+/* Visits every live record, one shard locked at a time; stops when fn returns non-zero. */
+void gpumem__reg_foreach(int (*fn)(const gpumem__rec *r, void *arg), void *arg);
+
+/* ---- errors.c: the per-thread record and the handler ---- */
+gpumem_error *gpumem__err_begin(int code, const char *expr, gpumem_site site);
+void gpumem__err_cuda(gpumem_error *e, int cuda_error);
+void gpumem__err_alloc(gpumem_error *e, const gpumem__rec *r);
+/* Appends to e->message (printf-style); truncates safely. */
+void gpumem__err_append(gpumem_error *e, const char *fmt, ...) GPUMEM__FORMAT(2, 3);
+/* Adds device free/total and gpumem's live bytes by kind (out-of-memory context). */
+void gpumem__err_oom(gpumem_error *e);
+/* Calls the handler; returns e->code. */
+int gpumem__err_raise(gpumem_error *e);
+/* Resets the record's code to GPUMEM_OK (a call that returned without failing). */
+void gpumem__err_clear(void);
+/* Maps a cudaError_t from an allocation to a gpumem status. */
+int gpumem__status_from_cuda(int cuda_error);
+/* "main.c:42 (solve)" into buf. */
+const char *gpumem__site_str(gpumem_site s, char *buf, size_t n);
+
+#endif

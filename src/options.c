@@ -1,0 +1,229 @@
+/* Options: one table (GPUMEM__OPTION_MAP in internal.h), read once from GPUMEM_<NAME>.
+ *
+ * A malformed value keeps the default and gets a warning naming the variable and what was
+ * expected; an unknown GPUMEM_* variable gets a warning with the nearest known name, because
+ * a misspelt option silently doing nothing is a real bug. */
+#define _GNU_SOURCE /* environ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+extern char **environ;
+
+typedef struct {
+    const char *name; /* GPUMEM_... */
+    const char *def;
+    const char *help;
+} option_def;
+
+static const option_def defs[GPUMEM__OPT_COUNT] = {
+#define GPUMEM__OPTION_ROW(name, def, help) {"GPUMEM_" #name, def, help},
+    GPUMEM__OPTION_MAP(GPUMEM__OPTION_ROW)
+#undef GPUMEM__OPTION_ROW
+};
+
+/* Effective values, as text and parsed; written once under the init once-control. */
+static const char *values[GPUMEM__OPT_COUNT];
+static uint64_t numbers[GPUMEM__OPT_COUNT];
+
+int gpumem__parse_bool(const char *t, int *out)
+{
+    static const char *yes[] = {"1", "on", "yes", "true"}, *no[] = {"0", "off", "no", "false"};
+    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) {
+        if (strcasecmp(t, yes[i]) == 0)
+            return *out = 1, 0;
+        if (strcasecmp(t, no[i]) == 0)
+            return *out = 0, 0;
+    }
+    return -1;
+}
+
+int gpumem__parse_size(const char *t, uint64_t *out)
+{
+    static const struct {
+        const char *suffix;
+        uint64_t mult;
+    } units[] = {{"", 1},
+                 {"b", 1},
+                 {"k", 1ull << 10},
+                 {"kb", 1000},
+                 {"kib", 1ull << 10},
+                 {"m", 1ull << 20},
+                 {"mb", 1000000},
+                 {"mib", 1ull << 20},
+                 {"g", 1ull << 30},
+                 {"gb", 1000000000},
+                 {"gib", 1ull << 30},
+                 {"t", 1ull << 40},
+                 {"tb", 1000000000000ull},
+                 {"tib", 1ull << 40}};
+    if (!isdigit((unsigned char)*t))
+        return -1;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(t, &end, 10);
+    if (errno == ERANGE)
+        return -1;
+    while (*end == ' ')
+        end++;
+    for (size_t i = 0; i < sizeof units / sizeof *units; i++) {
+        if (strcasecmp(end, units[i].suffix) == 0) {
+            if (v > UINT64_MAX / units[i].mult)
+                return -1;
+            *out = v * units[i].mult;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int is_bool_option(int id)
+{
+    return id == GPUMEM__OPT_SYNC_LAUNCH || id == GPUMEM__OPT_ABORT_ON_ERROR;
+}
+static int is_number_option(int id)
+{
+    return id == GPUMEM__OPT_SIM_DEVICE_BYTES || id == GPUMEM__OPT_FAIL_ALLOC ||
+           id == GPUMEM__OPT_QUARANTINE;
+}
+
+/* Parses text for option id into numbers[id]; returns 0, or -1 with what was expected. */
+static int parse_value(int id, const char *text, const char **expected)
+{
+    if (is_bool_option(id)) {
+        int b;
+        *expected = "1/0, on/off, yes/no or true/false";
+        if (gpumem__parse_bool(text, &b) != 0)
+            return -1;
+        numbers[id] = (uint64_t)b;
+    } else if (is_number_option(id)) {
+        *expected = "a number, optionally with a unit such as 16MiB or 4GB";
+        if (gpumem__parse_size(text, &numbers[id]) != 0)
+            return -1;
+    } else if (id == GPUMEM__OPT_BACKEND) {
+        *expected = "cuda or sim";
+        if (strcmp(text, "cuda") != 0 && strcmp(text, "sim") != 0)
+            return -1;
+    } else if (*text == '\0') {
+        *expected = "a non-empty value";
+        return -1;
+    }
+    return 0;
+}
+
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63)
+        return 64;
+    size_t row[64];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t sub = diag + (toupper((unsigned char)a[i - 1]) != b[j - 1]);
+            size_t best = up + 1 < row[j - 1] + 1 ? up + 1 : row[j - 1] + 1;
+            row[j] = sub < best ? sub : best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+static void warn_unknown(void)
+{
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, "GPUMEM_", 7) != 0)
+            continue;
+        const char *eq = strchr(*e, '=');
+        size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
+        int known = 0;
+        for (int i = 0; i < GPUMEM__OPT_COUNT && !known; i++)
+            known = strlen(defs[i].name) == len && strncmp(defs[i].name, *e, len) == 0;
+        if (known)
+            continue;
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)(len < 127 ? len : 127), *e);
+        const char *best = NULL;
+        size_t best_d = 4; /* suggest only close names */
+        for (int i = 0; i < GPUMEM__OPT_COUNT; i++) {
+            size_t d = edit_distance(name, defs[i].name);
+            if (d < best_d)
+                best_d = d, best = defs[i].name;
+        }
+        if (best)
+            fprintf(stderr, "gpumem: warning: unknown option %s is ignored; did you mean %s?\n",
+                    name, best);
+        else
+            fprintf(stderr,
+                    "gpumem: warning: unknown option %s is ignored; `gpumem info` lists the "
+                    "options\n",
+                    name);
+    }
+}
+
+void gpumem__options_load(void)
+{
+    for (int i = 0; i < GPUMEM__OPT_COUNT; i++) {
+        const char *expected = "";
+        int rc = parse_value(i, defs[i].def, &expected); /* defaults always parse */
+        (void)rc;
+        values[i] = defs[i].def;
+        const char *env = getenv(defs[i].name);
+        if (!env)
+            continue;
+        if (parse_value(i, env, &expected) == 0) {
+            values[i] = env;
+        } else {
+            fprintf(stderr,
+                    "gpumem: warning: %s=%s is not valid (expected %s); using the default %s\n",
+                    defs[i].name, env, expected, defs[i].def);
+            parse_value(i, defs[i].def, &expected);
+        }
+    }
+    warn_unknown();
+}
+
+const char *gpumem__opt_str(int id)
+{
+    return values[id] ? values[id] : defs[id].def;
+}
+uint64_t gpumem__opt_u64(int id)
+{
+    return numbers[id];
+}
+int gpumem__opt_bool(int id)
+{
+    return numbers[id] != 0;
+}
+
+int gpumem_option_count(void)
+{
+    return GPUMEM__OPT_COUNT;
+}
+
+int gpumem_option_get(int i, const char **name, const char **value, const char **default_value,
+                      const char **help)
+{
+    if (i < 0 || i >= GPUMEM__OPT_COUNT)
+        return GPUMEM_EINVAL;
+    gpumem_init(); /* options are read at initialization; ENODEV does not matter here */
+    if (name)
+        *name = defs[i].name;
+    if (value)
+        *value = gpumem__opt_str(i);
+    if (default_value)
+        *default_value = defs[i].def;
+    if (help)
+        *help = defs[i].help;
+    return GPUMEM_OK;
+}
