@@ -323,9 +323,11 @@ static inline int gpumem__check_launch(gpumem_site site)
 GPUMEM_API const char *gpumem_backend(void);
 
 /**
- * Chooses the backend before gpumem first initializes: "cuda" (the real driver) or "sim"
- * (the simulated device). Overrides GPUMEM_BACKEND. Returns GPUMEM_EINVAL for another name,
- * GPUMEM_EBUSY once gpumem has initialized with a different backend.
+ * Chooses the backend: "cuda" (the real driver) or "sim" (the simulated device); overrides
+ * GPUMEM_BACKEND. Allowed before gpumem initializes, and after a backend failed to initialize
+ * (so a program can fall back to the simulated device explicitly); the new one is initialized
+ * at the next call. Returns GPUMEM_EINVAL for another name, GPUMEM_EBUSY while a different
+ * backend is up (it is never swapped under live memory). Thread-safe.
  */
 GPUMEM_API int gpumem_backend_select(const char *name);
 

@@ -12,25 +12,21 @@
 
 const gpumem__backend *gpumem__be;
 
+/* Options and the registry are set up once. The backend is initialized at first use and may
+ * be initialized again only after it failed: a program may then choose the simulated device
+ * explicitly (the demo does), but a working backend is never swapped under live memory. */
+enum { BACKEND_NONE, BACKEND_UP, BACKEND_FAILED };
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static pthread_mutex_t select_lock = PTHREAD_MUTEX_INITIALIZER;
-static const char *selected;        /* gpumem_backend_select() before init */
-static atomic_int initialized;      /* 1 once the once-function has run */
-static int init_status;             /* GPUMEM_OK or GPUMEM_ENODEV */
-static int init_cuda_error;
+static pthread_mutex_t backend_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int backend_state;
+static const char *selected; /* gpumem_backend_select(), else GPUMEM_BACKEND */
+static int init_cuda_error;  /* >0: CUDA's error; -1: no CUDA error (e.g. no driver) */
 static char init_why[512];
 
 static void init_once(void)
 {
     gpumem__options_load();
     gpumem__reg_setup();
-    pthread_mutex_lock(&select_lock);
-    const char *name = selected ? selected : gpumem__opt_str(GPUMEM__OPT_BACKEND);
-    pthread_mutex_unlock(&select_lock);
-    gpumem__be = strcmp(name, "sim") == 0 ? &gpumem__backend_sim : &gpumem__backend_cuda;
-    init_cuda_error = gpumem__be->init(init_why, sizeof init_why);
-    init_status = init_cuda_error ? GPUMEM_ENODEV : GPUMEM_OK;
-    atomic_store_explicit(&initialized, 1, memory_order_release);
 }
 
 void gpumem__init_once(void)
@@ -40,31 +36,54 @@ void gpumem__init_once(void)
 
 int gpumem__backend_up(void)
 {
-    return atomic_load_explicit(&initialized, memory_order_acquire) && init_status == GPUMEM_OK;
+    return atomic_load_explicit(&backend_state, memory_order_acquire) == BACKEND_UP;
+}
+
+/* Initializes the backend if nothing has been tried yet; returns the resulting state. */
+static int backend_start(void)
+{
+    int state = atomic_load_explicit(&backend_state, memory_order_acquire);
+    if (GPUMEM__LIKELY(state != BACKEND_NONE))
+        return state;
+    gpumem__init_once();
+    pthread_mutex_lock(&backend_lock);
+    state = atomic_load_explicit(&backend_state, memory_order_relaxed);
+    if (state == BACKEND_NONE) {
+        const char *name = selected ? selected : gpumem__opt_str(GPUMEM__OPT_BACKEND);
+        gpumem__be = strcmp(name, "sim") == 0 ? &gpumem__backend_sim : &gpumem__backend_cuda;
+        init_why[0] = '\0';
+        init_cuda_error = gpumem__be->init(init_why, sizeof init_why);
+        state = init_cuda_error ? BACKEND_FAILED : BACKEND_UP;
+        atomic_store_explicit(&backend_state, state, memory_order_release);
+    }
+    pthread_mutex_unlock(&backend_lock);
+    return state;
 }
 
 int gpumem__ready(const char *expr, gpumem_site site)
 {
-    pthread_once(&once, init_once);
-    if (GPUMEM__LIKELY(init_status == GPUMEM_OK))
+    if (GPUMEM__LIKELY(backend_start() == BACKEND_UP))
         return GPUMEM_OK;
     gpumem_error *e = gpumem__err_begin(GPUMEM_ENODEV, expr, site);
     if (init_cuda_error > 0)
         gpumem__err_cuda(e, init_cuda_error);
-    gpumem__err_append(e, "\n    %s", init_why);
-    gpumem__err_append(e, "\n  hint: gpumem found no usable CUDA device; for tests without a GPU, "
-                          "choose the simulated device with GPUMEM_BACKEND=sim");
+    char where[256] = "";
+    if (site.file)
+        snprintf(where, sizeof where, " at %s", gpumem__site_str(site, (char[256]){0}, 256));
+    gpumem__err_append(e, "%s%s: no usable CUDA device\n    %s", expr, where, init_why);
+    gpumem__err_append(e, "\n  hint: for tests without a GPU, choose the simulated device with "
+                          "GPUMEM_BACKEND=sim");
     return gpumem__err_raise(e);
 }
 
 int gpumem_init(void)
 {
-    return gpumem__ready("gpumem_init", GPUMEM_SITE_HERE);
+    return gpumem__ready("gpumem_init", (gpumem_site){NULL, NULL, 0});
 }
 
 const char *gpumem_backend(void)
 {
-    pthread_once(&once, init_once);
+    backend_start();
     return gpumem__be->name;
 }
 
@@ -72,16 +91,17 @@ int gpumem_backend_select(const char *name)
 {
     if (!name || (strcmp(name, "cuda") != 0 && strcmp(name, "sim") != 0))
         return GPUMEM_EINVAL;
-    if (atomic_load_explicit(&initialized, memory_order_acquire))
-        return strcmp(gpumem__be->name, name) == 0 ? GPUMEM_OK : GPUMEM_EBUSY;
-    pthread_mutex_lock(&select_lock);
-    selected = strcmp(name, "sim") == 0 ? "sim" : "cuda";
-    pthread_mutex_unlock(&select_lock);
-    /* An init racing with this call may have read the old choice: report it truthfully. */
-    if (atomic_load_explicit(&initialized, memory_order_acquire) &&
-        strcmp(gpumem__be->name, name) != 0)
-        return GPUMEM_EBUSY;
-    return GPUMEM_OK;
+    int rc = GPUMEM_OK;
+    pthread_mutex_lock(&backend_lock);
+    int state = atomic_load_explicit(&backend_state, memory_order_relaxed);
+    if (state == BACKEND_UP && strcmp(gpumem__be->name, name) != 0) {
+        rc = GPUMEM_EBUSY;
+    } else if (state != BACKEND_UP) {
+        selected = strcmp(name, "sim") == 0 ? "sim" : "cuda";
+        atomic_store_explicit(&backend_state, BACKEND_NONE, memory_order_release);
+    }
+    pthread_mutex_unlock(&backend_lock);
+    return rc;
 }
 
 const char *gpumem_version(void)

@@ -48,7 +48,7 @@ int gpumem__parse_bool(const char *text, int *out);
 extern const gpumem__backend *gpumem__be;       /* valid once gpumem__ready() returned 0 */
 /* Initializes on first use; returns GPUMEM_OK or GPUMEM_ENODEV (record filled). */
 int gpumem__ready(const char *expr, gpumem_site site);
-/* Runs initialization once (options, registry, backend), whatever its outcome. */
+/* Runs the once-only part of initialization: options and the registry. */
 void gpumem__init_once(void);
 /* 1 when the backend initialized successfully (its entries may be called). */
 int gpumem__backend_up(void);

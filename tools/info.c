@@ -1,0 +1,85 @@
+/* `gpumem info`: what gpumem sees on this machine, and every option's effective value. */
+#include <stdio.h>
+#include <string.h>
+
+#include "gpumem.h"
+#include "tool.h"
+
+static void info_usage(FILE *out)
+{
+    fprintf(out, "usage: gpumem info [--config]\n"
+                 "\n"
+                 "Prints the version, the backend in use, the devices and their memory, and every\n"
+                 "GPUMEM_* option with its effective value and a line of help.\n"
+                 "  --config  print only the options\n"
+                 "\n"
+                 "Exit status: 0, or 1 when no CUDA device is usable (the reason is printed).\n");
+}
+
+/* The default handler would print ENODEV's message as an error; here it is information. */
+static void quiet(const gpumem_error *e, void *arg)
+{
+    (void)e;
+    (void)arg;
+}
+
+static void print_options(void)
+{
+    printf("options (environment variables):\n");
+    for (int i = 0; i < gpumem_option_count(); i++) {
+        const char *name, *value, *def, *help;
+        gpumem_option_get(i, &name, &value, &def, &help);
+        int is_default = strcmp(value, def) == 0;
+        printf("  %-26s %s%s%s%s\n      %s\n", name, value, is_default ? "" : "   (default ",
+               is_default ? "" : def, is_default ? "" : ")", help);
+    }
+}
+
+int gpumem_info_main(int argc, char **argv)
+{
+    int config_only = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            info_usage(stdout);
+            return 0;
+        }
+        if (strcmp(argv[i], "--config") == 0) {
+            config_only = 1;
+            continue;
+        }
+        fprintf(stderr, "gpumem info: error: unknown argument '%s'\n", argv[i]);
+        info_usage(stderr);
+        return 2;
+    }
+    gpumem_set_error_handler(quiet, NULL);
+    int status = gpumem_init();
+    if (config_only) {
+        print_options();
+        return 0;
+    }
+    printf("gpumem %s\n", gpumem_version());
+    printf("backend: %s%s\n", gpumem_backend(),
+           strcmp(gpumem_backend(), "sim") == 0 ? " (simulated device: memory in host RAM)" : "");
+    if (status != GPUMEM_OK) {
+        const char *msg = gpumem_last_error()->message;
+        const char *nl = strchr(msg, '\n');
+        printf("devices: none usable\n  %s\n", nl ? nl + 1 : msg);
+    } else {
+        int n = gpumem_device_count();
+        printf("devices: %d\n", n);
+        for (int d = 0; d < n; d++) {
+            gpumem_device_info di;
+            char total[32], free_text[32];
+            if (gpumem_device_get(d, &di) != GPUMEM_OK) {
+                printf("  %d: %s\n", d, gpumem_last_error()->message);
+                continue;
+            }
+            printf("  %d: %s, compute capability %d.%d, %s total, %s free\n", d, di.name,
+                   di.cc_major, di.cc_minor,
+                   gpumem_format_bytes(di.total_bytes, total, sizeof total),
+                   gpumem_format_bytes(di.free_bytes, free_text, sizeof free_text));
+        }
+    }
+    print_options();
+    return status == GPUMEM_OK ? 0 : 1;
+}
