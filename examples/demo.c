@@ -42,6 +42,10 @@ static void choose_backend(void)
     gpumem_set_error_handler(quiet, NULL); /* the reason is printed below, once */
     int status = gpumem_init();
     gpumem_set_error_handler(show, NULL);
+    if (status == GPUMEM_OK && strcmp(gpumem_backend(), "sim") == 0) {
+        printf("gpumem demo: using the simulated device, as GPUMEM_BACKEND=sim asks\n\n");
+        return;
+    }
     if (status == GPUMEM_OK) {
         gpumem_device_info d;
         char total[32];
@@ -96,6 +100,7 @@ int main(void)
         char *dev = gpumem_device_alloc(1024, sizeof(float));
         if (!pinned || !dev) {
             allocated = 0;
+            gpumem_free(dev); /* the one that did succeed, if any (NULL is a no-op) */
         } else {
             printf("  a. mismatched release: stream-ordered release of pinned memory\n");
             failures += expect("mismatched release", gpumem_free_async(pinned, NULL), GPUMEM_EKIND);

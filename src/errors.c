@@ -178,7 +178,7 @@ static void append_memory_context(gpumem_error *e)
 {
     char a[32], b[32];
     int dev = 0;
-    if (gpumem__backend_up() && gpumem__be->current_device(&dev) == 0 &&
+    if (gpumem__backend_try() && gpumem__be->current_device(&dev) == 0 &&
         gpumem__be->mem_info(dev, &e->device_free, &e->device_total) == 0)
         gpumem__err_append(e, "\n    device %d: %s free of %s", dev,
                            gpumem_format_bytes(e->device_free, a, sizeof a),

@@ -60,6 +60,11 @@ static int backend_start(void)
     return state;
 }
 
+int gpumem__backend_try(void)
+{
+    return backend_start() == BACKEND_UP;
+}
+
 int gpumem__ready(const char *expr, gpumem_site site)
 {
     if (GPUMEM__LIKELY(backend_start() == BACKEND_UP))

@@ -52,6 +52,9 @@ int gpumem__ready(const char *expr, gpumem_site site);
 void gpumem__init_once(void);
 /* 1 when the backend initialized successfully (its entries may be called). */
 int gpumem__backend_up(void);
+/* As gpumem__backend_up, but initializes the backend first if nothing was tried yet;
+ * reports nothing on failure. */
+int gpumem__backend_try(void);
 /* Small per-thread number, 1 for the first thread seen. */
 unsigned gpumem__thread_id(void);
 

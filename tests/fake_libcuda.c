@@ -1,0 +1,37 @@
+/* A stand-in for libcuda.so.1 whose driver reports no device, to test gpumem's ENODEV path
+ * on any machine. Built without FAKE_COMPLETE it also lacks a function, as a driver too old
+ * for gpumem would. */
+#include <cuda.h>
+
+#define FAIL_ALL(X)                                                                              \
+    X(cuDeviceGetCount, int *a) X(cuDeviceGet, CUdevice *a, int b)                               \
+    X(cuDeviceGetName, char *a, int b, CUdevice c) X(cuDeviceTotalMem_v2, size_t *a, CUdevice b) \
+    X(cuDeviceGetAttribute, int *a, CUdevice_attribute b, CUdevice c)                            \
+    X(cuDevicePrimaryCtxRetain, CUcontext *a, CUdevice b) X(cuCtxGetCurrent, CUcontext *a)       \
+    X(cuCtxSetCurrent, CUcontext a) X(cuCtxPushCurrent_v2, CUcontext a)                          \
+    X(cuCtxPopCurrent_v2, CUcontext *a) X(cuCtxGetDevice, CUdevice *a)                           \
+    X(cuMemGetInfo_v2, size_t *a, size_t *b) X(cuMemAlloc_v2, CUdeviceptr *a, size_t b)          \
+    X(cuMemAllocManaged, CUdeviceptr *a, size_t b, unsigned c)                                   \
+    X(cuMemAllocHost_v2, void **a, size_t b) X(cuMemHostAlloc, void **a, size_t b, unsigned c)   \
+    X(cuMemFree_v2, CUdeviceptr a) X(cuMemFreeHost, void *a)                                     \
+    X(cuMemHostGetDevicePointer_v2, CUdeviceptr *a, void *b, unsigned c)                         \
+    X(cuPointerGetAttribute, void *a, CUpointer_attribute b, CUdeviceptr c)
+
+#define DEFINE(name, ...)                                                                        \
+    CUresult name(__VA_ARGS__);                                                                  \
+    CUresult name(__VA_ARGS__) { return CUDA_ERROR_NO_DEVICE; }
+FAIL_ALL(DEFINE)
+
+CUresult cuInit(unsigned flags);
+CUresult cuInit(unsigned flags)
+{
+    (void)flags;
+    return CUDA_ERROR_NO_DEVICE;
+}
+
+#ifdef FAKE_COMPLETE
+CUresult cuMemAllocAsync(CUdeviceptr *a, size_t b, CUstream c);
+CUresult cuMemAllocAsync(CUdeviceptr *a, size_t b, CUstream c) { return CUDA_ERROR_NO_DEVICE; }
+CUresult cuMemFreeAsync(CUdeviceptr a, CUstream b);
+CUresult cuMemFreeAsync(CUdeviceptr a, CUstream b) { return CUDA_ERROR_NO_DEVICE; }
+#endif
