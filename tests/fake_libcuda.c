@@ -3,6 +3,9 @@
  * for gpumem would. */
 #include <cuda.h>
 
+/* Exported whatever the build's visibility preset: the loader must find these. */
+#pragma GCC visibility push(default)
+
 #define FAIL_ALL(X)                                                                              \
     X(cuDeviceGetCount, int *a) X(cuDeviceGet, CUdevice *a, int b)                               \
     X(cuDeviceGetName, char *a, int b, CUdevice c) X(cuDeviceTotalMem_v2, size_t *a, CUdevice b) \
