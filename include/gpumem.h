@@ -177,12 +177,15 @@ GPUMEM_API void *gpumem_device_alloc_async_at(size_t count, size_t size, cudaStr
  * - GPUMEM_EINTERIOR: the pointer is inside a live allocation (names it and the offset);
  * - GPUMEM_EFOREIGN: gpumem never allocated this pointer (or freed it long ago);
  * - GPUMEM_ECUDA / GPUMEM_ESTICKY: CUDA refused the release; the record leaves the registry.
- * Device-async memory is released with cudaFreeAsync on the stream it was allocated on.
+ * Device-async memory is released with cudaFree, which waits for the device, so it is safe
+ * even when the allocation's stream no longer exists; use gpumem_free_async() to release in
+ * stream order instead.
  * Thread-safe: of two threads freeing the same pointer, one succeeds, one gets EDOUBLEFREE.
  */
 GPUMEM_API int gpumem_free_at(void *p, gpumem_site site);
-/** Stream-ordered release (cudaFreeAsync) of device or device-async memory on @p stream.
- *  Other kinds get GPUMEM_EKIND and are not released. Otherwise as gpumem_free(). */
+/** Release in stream order: device-async memory with cudaFreeAsync on @p stream; device
+ *  memory (cudaMalloc) with cudaFree, which waits for the whole device and so also for
+ *  @p stream. Other kinds get GPUMEM_EKIND and are not released. Otherwise as gpumem_free(). */
 GPUMEM_API int gpumem_free_async_at(void *p, cudaStream_t stream, gpumem_site site);
 /** gpumem_free() as a real function (no call site recorded), for function pointers and
  *  deleters: `deleter = gpumem_free;` or `(gpumem_free)(p)` bypass the macro. */
@@ -238,7 +241,8 @@ GPUMEM_API void gpumem_live_get(gpumem_live *out);
 /**@{*/
 /** Everything known about the most recent failure on this thread. */
 typedef struct gpumem_error {
-    int code;                /**< gpumem status (GPUMEM_OK when the last call did not fail) */
+    int code;                /**< gpumem status; allocations and releases that succeed reset it
+                                  to GPUMEM_OK */
     int cuda_error;          /**< cudaError_t value when CUDA failed, else 0 */
     const char *cuda_name;   /**< e.g. "cudaErrorMemoryAllocation", or NULL */
     const char *cuda_string; /**< e.g. "out of memory", or NULL */

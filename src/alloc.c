@@ -47,7 +47,7 @@ static void *fail_flags(int kind, unsigned flags, const char *valid, gpumem_site
     return NULL;
 }
 
-static void *fail_cuda(int kind, size_t bytes, int cuda_error, gpumem_site site)
+static void *fail_cuda(int kind, size_t bytes, int cuda_error, int injected, gpumem_site site)
 {
     char where[256], size_text[32];
     int code = cuda_error ? gpumem__status_from_cuda(cuda_error) : GPUMEM_ENOMEM;
@@ -61,7 +61,10 @@ static void *fail_cuda(int kind, size_t bytes, int cuda_error, gpumem_site site)
         gpumem__err_append(e, "out of memory: %s %s memory requested at %s", size_text,
                            gpumem_kind_name(kind), where);
         gpumem__err_oom(e);
-        if (cuda_error)
+        if (injected)
+            gpumem__err_append(e, "\n    injected by GPUMEM_FAIL_ALLOC=%llu; CUDA was not called",
+                               (unsigned long long)gpumem__opt_u64(GPUMEM__OPT_FAIL_ALLOC));
+        else if (cuda_error)
             gpumem__err_append(e, "\n    CUDA said %s: %s (consumed by gpumem; it will not "
                                   "surface at a later CUDA call)", e->cuda_name, e->cuda_string);
         else
@@ -103,11 +106,12 @@ static void *alloc_any(int kind, size_t count, size_t size, unsigned flags, cuda
     }
     gpumem__rec *r = gpumem__rec_new();
     if (GPUMEM__UNLIKELY(!r))
-        return fail_cuda(kind, bytes, 0, site);
+        return fail_cuda(kind, bytes, 0, 0, site);
     int dev = 0;
     void *p = NULL;
     int err = gpumem__be->current_device(&dev);
-    if (!err && GPUMEM__UNLIKELY(injected_failure()))
+    int injected = !err && GPUMEM__UNLIKELY(injected_failure());
+    if (injected)
         err = cudaErrorMemoryAllocation;
     if (!err) {
         switch (kind) {
@@ -130,7 +134,7 @@ static void *alloc_any(int kind, size_t count, size_t size, unsigned flags, cuda
     }
     if (GPUMEM__UNLIKELY(err || !p)) {
         gpumem__rec_discard(r);
-        return fail_cuda(kind, bytes, err ? err : cudaErrorMemoryAllocation, site);
+        return fail_cuda(kind, bytes, err ? err : cudaErrorMemoryAllocation, injected, site);
     }
     r->base = (uintptr_t)p;
     r->bytes = bytes;

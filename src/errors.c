@@ -205,7 +205,8 @@ int gpumem_check_at(int status, const char *expr, gpumem_site site)
         return 0;
     if (status < 0) {
         /* A gpumem call failed inside expr and has already reported the details through the
-         * handler; keep its record (sites, sizes) and add where the check was. */
+         * handler; keep its record's fields (sites, sizes) and make the message the one line
+         * that says where the check was, so the details are not printed twice. */
         gpumem_error *e = &tls_err;
         if (e->code != status)
             e = gpumem__err_begin(status, expr, site);

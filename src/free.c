@@ -147,6 +147,7 @@ static int release(const char *fn, void *p, int async, cudaStream_t stream, gpum
             gpumem__reg_untake(p);
         return release_cuda_error(fn, err, &r, site);
     }
+    gpumem__err_clear();
     return GPUMEM_OK;
 }
 

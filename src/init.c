@@ -126,16 +126,32 @@ unsigned gpumem__thread_id(void)
     return id;
 }
 
+/* Device queries are made by gpumem on the caller's behalf; no caller site is known. */
+#define NO_SITE ((gpumem_site){NULL, NULL, 0})
+
+static int device_query_failed(const char *fn, int ordinal, int err)
+{
+    gpumem_error *e = gpumem__err_begin(gpumem__status_from_cuda(err), fn, NO_SITE);
+    gpumem__err_cuda(e, err);
+    if (ordinal >= 0)
+        gpumem__err_append(e, "%s(%d): CUDA failed with %s: %s", fn, ordinal, e->cuda_name,
+                           e->cuda_string);
+    else
+        gpumem__err_append(e, "%s: CUDA failed with %s: %s", fn, e->cuda_name, e->cuda_string);
+    if (e->code == GPUMEM_ESTICKY)
+        gpumem__err_append(e, "\n  this error is sticky: the CUDA context is unusable and every "
+                              "later CUDA call fails too; restart the process");
+    return gpumem__err_raise(e);
+}
+
 int gpumem_device_count(void)
 {
-    if (gpumem__ready("gpumem_device_count", GPUMEM_SITE_HERE) != GPUMEM_OK)
+    if (gpumem__ready("gpumem_device_count", NO_SITE) != GPUMEM_OK)
         return 0;
     int n = 0;
     int err = gpumem__be->device_count(&n);
     if (err) {
-        gpumem_error *e = gpumem__err_begin(GPUMEM_ECUDA, "gpumem_device_count", GPUMEM_SITE_HERE);
-        gpumem__err_cuda(e, err);
-        gpumem__err_raise(e);
+        device_query_failed("gpumem_device_count", -1, err);
         return 0;
     }
     return n;
@@ -143,31 +159,32 @@ int gpumem_device_count(void)
 
 int gpumem_device_get(int ordinal, gpumem_device_info *out)
 {
-    int rc = gpumem__ready("gpumem_device_get", GPUMEM_SITE_HERE);
+    static const char fn[] = "gpumem_device_get";
+    int rc = gpumem__ready(fn, NO_SITE);
     if (rc != GPUMEM_OK)
         return rc;
     int n = 0;
     int err = gpumem__be->device_count(&n);
-    if (!err && (ordinal < 0 || ordinal >= n || !out)) {
-        gpumem_error *e = gpumem__err_begin(GPUMEM_EINVAL, "gpumem_device_get", GPUMEM_SITE_HERE);
-        gpumem__err_append(e, ": device %d does not exist (%d device%s)", ordinal, n,
-                           n == 1 ? "" : "s");
+    if (err)
+        return device_query_failed(fn, ordinal, err);
+    if (ordinal < 0 || ordinal >= n || !out) {
+        gpumem_error *e = gpumem__err_begin(GPUMEM_EINVAL, fn, NO_SITE);
+        if (!out)
+            gpumem__err_append(e, "%s(%d, NULL): no place to write the result", fn, ordinal);
+        else
+            gpumem__err_append(e, "%s(%d): device %d does not exist (%d device%s)", fn, ordinal,
+                               ordinal, n, n == 1 ? "" : "s");
         return gpumem__err_raise(e);
     }
     gpumem_device_info d;
     memset(&d, 0, sizeof d);
     d.ordinal = ordinal;
-    if (!err)
-        err = gpumem__be->device_get(ordinal, d.name, sizeof d.name, &d.total_bytes, &d.cc_major,
-                                     &d.cc_minor);
+    err = gpumem__be->device_get(ordinal, d.name, sizeof d.name, &d.total_bytes, &d.cc_major,
+                                 &d.cc_minor);
     if (!err)
         err = gpumem__be->mem_info(ordinal, &d.free_bytes, &d.total_bytes);
-    if (err) {
-        gpumem_error *e = gpumem__err_begin(gpumem__status_from_cuda(err), "gpumem_device_get",
-                                            GPUMEM_SITE_HERE);
-        gpumem__err_cuda(e, err);
-        return gpumem__err_raise(e);
-    }
+    if (err)
+        return device_query_failed(fn, ordinal, err);
     *out = d;
     return GPUMEM_OK;
 }

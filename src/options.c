@@ -216,7 +216,7 @@ int gpumem_option_get(int i, const char **name, const char **value, const char *
 {
     if (i < 0 || i >= GPUMEM__OPT_COUNT)
         return GPUMEM_EINVAL;
-    gpumem_init(); /* options are read at initialization; ENODEV does not matter here */
+    gpumem__init_once(); /* reads the options; needs no device */
     if (name)
         *name = defs[i].name;
     if (value)

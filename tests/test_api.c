@@ -178,6 +178,10 @@ static void test_double_free(void)
     EXPECT_CONTAINS(seen.message, "first released at");
     EXPECT_CONTAINS(seen.message, "(test_double_free)");
     EXPECT_CONTAINS(seen.message, "hint:");
+    /* A release that succeeds resets the record. */
+    void *q = gpumem_device_alloc(1, 1);
+    EXPECT_EQ(gpumem_free(q), GPUMEM_OK);
+    EXPECT_EQ(gpumem_last_error()->code, GPUMEM_OK);
     reset_seen();
 }
 
@@ -317,7 +321,10 @@ static void test_devices(void)
     EXPECT_NE(d.name[0], 0);
     reset_seen();
     EXPECT_EQ(gpumem_device_get(n, &d), GPUMEM_EINVAL);
+    EXPECT_CONTAINS(seen.message, "gpumem_device_get(");
     EXPECT_CONTAINS(seen.message, "does not exist");
+    EXPECT_EQ(gpumem_device_get(0, NULL), GPUMEM_EINVAL);
+    EXPECT_CONTAINS(seen.message, "no place to write the result");
     reset_seen();
 }
 

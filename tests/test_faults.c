@@ -54,6 +54,7 @@ static void test_every_allocation_fails_in_turn(void)
         if (code == 0)
             break; /* n is past the demo's last allocation */
         EXPECT_CONTAINS(out, "gpumem: error: out of memory: ");
+        EXPECT_CONTAINS(out, "injected by GPUMEM_FAIL_ALLOC=");
         failures_seen++;
     }
     EXPECT_EQ(failures_seen, 7); /* the demo makes seven allocations */

@@ -63,7 +63,10 @@ int gpumem_info_main(int argc, char **argv)
     if (status != GPUMEM_OK) {
         const char *msg = gpumem_last_error()->message;
         const char *nl = strchr(msg, '\n');
-        printf("devices: none usable\n  %s\n", nl ? nl + 1 : msg);
+        const char *why = nl ? nl + 1 : msg;
+        while (*why == ' ')
+            why++;
+        printf("devices: none usable\n  %s\n", why);
     } else {
         int n = gpumem_device_count();
         printf("devices: %d\n", n);
