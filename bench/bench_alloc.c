@@ -218,20 +218,42 @@ static void bench_case(const char *kind, const pair *pairs, size_t bytes, size_t
 
     char sz[32];
     size_name(bytes, sz, sizeof sz);
+    /* Paired: the median over rounds of (this pair - the raw pair of the same round), which
+     * cancels drift that both share; computed before summarize() sorts the samples. */
+    double paired[NPAIRS] = {0};
+    double *diff = calloc(n, sizeof(double));
+    if (!diff) {
+        fprintf(stderr, "bench_alloc: out of host memory\n");
+        exit(1);
+    }
+    for (int k = 0; k < NPAIRS; k++) {
+        if (!pairs[k].alloc || k == RAW)
+            continue;
+        for (size_t i = 0; i < n; i++)
+            diff[i] = s[k].pair_ns[i] - s[RAW].pair_ns[i];
+        paired[k] = bench_median(diff, n);
+    }
+    free(diff);
     stats st[NPAIRS];
+    for (int k = 0; k < NPAIRS; k++)
+        if (pairs[k].alloc)
+            st[k] = summarize(&s[k], n);
     for (int k = 0; k < NPAIRS; k++) {
         if (!pairs[k].alloc)
             continue;
-        st[k] = summarize(&s[k], n);
         double over = (st[k].pair / st[RAW].pair - 1.0) * 100.0;
         double over_mean = (st[k].mean / st[RAW].mean - 1.0) * 100.0;
-        char vs[64], vs_mean[32];
+        double over_paired = paired[k] / st[RAW].pair * 100.0;
+        char vs[64], vs_mean[32], vs_paired[64];
         if (k == RAW) {
             snprintf(vs, sizeof vs, "(baseline)");
             snprintf(vs_mean, sizeof vs_mean, "(baseline)");
+            snprintf(vs_paired, sizeof vs_paired, "(baseline)");
         } else {
             snprintf(vs, sizeof vs, "%+.2f %% (%+.0f ns)", over, st[k].pair - st[RAW].pair);
             snprintf(vs_mean, sizeof vs_mean, "%+.2f %%", over_mean);
+            snprintf(vs_paired, sizeof vs_paired, "%+.2f %% (%+.0f ns)", over_paired,
+                     paired[k]);
         }
         char count[32], alloc[32], release[32];
         if (batch == 1) {
@@ -243,16 +265,21 @@ static void bench_case(const char *kind, const pair *pairs, size_t bytes, size_t
             snprintf(alloc, sizeof alloc, "-");
             snprintf(release, sizeof release, "-");
         }
-        printf("| %s | %s | %s | %s | %s | %s | %.3f | %.3f - %.3f | %.3f | %s | %s |\n", kind,
-               sz, pairs[k].label, count, alloc, release, st[k].pair / 1e3, st[k].p10 / 1e3,
-               st[k].p90 / 1e3, st[k].mean / 1e3, vs, vs_mean);
+        printf("| %s | %s | %s | %s | %s | %s | %.3f | %.3f - %.3f | %.3f | %s | %s | %s |\n",
+               kind, sz, pairs[k].label, count, alloc, release, st[k].pair / 1e3,
+               st[k].p10 / 1e3, st[k].p90 / 1e3, st[k].mean / 1e3, vs, vs_paired, vs_mean);
         if (k == GPUMEM)
             *gpumem_over = over;
+        /* gpumem over its own backend: the registry's share, apart from driver vs runtime. */
+        double over_be =
+            pairs[BACKEND].alloc ? (st[k].pair / st[BACKEND].pair - 1.0) * 100.0 : over;
         printf("RESULT bench=alloc backend=%s kind=%s bytes=%zu pair=%s n=%zu batch=%zu "
                "alloc_ns=%.0f free_ns=%.0f ns=%.0f p10_ns=%.0f p90_ns=%.0f mean_ns=%.0f "
-               "overhead_pct=%.3f overhead_mean_pct=%.3f\n",
+               "overhead_pct=%.3f overhead_paired_pct=%.3f paired_diff_ns=%.0f "
+               "overhead_mean_pct=%.3f overhead_vs_backend_pct=%.3f\n",
                use_sim ? "sim" : "cuda", kind, bytes, pairs[k].key, n, batch, st[k].alloc,
-               st[k].release, st[k].pair, st[k].p10, st[k].p90, st[k].mean, over, over_mean);
+               st[k].release, st[k].pair, st[k].p10, st[k].p90, st[k].mean, over, over_paired,
+               paired[k], over_mean, k == RAW ? 0.0 : over_be);
     }
     fflush(stdout);
     for (int k = 0; k < NPAIRS; k++) {
@@ -334,7 +361,7 @@ int main(int argc, char **argv)
     const size_t sizes[] = {256, (size_t)1 << 20, GiB};
     /* Pairs per size, each: full runs take a few seconds on an H200 (CUDA-FACTS.md: about
      * 90 us a device pair, 1.3 ms a small pinned pair, 0.5 s or more a 1 GiB pinned pair). */
-    const size_t n_device[] = {2000, 2000, 200};
+    const size_t n_device[] = {2000, 2000, 400};
     const size_t n_pinned[] = {200, 200, 5};
     size_t div = quick ? 5 : 1;
     char cpu[256];
@@ -350,11 +377,13 @@ int main(int argc, char **argv)
     printf("- pairs interleaved in rotating order, one sample of each in turn; a sample is "
            "one alloc + free, each timed alone, or for pairs under 20 us (n shown as "
            "samples x 100) the mean of 100 in a row, timed together (alloc and free then "
-           "'-'); times in us; 'vs raw' compares medians of alloc+free, with the difference in "
-           "ns; alloc_ns/free_ns = -1 in RESULT lines means not timed apart\n\n");
+           "'-'); times in us; 'vs raw (medians)' compares the medians of alloc+free, "
+           "'(paired)' is the median over rounds of this pair minus the raw pair of the same "
+           "round (it cancels drift both share), as a share of the raw median; "
+           "alloc_ns/free_ns = -1 in RESULT lines means not timed apart\n\n");
     printf("| kind | size | pair | n | alloc median | free median | alloc+free median | "
-           "p10 - p90 | mean | vs raw (median) | vs raw (mean) |\n");
-    printf("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+           "p10 - p90 | mean | vs raw (medians) | vs raw (paired) | vs raw (means) |\n");
+    printf("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     fflush(stdout);
 
     char summary[8][64];
@@ -372,7 +401,7 @@ int main(int argc, char **argv)
             int fits = pinned ? host_available() >= sizes[i] * 3
                               : use_sim || device_free >= sizes[i] * 2;
             if (!fits) {
-                printf("| %s | %s | (skipped: not enough free %s memory) | | | | | | | | |\n",
+                printf("| %s | %s | (skipped: not enough free %s memory) | | | | | | | | | |\n",
                        pinned ? "pinned" : "device", sz, pinned ? "host" : "device");
                 continue;
             }

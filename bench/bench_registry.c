@@ -60,17 +60,14 @@ static uintptr_t thread_base(int index)
     return region + THREAD_OFF + (uintptr_t)index * THREAD_SPAN;
 }
 
-static gpumem__rec *new_rec(uintptr_t base, size_t bytes)
+/* Inserts a record as the allocation path does: built on the stack, copied in. */
+static void insert_rec(uintptr_t base, size_t bytes)
 {
-    gpumem__rec *r = gpumem__rec_new();
-    if (!r) {
+    gpumem__rec r = {.base = base, .bytes = bytes, .kind = GPUMEM_KIND_DEVICE, .site = here};
+    if (gpumem__reg_insert(&r) != 0) {
         fprintf(stderr, "bench_registry: out of host memory\n");
         exit(1);
     }
-    r->base = base;
-    r->bytes = bytes;
-    r->kind = GPUMEM_KIND_DEVICE;
-    return r;
 }
 
 static void take_or_fail(uintptr_t a, int *failed)
@@ -89,7 +86,7 @@ static void run_ops(worker *w)
     gpumem__rec out;
     for (long i = 0; i < w->ops; i++) {
         uintptr_t a = base + (uintptr_t)(next++ & w->mask) * SLOT;
-        gpumem__reg_insert(new_rec(a, SLOT));
+        insert_rec(a, SLOT);
         if (w->with_find && (!gpumem__reg_find((const void *)a, &out) || out.base != a))
             w->failed = 1;
         take_or_fail(a, &w->failed);
@@ -152,7 +149,7 @@ static size_t background;
 static void background_grow(size_t n)
 {
     for (; background < n; background++)
-        gpumem__reg_insert(new_rec(region + BG_OFF + (uintptr_t)background * SLOT, SLOT));
+        insert_rec(region + BG_OFF + (uintptr_t)background * SLOT, SLOT);
 }
 
 static void reserve_region(int threads)
@@ -196,7 +193,7 @@ static void measure_probes(size_t live, long finds, int reps)
     for (size_t i = 0; i < NPROBES; i++) {
         base[i] = region + PROBE_OFF + (uintptr_t)i * 80 * MiB + MiB;
         if (probes[i].bytes)
-            gpumem__reg_insert(new_rec(base[i], probes[i].bytes));
+            insert_rec(base[i], probes[i].bytes);
     }
     for (size_t i = 0; i < NPROBES; i++) {
         const void *p = (const void *)(base[i] + probes[i].offset);

@@ -68,7 +68,8 @@ static void *fail_cuda(int kind, size_t bytes, int cuda_error, int injected, gpu
             gpumem__err_append(e, "\n    CUDA said %s: %s (consumed by gpumem; it will not "
                                   "surface at a later CUDA call)", e->cuda_name, e->cuda_string);
         else
-            gpumem__err_append(e, "\n    out of host memory for gpumem's own record");
+            gpumem__err_append(e, "\n    out of host memory for gpumem's registry; the memory "
+                                  "CUDA allocated was given back");
     } else {
         gpumem__err_append(e, "%s of %s failed at %s: %s: %s", fn_name[kind], size_text, where,
                            e->cuda_name, e->cuda_string);
@@ -78,6 +79,14 @@ static void *fail_cuda(int kind, size_t bytes, int cuda_error, int injected, gpu
     }
     gpumem__err_raise(e);
     return NULL;
+}
+
+static void release_untracked(int kind, void *p)
+{
+    if (kind == GPUMEM_KIND_PINNED || kind == GPUMEM_KIND_HOST)
+        gpumem__be->free_host(p);
+    else
+        gpumem__be->free(p);
 }
 
 static void *alloc_any(int kind, size_t count, size_t size, unsigned flags, cudaStream_t stream,
@@ -104,9 +113,6 @@ static void *alloc_any(int kind, size_t count, size_t size, unsigned flags, cuda
         gpumem__err_clear();
         return NULL;
     }
-    gpumem__rec *r = gpumem__rec_new();
-    if (GPUMEM__UNLIKELY(!r))
-        return fail_cuda(kind, bytes, 0, 0, site);
     int dev = 0;
     void *p = NULL;
     int err = gpumem__be->current_device(&dev);
@@ -132,20 +138,24 @@ static void *alloc_any(int kind, size_t count, size_t size, unsigned flags, cuda
             break;
         }
     }
-    if (GPUMEM__UNLIKELY(err || !p)) {
-        gpumem__rec_discard(r);
+    if (GPUMEM__UNLIKELY(err || !p))
         return fail_cuda(kind, bytes, err ? err : cudaErrorMemoryAllocation, injected, site);
+    gpumem__rec r = {
+        .base = (uintptr_t)p,
+        .bytes = bytes,
+        .stream = kind == GPUMEM_KIND_DEVICE_ASYNC ? stream : NULL,
+        .site = site,
+        .seq = atomic_fetch_add_explicit(&next_seq, 1, memory_order_relaxed),
+        .flags = kind == GPUMEM_KIND_PINNED ? 0 : flags,
+        .thread = gpumem__thread_id(),
+        .device = dev,
+        .kind = (unsigned char)kind,
+    };
+    if (GPUMEM__UNLIKELY(gpumem__reg_insert(&r) != 0)) {
+        /* Untracked memory must not reach the caller: give it back to CUDA. */
+        release_untracked(kind, p);
+        return fail_cuda(kind, bytes, 0, 0, site);
     }
-    r->base = (uintptr_t)p;
-    r->bytes = bytes;
-    r->kind = (unsigned char)kind;
-    r->flags = kind == GPUMEM_KIND_PINNED ? 0 : flags;
-    r->stream = kind == GPUMEM_KIND_DEVICE_ASYNC ? stream : NULL;
-    r->device = dev;
-    r->site = site;
-    r->thread = gpumem__thread_id();
-    r->seq = atomic_fetch_add_explicit(&next_seq, 1, memory_order_relaxed);
-    gpumem__reg_insert(r);
     gpumem__err_clear();
     return p;
 }

@@ -71,7 +71,6 @@ typedef struct gpumem__rec {
     unsigned freed_thread;
     int device;
     unsigned char kind;
-    struct gpumem__rec *next; /* hash chain */
 } gpumem__rec;
 
 /* Outcome of taking a pointer out of the registry for release. */
@@ -84,11 +83,9 @@ typedef enum {
 
 /* Sets up the shards; called once by initialization, after the options are read. */
 void gpumem__reg_setup(void);
-/* A new record for an allocation about to be made; NULL when out of host memory. */
-gpumem__rec *gpumem__rec_new(void);
-void gpumem__rec_discard(gpumem__rec *r);
-/* Makes r live. r->base must be set and not already live. */
-void gpumem__reg_insert(gpumem__rec *r);
+/* Makes a copy of r live. r->base must be set and not already live. Returns 0, or -1 when
+ * the registry cannot grow (out of host memory): then nothing changed. */
+int gpumem__reg_insert(const gpumem__rec *r);
 /* Takes p out for release. With a kind filter (non-zero mask of 1u << kind), a live record of
  * another kind is left in place and GPUMEM__TAKEN is not returned: *kind_mismatch is set. */
 gpumem__take_result gpumem__reg_take(const void *p, gpumem_site site, unsigned kind_mask,

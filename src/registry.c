@@ -1,9 +1,17 @@
-/* The registry: every live gpumem allocation, and a bounded quarantine of released ones.
+/* The registry: every live gpumem allocation, and a bounded memory of released ones.
  *
- * Exact lookups (the release path) are O(1): the address hashes to one of 64 shards, each a
- * chained hash table under its own mutex, so threads releasing different pointers rarely
- * meet. A released record moves to its shard's quarantine (same shard: same key), which is
- * what tells a double free from a pointer gpumem never saw.
+ * Exact lookups (the release path) are O(1): the address hashes to one of 64 shards, each an
+ * open-addressing table under its own mutex, so threads releasing different pointers rarely
+ * meet. Keys sit in a dense array, so a probe reads eight of them per cache line and touches
+ * a record only on a match; records are stored inline, so neither allocation nor release
+ * calls malloc.
+ *
+ * A released record stays where it is, marked released in its key's low bit (bases are
+ * multiples of 256, so the bit is free): that is what tells a double free from a pointer gpumem
+ * never saw, with the first release's site at hand, at no extra cost on the release path. A
+ * per-shard ring of released addresses bounds how many are remembered (GPUMEM_QUARANTINE):
+ * when it is full, the oldest release is forgotten. An address allocated again becomes live in
+ * the slot of its earlier release.
  *
  * Interior lookups (an address inside an allocation) are rarer: error paths and queries.
  * Every base is a multiple of GPUMEM_ALIGNMENT, so an allocation of at most SMALL_MAX bytes
@@ -20,19 +28,24 @@
 #define SHARD_BITS 6
 #define SHARDS (1u << SHARD_BITS)
 #define SMALL_MAX ((size_t)64 * 1024)
-#define MIN_BUCKETS 64u
+#define MIN_SLOTS 64u
+#define NONE ((size_t)-1)
+#define RELEASED ((uintptr_t)1)
 
+/* Open addressing with linear probing; key 0 marks an empty slot (0 is never an address gpumem
+ * hands out) and a key with RELEASED set a remembered release. Deletion shifts later entries
+ * back, so there are no tombstones. An address has at most one entry. */
 typedef struct {
-    gpumem__rec **buckets;
-    size_t mask;
-    size_t count;
+    uintptr_t *keys;
+    gpumem__rec *recs;
+    size_t mask;  /* capacity - 1; meaningless while keys == NULL */
+    size_t count; /* live and released entries */
 } table;
 
 typedef struct {
     pthread_mutex_t lock;
-    table live;
-    table freed;
-    gpumem__rec **ring; /* quarantine in release order, oldest at ring[head] */
+    table t;
+    uintptr_t *ring; /* released addresses in release order, oldest at ring[head] */
     size_t ring_cap, ring_len, ring_head;
     uint64_t live_count[GPUMEM_KIND_COUNT_];
     uint64_t live_bytes[GPUMEM_KIND_COUNT_];
@@ -51,93 +64,85 @@ static struct {
 
 static inline uint64_t hash_addr(uintptr_t a)
 {
-    return (uint64_t)(a >> 8) * 0x9E3779B97F4A7C15ull;
+    return (uint64_t)(a >> 8) * 0x9E3779B97F4A7C15ull; /* ignores RELEASED */
 }
 static inline shard *shard_of(uintptr_t a)
 {
     return &shards[hash_addr(a) >> (64 - SHARD_BITS)];
 }
-static inline size_t bucket_of(const table *t, uintptr_t a)
+static inline size_t home_of(const table *t, uintptr_t k)
 {
-    return (size_t)(hash_addr(a) >> 24) & t->mask;
+    return (size_t)(hash_addr(k) >> 24) & t->mask;
 }
 
-void gpumem__reg_setup(void)
+/* Slot of address a, live or released, or NONE. */
+static size_t table_find(const table *t, uintptr_t a)
 {
-    size_t q = (size_t)gpumem__opt_u64(GPUMEM__OPT_QUARANTINE);
-    size_t per = q / SHARDS + (q % SHARDS != 0);
-    for (unsigned i = 0; i < SHARDS; i++) {
-        pthread_mutex_init(&shards[i].lock, NULL);
-        shards[i].ring_cap = per;
+    if (!t->keys)
+        return NONE;
+    for (size_t i = home_of(t, a);; i = (i + 1) & t->mask) {
+        if ((t->keys[i] & ~RELEASED) == a)
+            return i;
+        if (t->keys[i] == 0)
+            return NONE;
     }
 }
 
-/* The registry is set up by gpumem's initialization (options first: the quarantine size). */
-static void reg_ensure(void)
-{
-    gpumem__init_once();
-}
-
-/* Grows t so that it holds one more entry at load factor <= 1. Returns 0, or -1 when out of
- * host memory (the table still works, only with longer chains). */
+/* Grows t so that one more entry keeps the load at most 3/4. Returns 0 or -1 (no memory). */
 static int table_reserve(table *t)
 {
-    if (t->buckets && t->count < t->mask + 1)
+    size_t cap = t->keys ? t->mask + 1 : 0;
+    if (t->keys && (t->count + 1) * 4 <= cap * 3)
         return 0;
-    size_t n = t->buckets ? (t->mask + 1) * 2 : MIN_BUCKETS;
-    gpumem__rec **nb = calloc(n, sizeof *nb);
-    if (!nb)
-        return t->buckets ? 0 : -1;
-    table nt = {nb, n - 1, t->count};
-    if (t->buckets) {
-        for (size_t i = 0; i <= t->mask; i++) {
-            gpumem__rec *r = t->buckets[i];
-            while (r) {
-                gpumem__rec *next = r->next;
-                size_t b = bucket_of(&nt, r->base);
-                r->next = nb[b];
-                nb[b] = r;
-                r = next;
-            }
-        }
-        free(t->buckets);
+    size_t ncap = cap ? cap * 2 : MIN_SLOTS;
+    table nt = {calloc(ncap, sizeof *nt.keys), malloc(ncap * sizeof *nt.recs), ncap - 1,
+                t->count};
+    if (!nt.keys || !nt.recs) {
+        free(nt.keys);
+        free(nt.recs);
+        return -1;
     }
+    for (size_t i = 0; i < cap; i++) {
+        if (!t->keys[i])
+            continue;
+        size_t j = home_of(&nt, t->keys[i]);
+        while (nt.keys[j])
+            j = (j + 1) & nt.mask;
+        nt.keys[j] = t->keys[i];
+        nt.recs[j] = t->recs[i];
+    }
+    free(t->keys);
+    free(t->recs);
     *t = nt;
     return 0;
 }
 
-static gpumem__rec *table_get(const table *t, uintptr_t a)
+/* Puts key k (its address not present) into t, which has room; returns its slot. */
+static size_t table_put(table *t, uintptr_t k)
 {
-    if (!t->buckets)
-        return NULL;
-    for (gpumem__rec *r = t->buckets[bucket_of(t, a)]; r; r = r->next)
-        if (r->base == a)
-            return r;
-    return NULL;
-}
-
-static gpumem__rec *table_remove(table *t, uintptr_t a)
-{
-    if (!t->buckets)
-        return NULL;
-    for (gpumem__rec **pp = &t->buckets[bucket_of(t, a)]; *pp; pp = &(*pp)->next) {
-        gpumem__rec *r = *pp;
-        if (r->base == a) {
-            *pp = r->next;
-            t->count--;
-            return r;
-        }
-    }
-    return NULL;
-}
-
-/* Chains into a bucket; the caller has reserved room or accepts a longer chain. */
-static void table_put(table *t, gpumem__rec *r)
-{
-    size_t b = bucket_of(t, r->base);
-    r->next = t->buckets[b];
-    t->buckets[b] = r;
+    size_t i = home_of(t, k);
+    while (t->keys[i])
+        i = (i + 1) & t->mask;
+    t->keys[i] = k;
     t->count++;
+    return i;
+}
+
+/* Empties slot i, moving back the entries whose probe sequence passed over it. */
+static void table_delete(table *t, size_t i)
+{
+    for (size_t j = (i + 1) & t->mask; t->keys[j]; j = (j + 1) & t->mask) {
+        size_t k = home_of(t, t->keys[j]);
+        /* The entry at j may fill i if its home k is not cyclically within (i, j]. */
+        int stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+        if (stays)
+            continue;
+        t->keys[i] = t->keys[j];
+        t->recs[i] = t->recs[j];
+        i = j;
+    }
+    t->keys[i] = 0;
+    t->count--;
 }
 
 static void large_add(uintptr_t base, size_t bytes)
@@ -212,94 +217,71 @@ static uintptr_t large_find(uintptr_t a)
     return found;
 }
 
-gpumem__rec *gpumem__rec_new(void)
+void gpumem__reg_setup(void)
 {
-    return calloc(1, sizeof(gpumem__rec));
+    size_t q = (size_t)gpumem__opt_u64(GPUMEM__OPT_QUARANTINE);
+    size_t per = q / SHARDS + (q % SHARDS != 0);
+    for (unsigned i = 0; i < SHARDS; i++) {
+        pthread_mutex_init(&shards[i].lock, NULL);
+        shards[i].ring_cap = per;
+    }
 }
 
-void gpumem__rec_discard(gpumem__rec *r)
+/* The registry is set up by gpumem's initialization (options first: the quarantine size). */
+static void reg_ensure(void)
 {
-    free(r);
+    gpumem__init_once();
 }
 
-void gpumem__reg_insert(gpumem__rec *r)
+int gpumem__reg_insert(const gpumem__rec *r)
 {
     reg_ensure();
     shard *s = shard_of(r->base);
     pthread_mutex_lock(&s->lock);
-    /* The address may still sit in quarantine from an earlier allocation at the same place;
-     * the live record takes precedence in every lookup, so it can stay. */
-    table_reserve(&s->live);
-    table_put(&s->live, r);
+    /* An earlier release of the same address gives its slot to the new allocation; its ring
+     * entry then finds nothing to forget. */
+    size_t i = table_find(&s->t, r->base);
+    if (i != NONE) {
+        s->t.keys[i] = r->base;
+    } else {
+        if (table_reserve(&s->t) != 0) {
+            pthread_mutex_unlock(&s->lock);
+            return -1;
+        }
+        i = table_put(&s->t, r->base);
+    }
+    s->t.recs[i] = *r;
     s->live_count[r->kind]++;
     s->live_bytes[r->kind] += r->bytes;
     if (r->bytes > SMALL_MAX)
         large_add(r->base, r->bytes);
     pthread_mutex_unlock(&s->lock);
+    return 0;
 }
 
-/* Slot of r in the quarantine ring, searched newest first: a loop that allocates and
- * releases gets the same address back from CUDA, so the match is usually the newest. */
-static size_t ring_index_of(const shard *s, const gpumem__rec *r)
+/* Marks live address a released and remembers it, forgetting the oldest release first when
+ * the ring is full (first: a deletion may move a's slot, and the oldest release may be an
+ * earlier release of a itself, which is live again now). Without a ring (GPUMEM_QUARANTINE=0,
+ * or no memory for it) the entry goes at once. */
+static void remember_release(shard *s, uintptr_t a)
 {
-    for (size_t i = s->ring_len; i-- > 0;) {
-        size_t k = (s->ring_head + i) % s->ring_cap;
-        if (s->ring[k] == r)
-            return k;
-    }
-    return (size_t)-1;
-}
-
-/* Removes r from the ring; the newest entry fills its slot, which breaks release order by
- * one place at most, and only on this rare path. */
-static void ring_drop(shard *s, const gpumem__rec *r)
-{
-    size_t k = ring_index_of(s, r);
-    if (k == (size_t)-1)
-        return;
-    s->ring[k] = s->ring[(s->ring_head + s->ring_len - 1) % s->ring_cap];
-    s->ring_len--;
-}
-
-/* Puts a released record into its shard's quarantine, evicting the oldest when full. */
-static void quarantine_put(shard *s, gpumem__rec *r)
-{
-    if (s->ring_cap == 0) {
-        free(r);
-        return;
-    }
+    if (!s->ring && s->ring_cap)
+        s->ring = malloc(s->ring_cap * sizeof *s->ring);
     if (!s->ring) {
-        s->ring = calloc(s->ring_cap, sizeof *s->ring);
-        if (!s->ring) {
-            free(r);
-            return;
-        }
-    }
-    gpumem__rec *old = table_remove(&s->freed, r->base); /* keep the latest release only */
-    if (old) {
-        /* Its ring slot is reused by the newer release of the same address. */
-        size_t k = ring_index_of(s, old);
-        if (k != (size_t)-1)
-            s->ring[k] = r;
-        free(old);
-    } else {
-        if (s->ring_len == s->ring_cap) {
-            gpumem__rec *victim = s->ring[s->ring_head];
-            table_remove(&s->freed, victim->base);
-            free(victim);
-            s->ring_head = (s->ring_head + 1) % s->ring_cap;
-            s->ring_len--;
-        }
-        s->ring[(s->ring_head + s->ring_len) % s->ring_cap] = r;
-        s->ring_len++;
-    }
-    if (table_reserve(&s->freed) != 0 && !s->freed.buckets) {
-        /* No table at all: forget it rather than lose track of the ring. */
-        ring_drop(s, r);
-        free(r);
+        table_delete(&s->t, table_find(&s->t, a));
         return;
     }
-    table_put(&s->freed, r);
+    if (s->ring_len == s->ring_cap) {
+        size_t old = table_find(&s->t, s->ring[s->ring_head]);
+        if (old != NONE && (s->t.keys[old] & RELEASED)) /* else allocated again since */
+            table_delete(&s->t, old);
+        s->ring_head = s->ring_head + 1 == s->ring_cap ? 0 : s->ring_head + 1;
+        s->ring_len--;
+    }
+    s->t.keys[table_find(&s->t, a)] = a | RELEASED;
+    size_t slot = s->ring_head + s->ring_len;
+    s->ring[slot >= s->ring_cap ? slot - s->ring_cap : slot] = a;
+    s->ring_len++;
 }
 
 int gpumem__reg_find(const void *p, gpumem__rec *out)
@@ -308,6 +290,18 @@ int gpumem__reg_find(const void *p, gpumem__rec *out)
     uintptr_t a = (uintptr_t)p;
     if (!a)
         return 0;
+    if (!(a & (GPUMEM_ALIGNMENT - 1))) {
+        /* The common case, an allocation's own base: one shard, no global lock. */
+        shard *s = shard_of(a);
+        pthread_mutex_lock(&s->lock);
+        size_t i = table_find(&s->t, a);
+        int live = i != NONE && !(s->t.keys[i] & RELEASED);
+        if (live)
+            *out = s->t.recs[i];
+        pthread_mutex_unlock(&s->lock);
+        if (live)
+            return 1;
+    }
     uintptr_t large_base = large_find(a);
     uintptr_t lowest = a >= SMALL_MAX ? a - SMALL_MAX : 0;
     uintptr_t cand = a & ~(uintptr_t)(GPUMEM_ALIGNMENT - 1);
@@ -316,8 +310,9 @@ int gpumem__reg_find(const void *p, gpumem__rec *out)
     for (;;) {
         shard *s = shard_of(cand);
         pthread_mutex_lock(&s->lock);
-        gpumem__rec *r = table_get(&s->live, cand);
-        if (r) {
+        size_t i = table_find(&s->t, cand);
+        if (i != NONE && !(s->t.keys[i] & RELEASED)) {
+            const gpumem__rec *r = &s->t.recs[i];
             int inside = a - r->base < r->bytes;
             if (inside)
                 *out = *r;
@@ -339,15 +334,20 @@ gpumem__take_result gpumem__reg_take(const void *p, gpumem_site site, unsigned k
     shard *s = shard_of(a);
     *kind_mismatch = 0;
     pthread_mutex_lock(&s->lock);
-    gpumem__rec *r = table_get(&s->live, a);
-    if (r) {
-        *out = *r;
+    size_t i = table_find(&s->t, a);
+    if (i != NONE && (s->t.keys[i] & RELEASED)) {
+        *out = s->t.recs[i]; /* a released base cannot lie inside a live allocation */
+        pthread_mutex_unlock(&s->lock);
+        return GPUMEM__DOUBLE;
+    }
+    if (i != NONE) {
+        gpumem__rec *r = &s->t.recs[i];
         if (kind_mask && !(kind_mask & (1u << r->kind))) {
+            *out = *r;
             *kind_mismatch = 1;
             pthread_mutex_unlock(&s->lock);
             return GPUMEM__UNKNOWN;
         }
-        table_remove(&s->live, a);
         s->live_count[r->kind]--;
         s->live_bytes[r->kind] -= r->bytes;
         if (r->bytes > SMALL_MAX)
@@ -355,21 +355,12 @@ gpumem__take_result gpumem__reg_take(const void *p, gpumem_site site, unsigned k
         r->freed_site = site;
         r->freed_thread = gpumem__thread_id();
         *out = *r;
-        quarantine_put(s, r);
+        remember_release(s, a);
         pthread_mutex_unlock(&s->lock);
         return GPUMEM__TAKEN;
     }
     pthread_mutex_unlock(&s->lock);
-
-    if (gpumem__reg_find(p, out))
-        return GPUMEM__INTERIOR;
-
-    pthread_mutex_lock(&s->lock);
-    r = table_get(&s->freed, a);
-    if (r)
-        *out = *r;
-    pthread_mutex_unlock(&s->lock);
-    return r ? GPUMEM__DOUBLE : GPUMEM__UNKNOWN;
+    return gpumem__reg_find(p, out) ? GPUMEM__INTERIOR : GPUMEM__UNKNOWN;
 }
 
 void gpumem__reg_untake(const void *p)
@@ -377,13 +368,12 @@ void gpumem__reg_untake(const void *p)
     uintptr_t a = (uintptr_t)p;
     shard *s = shard_of(a);
     pthread_mutex_lock(&s->lock);
-    gpumem__rec *r = table_remove(&s->freed, a);
-    if (r) {
-        ring_drop(s, r);
+    size_t i = table_find(&s->t, a);
+    if (i != NONE && (s->t.keys[i] & RELEASED)) { /* its ring entry finds nothing later */
+        gpumem__rec *r = &s->t.recs[i];
+        s->t.keys[i] = a;
         r->freed_site = (gpumem_site){NULL, NULL, 0};
         r->freed_thread = 0;
-        table_reserve(&s->live);
-        table_put(&s->live, r);
         s->live_count[r->kind]++;
         s->live_bytes[r->kind] += r->bytes;
         if (r->bytes > SMALL_MAX)
@@ -418,9 +408,9 @@ void gpumem__reg_foreach(int (*fn)(const gpumem__rec *r, void *arg), void *arg)
         shard *s = &shards[i];
         int stop = 0;
         pthread_mutex_lock(&s->lock);
-        for (size_t b = 0; s->live.buckets && b <= s->live.mask && !stop; b++)
-            for (gpumem__rec *r = s->live.buckets[b]; r && !stop; r = r->next)
-                stop = fn(r, arg);
+        for (size_t j = 0; s->t.keys && j <= s->t.mask && !stop; j++)
+            if (s->t.keys[j] && !(s->t.keys[j] & RELEASED))
+                stop = fn(&s->t.recs[j], arg);
         pthread_mutex_unlock(&s->lock);
         if (stop)
             return;
