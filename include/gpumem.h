@@ -65,7 +65,8 @@ GPUMEM_API const char *gpumem_version(void);
     X(ECUDA, -8, "CUDA call failed")                                                             \
     X(ESTICKY, -9, "CUDA context is unusable (sticky error); the process must restart")          \
     X(EKIND, -10, "operation does not apply to this kind of memory")                             \
-    X(EBUSY, -11, "resource still in use")
+    X(EBUSY, -11, "resource still in use")                                                       \
+    X(EMISALIGNED, -12, "address is not aligned for the requested vector width")
 
 /** gpumem status codes: GPUMEM_OK, GPUMEM_ENOMEM, ... */
 enum gpumem_status {
@@ -129,6 +130,29 @@ typedef struct gpumem_site {
 /**@}*/
 
 /* ------------------------------------------------------------------------------------------ */
+/* Compile-time pairing (issue 3): with GCC >= 11 the allocation functions carry
+ * `__attribute__((malloc, malloc(dealloc, 1)))` for each release function, so
+ * -Wmismatched-dealloc flags free() or cudaFree() on gpumem memory and -fanalyzer flags leaks.
+ * The release functions must be declared first. Define GPUMEM_NO_MALLOC_ATTRIBUTE before
+ * including this header to leave the attribute out (e.g. in a test that misuses on purpose).
+ * Not for Clang (no deallocator form) nor nvcc's front end. docs/ownership.md has details. */
+#if defined(__GNUC__) && __GNUC__ >= 11 && !defined(__clang__) && !defined(__CUDACC__) &&       \
+    !defined(__NVCOMPILER) && !defined(__INTEL_COMPILER) && !defined(GPUMEM_NO_MALLOC_ATTRIBUTE)
+GPUMEM_API int(gpumem_free)(void *p);
+GPUMEM_API int gpumem_free_at(void *p, gpumem_site site);
+GPUMEM_API int gpumem_free_async_at(void *p, cudaStream_t stream, gpumem_site site);
+#define GPUMEM_MALLOC_ATTRIBUTE                                                                  \
+    __attribute__((malloc, malloc(gpumem_free, 1), malloc(gpumem_free_at, 1),                   \
+                   malloc(gpumem_free_async_at, 1)))
+/* Never defined nor called: it makes CUDA's release calls known deallocators, so that GCC
+ * flags cudaFree(), cudaFreeHost() or cudaFreeAsync() on gpumem memory too. */
+void *gpumem__cuda_release_marker(void)
+    __attribute__((malloc(cudaFree, 1), malloc(cudaFreeHost, 1), malloc(cudaFreeAsync, 1)));
+#else
+#define GPUMEM_MALLOC_ATTRIBUTE
+#endif
+
+/* ------------------------------------------------------------------------------------------ */
 /** @name Allocation
  * Each returns a pointer aligned to at least GPUMEM_ALIGNMENT bytes, or NULL. On failure the
  * per-thread record (gpumem_last_error()) says why: GPUMEM_EOVERFLOW (count * size overflows;
@@ -140,19 +164,24 @@ typedef struct gpumem_site {
  */
 /**@{*/
 /** Device memory (cudaMalloc). */
+GPUMEM_MALLOC_ATTRIBUTE
 GPUMEM_API void *gpumem_device_alloc_at(size_t count, size_t size, gpumem_site site);
 /** Managed memory (cudaMallocManaged); @p flags GPUMEM_ATTACH_GLOBAL or GPUMEM_ATTACH_HOST.
  *  A flags value of 0 means GPUMEM_ATTACH_GLOBAL. */
+GPUMEM_MALLOC_ATTRIBUTE
 GPUMEM_API void *gpumem_managed_alloc_at(size_t count, size_t size, unsigned flags,
                                          gpumem_site site);
 /** Page-locked host memory (cudaMallocHost). */
+GPUMEM_MALLOC_ATTRIBUTE
 GPUMEM_API void *gpumem_pinned_alloc_at(size_t count, size_t size, gpumem_site site);
 /** Page-locked host memory with flags (cudaHostAlloc): any combination of
  *  GPUMEM_HOST_MAPPED, GPUMEM_HOST_PORTABLE and GPUMEM_HOST_WRITE_COMBINED. */
+GPUMEM_MALLOC_ATTRIBUTE
 GPUMEM_API void *gpumem_host_alloc_at(size_t count, size_t size, unsigned flags,
                                       gpumem_site site);
 /** Stream-ordered device memory (cudaMallocAsync) on @p stream; usable by work on that
  *  stream once the call returns. Release with gpumem_free_async() (or gpumem_free()). */
+GPUMEM_MALLOC_ATTRIBUTE
 GPUMEM_API void *gpumem_device_alloc_async_at(size_t count, size_t size, cudaStream_t stream,
                                               gpumem_site site);
 
@@ -371,6 +400,334 @@ GPUMEM_API int gpumem_option_get(int i, const char **name, const char **value,
 
 /** Formats @p bytes as "1.0 MiB" ("512 B", "4.0 KiB", ...) into @p buf; returns @p buf. */
 GPUMEM_API char *gpumem_format_bytes(uint64_t bytes, char *buf, size_t n);
+
+/* ---- Alignment and memory kinds (issue 4) ---- */
+/** @name Alignment, vector views and memory kinds
+ * Checks for the rules docs/alignment.md and docs/memory-kinds.md explain: a vector load needs
+ * an address that is a multiple of its width, and each kind of memory has its own rules (who
+ * may dereference it, how it moves). The device-side check for kernels is in gpumem_device.h. */
+/**@{*/
+
+/** The host as the target of gpumem_prefetch() and the location of gpumem_advise()
+ *  (the value of cudaCpuDeviceId). */
+#define GPUMEM_HOST (-1)
+
+/**
+ * Whether @p p is a multiple of @p align, which must be a power of two.
+ * Returns 1 when it is, 0 when it is not or when @p align is 0 or not a power of two.
+ * NULL counts as aligned (address 0 is a multiple of everything). Pure arithmetic: no
+ * registry lookup, no CUDA call, no error record; thread-safe.
+ */
+GPUMEM_API int gpumem_is_aligned(const void *p, size_t align);
+
+/**
+ * A vector view: @p base + @p byte_offset, checked for a load or store @p vec_bytes wide
+ * (16 for float4), before any kernel sees it. Returns the address, or NULL with:
+ * - GPUMEM_EMISALIGNED: the address is not a multiple of @p vec_bytes; the message names the
+ *   offset, the width and the allocation ("offset 4 is not a multiple of 16 for a 16-byte
+ *   vector view of the 1.0 MiB device allocation made at main.c:42 (main)"), and says so when
+ *   @p base itself is misaligned;
+ * - GPUMEM_EINVAL: @p vec_bytes is 0 or not a power of two; @p base is NULL; or the first
+ *   vector of the view does not lie inside the gpumem allocation containing @p base (past the
+ *   end, or before the start for a "negative" offset).
+ * Memory gpumem did not allocate is checked for alignment only (no range is known).
+ * The record is reset to GPUMEM_OK on success. No CUDA call; thread-safe.
+ */
+GPUMEM_API void *gpumem_vec_ptr_at(const void *base, size_t byte_offset, size_t vec_bytes,
+                                   gpumem_site site);
+#define gpumem_vec_ptr(base, byte_offset, vec_bytes)                                            \
+    gpumem_vec_ptr_at((base), (byte_offset), (vec_bytes), GPUMEM_SITE_HERE)
+/** A typed vector view: `float4 *v = GPUMEM_VEC(float4, d_ptr, 1);` with `float *d_ptr` is
+ *  d_ptr + 1 seen as float4 (byte offset 1 * sizeof *d_ptr = 4: refused, 4 is not a multiple
+ *  of 16). @p elem_offset counts elements of @p base's own type, so @p base must be a typed
+ *  pointer (not void *; use gpumem_vec_ptr with a byte offset for that). The width checked is
+ *  sizeof(type). Works in C and in C++/CUDA host code; NULL and the record as
+ *  gpumem_vec_ptr(). */
+#define GPUMEM_VEC(type, base, elem_offset)                                                     \
+    ((type *)gpumem_vec_ptr_at((base), (size_t)(elem_offset) * sizeof *(base), sizeof(type),    \
+                               GPUMEM_SITE_HERE))
+
+/**
+ * Writes what @p p is to @p out, one or more lines. For an address inside a live gpumem
+ * allocation: "0x7f... is 4 bytes into a 1.0 MiB device allocation made at main.c:42 (main,
+ * thread 1, #17)", then the allocation's flags, device or stream, and the rules of its kind.
+ * For any other address: what CUDA says it is (device, pinned host, managed or unregistered
+ * host memory). Returns GPUMEM_OK for gpumem's memory, GPUMEM_EFOREIGN (written, but not
+ * reported to the handler) for other memory, GPUMEM_EINVAL for a NULL @p p or @p out or when
+ * writing fails (reported). Asks CUDA only about foreign addresses. Thread-safe; lines from
+ * concurrent calls on one stream may interleave.
+ */
+GPUMEM_API int gpumem_describe_at(const void *p, FILE *out, gpumem_site site);
+#define gpumem_describe(p, out) gpumem_describe_at((p), (out), GPUMEM_SITE_HERE)
+
+/**
+ * Migrates @p bytes of managed memory from @p p to @p device (an ordinal) or to the host
+ * (GPUMEM_HOST), in order on @p stream: cudaMemPrefetchAsync (CUDA 13:
+ * cuMemPrefetchAsync_v2). Without it, a kernel's first touch migrates page by page on faults
+ * (6.7 against 47.7 GB/s on an H200). @p bytes 0 does nothing and returns GPUMEM_OK.
+ * Errors, each with a message naming the call site and the allocation, nothing migrated:
+ * - GPUMEM_EFOREIGN: @p p is not inside memory gpumem allocated (names what CUDA says it is);
+ * - GPUMEM_EKIND: @p p is in gpumem memory of another kind (only managed memory migrates);
+ * - GPUMEM_EINVAL: NULL @p p; the range runs past the end of the allocation; no such device;
+ * - GPUMEM_ECUDA / GPUMEM_ESTICKY / GPUMEM_ENODEV: CUDA refused.
+ * Asynchronous like the CUDA call: returns once queued. Thread-safe.
+ */
+GPUMEM_API int gpumem_prefetch_at(const void *p, size_t bytes, int device, cudaStream_t stream,
+                                  gpumem_site site);
+#define gpumem_prefetch(p, bytes, device, stream)                                               \
+    gpumem_prefetch_at((p), (bytes), (device), (stream), GPUMEM_SITE_HERE)
+
+/**
+ * Advice on how @p bytes of managed memory from @p p will be used: cudaMemAdvise (CUDA 13:
+ * cuMemAdvise_v2). @p advice is a cudaMemoryAdvise value (cudaMemAdviseSetReadMostly,
+ * ...SetPreferredLocation, ...SetAccessedBy and their Unset forms); @p device is an ordinal or
+ * GPUMEM_HOST, and is ignored by the read-mostly advice and by UnsetPreferredLocation, as
+ * CUDA ignores it. @p bytes 0 does nothing and returns GPUMEM_OK. Errors as
+ * gpumem_prefetch(), plus GPUMEM_EINVAL for an advice value CUDA does not define.
+ * Thread-safe.
+ */
+GPUMEM_API int gpumem_advise_at(const void *p, size_t bytes, int advice, int device,
+                                gpumem_site site);
+#define gpumem_advise(p, bytes, advice, device)                                                 \
+    gpumem_advise_at((p), (bytes), (advice), (device), GPUMEM_SITE_HERE)
+/**@}*/
+
+/* ---- Statistics, leak reports and checkpoints (issue 3) ---- */
+/** @name Statistics
+ * Process-wide counters of gpumem allocations, updated on every successful allocation and
+ * release. Thread-safe (atomic counters); a snapshot taken while other threads allocate is
+ * consistent per counter, not across counters. */
+/**@{*/
+/** Current, peak (since start or the last reset) and total (ever allocated) of one measure. */
+typedef struct gpumem_counter_t {
+    uint64_t current;
+    uint64_t peak;
+    uint64_t total;
+} gpumem_counter_t;
+
+/** Devices with their own counters; allocations on ordinals beyond share the last entry. */
+#define GPUMEM_STATS_DEVICES 16
+
+typedef struct gpumem_stats_t {
+    gpumem_counter_t bytes[GPUMEM_KIND_COUNT_]; /**< by gpumem_kind; index 0: every kind */
+    gpumem_counter_t count[GPUMEM_KIND_COUNT_];
+    gpumem_counter_t device_bytes[GPUMEM_STATS_DEVICES]; /**< every kind, by device ordinal */
+    gpumem_counter_t device_count[GPUMEM_STATS_DEVICES];
+} gpumem_stats_t;
+
+/** Fills @p out. Returns GPUMEM_OK, or GPUMEM_EINVAL for NULL. No CUDA call. */
+GPUMEM_API int gpumem_stats(gpumem_stats_t *out);
+/** Prints the statistics as a table, one row per kind and per device used, each row ending in
+ *  "ok" or "not all freed". Returns GPUMEM_OK, or GPUMEM_EINVAL for NULL. No CUDA call. */
+GPUMEM_API int gpumem_stats_print(FILE *out);
+/** Sets every peak to its current value, to measure the peak of a phase of the program. */
+GPUMEM_API void gpumem_stats_reset_peak(void);
+/**@}*/
+
+/** @name Leak reports
+ * At exit, when allocations are still live, gpumem reports them (GPUMEM_LEAK_REPORT: off,
+ * summary (default) or full), to stderr or GPUMEM_REPORT_FILE, as text or JSON
+ * (GPUMEM_REPORT_FORMAT); GPUMEM_LEAK_EXITCODE=N makes a leaking process exit with N.
+ * The report works from the registry alone and never calls CUDA. */
+/**@{*/
+#define GPUMEM_REPORT_SUMMARY 0x0u /**< one line */
+#define GPUMEM_REPORT_FULL 0x1u    /**< grouped by call site, sorted by bytes */
+#define GPUMEM_REPORT_JSON 0x2u    /**< JSON (schema "gpumem.report", version 1) */
+/**
+ * Writes the report of what is live now to @p out, as at exit. Returns the number of live
+ * allocations (>= 0), or GPUMEM_EINVAL for a NULL @p out, GPUMEM_ENOMEM when the grouping
+ * needs memory it cannot get (then a summary is written). Never calls CUDA. Thread-safe.
+ */
+GPUMEM_API int gpumem_report(FILE *out, unsigned flags);
+/**@}*/
+
+/** @name Checkpoints
+ * The seed's cudaMemGetInfo method, made precise: what was allocated between two points of
+ * a program and is still live, by call site, and how device free memory changed, with the
+ * part gpumem cannot attribute (other libraries, raw cudaMalloc). */
+/**@{*/
+typedef struct gpumem_checkpoint_t {
+    uint64_t seq;          /**< allocations with a larger sequence number came after */
+    uint64_t device_bytes; /**< gpumem's device-resident bytes live then (device, async) */
+    size_t device_free;    /**< cudaMemGetInfo then, on device */
+    size_t device_total;
+    int device;            /**< the caller's current device then; -1 when unknown */
+} gpumem_checkpoint_t;
+
+typedef struct gpumem_checkpoint_diff_t {
+    uint64_t count;           /**< allocations made since the checkpoint and still live */
+    uint64_t bytes;
+    uint64_t sites;           /**< distinct call sites among them */
+    int64_t device_used;      /**< growth of used device memory (cudaMemGetInfo), bytes */
+    int64_t gpumem_device;    /**< growth of gpumem's device-resident live bytes */
+    int64_t unattributed;     /**< device_used - gpumem_device: memory gpumem did not make */
+    int device_known;         /**< 0 when device memory could not be read: then the three
+                                   device figures are 0 */
+} gpumem_checkpoint_diff_t;
+
+/** Marks a point in the program. Reads cudaMemGetInfo of the caller's current device when
+ *  gpumem can (device -1 in the result otherwise). Thread-safe. */
+GPUMEM_API gpumem_checkpoint_t gpumem_checkpoint(void);
+/**
+ * Compares now with @p cp: fills @p diff (may be NULL) and, when @p out is not NULL, writes
+ * the allocations made since @p cp that are still live, grouped by call site and sorted by
+ * bytes, and the device memory change. Device memory is reserved by CUDA in chunks, so
+ * device_used moves in steps (commonly 2 MiB) and small allocations can show as 0 or as a
+ * chunk. Returns GPUMEM_OK, GPUMEM_EINVAL for a NULL @p cp, GPUMEM_ENOMEM when grouping
+ * needs memory it cannot get. Thread-safe.
+ */
+GPUMEM_API int gpumem_checkpoint_diff(const gpumem_checkpoint_t *cp, FILE *out,
+                                      gpumem_checkpoint_diff_t *diff);
+/**@}*/
+
+/* ---- Ownership (issue 3) ---- */
+/** @name Ownership: GPUMEM_AUTO, gpumem_steal() and scopes
+ * Memory released when the block that owns it ends, on every path out of it (return, goto,
+ * break, and in C++ an exception). docs/ownership.md has worked examples and the rules; C++
+ * code has gpumem::unique_ptr in gpumem.hpp.
+ *
+ * Automatic release needs the `cleanup` attribute (GCC, Clang, and nvcc with either as host
+ * compiler): GPUMEM_HAVE_CLEANUP is 1 there, and only then are GPUMEM_AUTO and GPUMEM_SCOPE
+ * defined, so code that relies on them fails to compile elsewhere instead of leaking. Defining
+ * GPUMEM_NO_CLEANUP before including this header turns them off. Without cleanup, declare a
+ * scope with GPUMEM_SCOPE_MANUAL(s) and close it with gpumem_scope_close(s) on every path. */
+/**@{*/
+#if !defined(GPUMEM_NO_CLEANUP) && (defined(__GNUC__) || defined(__clang__))
+#define GPUMEM_HAVE_CLEANUP 1
+#else
+#define GPUMEM_HAVE_CLEANUP 0
+#endif
+
+/**
+ * Releases the pointer stored at @p pp (the address of any object pointer variable) with
+ * gpumem_free() and sets the variable to NULL. A NULL variable is a no-op. The cleanup
+ * function behind GPUMEM_AUTO; errors are reported as by gpumem_free() (which records no call
+ * site here: messages say "released at (unknown site)"). Not for use on a scope.
+ */
+GPUMEM_API void gpumem_auto_release(void *pp);
+
+#if GPUMEM_HAVE_CLEANUP
+/**
+ * `GPUMEM_AUTO float *d = gpumem_device_alloc(n, sizeof *d);` releases d with gpumem_free()
+ * when the enclosing block ends, on every path. NULL (a failed or zero-byte allocation) is
+ * fine. To hand the memory on, take it out first: `return gpumem_steal(&d);`; to release it
+ * early: `gpumem_free(gpumem_steal(&d));`. Never jump (goto) into the block past the
+ * declaration. Defined only where GPUMEM_HAVE_CLEANUP is 1.
+ */
+#define GPUMEM_AUTO __attribute__((cleanup(gpumem_auto_release)))
+#endif
+
+/**
+ * Hands ownership on: returns the pointer stored at @p pp (the address of a pointer variable,
+ * `gpumem_steal(&d)`) and sets that variable to NULL, so a GPUMEM_AUTO variable or a later
+ * gpumem_free(d) no longer releases it. NULL @p pp returns NULL. No registry lookup, no error
+ * record; the variable must be a pointer to an object type. Thread safety: as the variable.
+ * In C++, gpumem.hpp adds a typed overload (`float *p = gpumem_steal(&d);`).
+ */
+GPUMEM_API void *gpumem_steal(void *pp);
+
+/** Entries a scope holds without allocating; more go to the heap. */
+#define GPUMEM_SCOPE_INLINE 8
+
+/** One adopted allocation (private to the scope functions). */
+typedef struct gpumem_scope_entry {
+    void *ptr;
+    uint64_t seq;     /**< the allocation's sequence number: tells a reused address apart */
+    gpumem_site site; /**< where it was allocated */
+} gpumem_scope_entry;
+
+/**
+ * An ownership scope: the allocations adopted into it, released in reverse order of adoption
+ * when it closes. Declare one with GPUMEM_SCOPE(s) or GPUMEM_SCOPE_MANUAL(s), which make `s`
+ * an array of one, so `s` is passed as is (a `gpumem_scope *`). The fields are private.
+ * Thread safety: a scope belongs to the thread that declared it; no two threads may use one
+ * scope at once (the memory it holds may be used anywhere).
+ */
+typedef struct gpumem_scope {
+    unsigned magic;             /**< set by initialization; catches an uninitialized scope */
+    unsigned reserved_;
+    size_t count;               /**< entries held */
+    size_t capacity;            /**< entries that fit without growing */
+    gpumem_scope_entry *heap;   /**< NULL while the entries fit in inline_entries */
+    gpumem_site site;           /**< where the scope was declared */
+    gpumem_scope_entry inline_entries[GPUMEM_SCOPE_INLINE];
+} gpumem_scope;
+
+/** An empty, open scope declared at @p site: the initializer behind GPUMEM_SCOPE. */
+GPUMEM_API gpumem_scope gpumem_scope_make_at(gpumem_site site);
+/** Initializes the scope at @p s (for a scope that is not a local variable, e.g. a struct
+ *  member); close it with gpumem_scope_close(). */
+GPUMEM_API void gpumem_scope_init_at(gpumem_scope *s, gpumem_site site);
+#define gpumem_scope_init(s) gpumem_scope_init_at((s), GPUMEM_SITE_HERE)
+
+/** The cleanup function behind GPUMEM_SCOPE: closes the scope at @p scope (a
+ *  `gpumem_scope *`, or the address of the array GPUMEM_SCOPE declares). Reports as
+ *  gpumem_scope_close(), naming the scope's declaration as the release site. */
+GPUMEM_API void gpumem_scope_cleanup(void *scope);
+
+#if GPUMEM_HAVE_CLEANUP
+/**
+ * `GPUMEM_SCOPE(s);` declares the scope `s` (a `gpumem_scope[1]`, used as a
+ * `gpumem_scope *`), which closes when the enclosing block ends, on every path: everything
+ * adopted is released in reverse order of adoption. Scopes nest: an inner block's scope
+ * closes first. Defined only where GPUMEM_HAVE_CLEANUP is 1; see GPUMEM_SCOPE_MANUAL.
+ */
+#define GPUMEM_SCOPE(s)                                                                          \
+    __attribute__((cleanup(gpumem_scope_cleanup))) gpumem_scope s[1] = {                         \
+        gpumem_scope_make_at(GPUMEM_SITE_HERE)}
+#endif
+/** `GPUMEM_SCOPE_MANUAL(s);` declares the scope `s` without automatic close, for compilers
+ *  without `cleanup`: the caller calls gpumem_scope_close(s) on every path out. */
+#define GPUMEM_SCOPE_MANUAL(s) gpumem_scope s[1] = {gpumem_scope_make_at(GPUMEM_SITE_HERE)}
+
+/**
+ * Gives the scope @p s ownership of @p p, an allocation gpumem returned, and returns @p p:
+ * `float *d = gpumem_adopt(s, gpumem_device_alloc(n, sizeof *d));`. NULL passes through
+ * (returns NULL, nothing adopted, record untouched), so one NULL check after adoption covers
+ * the allocation. Adopting a pointer the scope already holds does nothing and returns it.
+ * Errors (reported through the record and handler; the call returns NULL):
+ * - GPUMEM_EFOREIGN / GPUMEM_EINTERIOR: @p p is not the start of a live gpumem allocation;
+ *   it is neither adopted nor released;
+ * - GPUMEM_ENOMEM: the scope could not grow on the heap; @p p is released at once, so it
+ *   does not leak;
+ * - GPUMEM_EINVAL: @p s is NULL or not initialized; @p p is released at once.
+ * Cost: one registry lookup, and a scan of the entries held (scopes are meant for a few
+ * hundred allocations at most). Thread safety: see gpumem_scope.
+ */
+GPUMEM_API void *gpumem_adopt_at(gpumem_scope *s, void *p, gpumem_site site);
+#define gpumem_adopt(s, p) gpumem_adopt_at((s), (p), GPUMEM_SITE_HERE)
+
+/**
+ * Closes @p s now: releases every adopted allocation in reverse order of adoption with
+ * gpumem_free(), naming this call as the release site. Each failure is reported through the
+ * record and the handler, and closing goes on with the rest. An allocation that was released
+ * behind the scope's back (gpumem_free() of an adopted pointer) is not released again, even
+ * if its address was reused since: that is reported as GPUMEM_EDOUBLEFREE. Afterwards the
+ * scope is empty and may adopt again; closing an empty scope (or a NULL @p s) does nothing.
+ * Returns GPUMEM_OK or the first failure's status.
+ */
+GPUMEM_API int gpumem_scope_close_at(gpumem_scope *s, gpumem_site site);
+#define gpumem_scope_close(s) gpumem_scope_close_at((s), GPUMEM_SITE_HERE)
+
+/**
+ * Releases @p p now and takes it out of @p s (the way to release an adopted allocation
+ * early). Returns gpumem_free()'s status; NULL @p p returns GPUMEM_OK. GPUMEM_EINVAL
+ * (reported, nothing released) when @p s does not hold @p p.
+ */
+GPUMEM_API int gpumem_scope_release_at(gpumem_scope *s, void *p, gpumem_site site);
+#define gpumem_scope_release(s, p) gpumem_scope_release_at((s), (p), GPUMEM_SITE_HERE)
+
+/**
+ * Takes @p p out of @p s without releasing it and returns it: the caller owns it again (to
+ * return it, or hand it to another owner). NULL @p p returns NULL. Returns NULL with
+ * GPUMEM_EINVAL reported when @p s does not hold @p p.
+ */
+GPUMEM_API void *gpumem_scope_steal_at(gpumem_scope *s, void *p, gpumem_site site);
+#define gpumem_scope_steal(s, p) gpumem_scope_steal_at((s), (p), GPUMEM_SITE_HERE)
+
+/** Number of allocations @p s holds now (0 for NULL). */
+GPUMEM_API size_t gpumem_scope_count(const gpumem_scope *s);
+/**@}*/
 
 #ifdef __cplusplus
 }

@@ -6,9 +6,15 @@
  * succeeded. */
 #include <stdio.h>
 
+#include "backtrace.h"
 #include "internal.h"
 
 static atomic_uint_fast64_t next_seq = 1;
+
+uint64_t gpumem__seq_next(void)
+{
+    return atomic_load_explicit(&next_seq, memory_order_relaxed);
+}
 static atomic_uint_fast64_t alloc_attempts;
 
 static const char *fn_name[GPUMEM_KIND_COUNT_] = {
@@ -151,11 +157,14 @@ static void *alloc_any(int kind, size_t count, size_t size, unsigned flags, cuda
         .device = dev,
         .kind = (unsigned char)kind,
     };
+    if (GPUMEM__UNLIKELY(gpumem__opt_bool(GPUMEM__OPT_BACKTRACE)))
+        r.stack = gpumem__stack_capture(0); /* gpumem's own frames are trimmed when shown */
     if (GPUMEM__UNLIKELY(gpumem__reg_insert(&r) != 0)) {
         /* Untracked memory must not reach the caller: give it back to CUDA. */
         release_untracked(kind, p);
         return fail_cuda(kind, bytes, 0, 0, site);
     }
+    gpumem__stats_alloc(kind, dev, bytes);
     gpumem__err_clear();
     return p;
 }

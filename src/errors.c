@@ -197,6 +197,19 @@ static void append_memory_context(gpumem_error *e)
     }
     if (*sep == ',')
         gpumem__err_append(e, ")");
+    /* Who holds it: the five call sites with the most live bytes. */
+    gpumem__group *g = NULL;
+    long n = live.count[0] ? gpumem__group_live(0, 0, &g, NULL) : 0;
+    for (long i = 0; i < n && i < 5; i++) {
+        char where[256];
+        gpumem__err_append(e, "%s%s (%s, %llu)", i ? ", " : "\n    largest holders: ",
+                           gpumem__site_str(g[i].site, where, sizeof where),
+                           gpumem_format_bytes(g[i].bytes, a, sizeof a),
+                           (unsigned long long)g[i].count);
+    }
+    if (n > 5)
+        gpumem__err_append(e, ", ...");
+    free(g);
 }
 
 int gpumem_check_at(int status, const char *expr, gpumem_site site)

@@ -6,6 +6,7 @@
  * memory is still allocated and still owned. */
 #include <stdio.h>
 
+#include "backtrace.h"
 #include "internal.h"
 
 /* "1.0 MiB device memory at 0x..." */
@@ -15,6 +16,21 @@ static void describe_alloc(gpumem_error *e, const gpumem__rec *r)
     gpumem__err_append(e, "%s %s memory at %p",
                        gpumem_format_bytes(r->bytes, size_text, sizeof size_text),
                        gpumem_kind_name(r->kind), (void *)r->base);
+}
+
+/* The allocation's stack under its site, when GPUMEM_BACKTRACE=1 kept one. */
+static void append_stack(gpumem_error *e, uint32_t stack)
+{
+    gpumem__frame f[12];
+    int n = gpumem__stack_frames(stack, f, 12);
+    for (int i = 0; i < n; i++) {
+        if (f[i].file)
+            gpumem__err_append(e, "\n      %s %s (%s:%d)", i ? "by" : "at", f[i].func, f[i].file,
+                               f[i].line);
+        else
+            gpumem__err_append(e, "\n      %s %s (in %s)", i ? "by" : "at", f[i].func,
+                               f[i].object ? f[i].object : "?");
+    }
 }
 
 static void append_sites(gpumem_error *e, const char *verb, gpumem_site site,
@@ -28,28 +44,7 @@ static void append_sites(gpumem_error *e, const char *verb, gpumem_site site,
     gpumem__err_append(e, "\n    %-18s %s, thread %u, #%llu", "allocated at",
                        gpumem__site_str(r->site, where, sizeof where), r->thread,
                        (unsigned long long)r->seq);
-}
-
-/* What CUDA says of a pointer gpumem does not know, as a hint at where it came from. */
-static const char *foreign_origin(const void *p)
-{
-    int type = -1;
-    if (!gpumem__backend_up() || gpumem__be->pointer_type(p, &type) != 0)
-        return "CUDA could not say what it is";
-    switch (type) {
-    case GPUMEM__PTR_DEVICE:
-        return "CUDA says it is device memory: likely from a raw cudaMalloc, to be released "
-               "with cudaFree";
-    case GPUMEM__PTR_HOST:
-        return "CUDA says it is pinned host memory: likely from a raw cudaMallocHost or "
-               "cudaHostAlloc, to be released with cudaFreeHost";
-    case GPUMEM__PTR_MANAGED:
-        return "CUDA says it is managed memory: likely from a raw cudaMallocManaged, to be "
-               "released with cudaFree";
-    default:
-        return "CUDA does not know it either: ordinary host memory (malloc, stack or static), "
-               "or memory released long ago";
-    }
+    append_stack(e, r->stack);
 }
 
 static int release_error(const char *fn, gpumem__take_result res, const void *p,
@@ -82,7 +77,7 @@ static int release_error(const char *fn, gpumem__take_result res, const void *p,
                               "\n  hint: release memory with the call that made it; nothing "
                               "was released",
                            fn, p, "released at", gpumem__site_str(site, where, sizeof where),
-                           foreign_origin(p));
+                           gpumem__cuda_says(p));
     }
     return gpumem__err_raise(e);
 }
@@ -127,26 +122,20 @@ static int release(const char *fn, void *p, int async, cudaStream_t stream, gpum
 
     /* A record exists only if initialization succeeded, so the backend is up. */
     int err;
-    switch (r.kind) {
-    case GPUMEM_KIND_PINNED:
-    case GPUMEM_KIND_HOST:
+    if (r.kind == GPUMEM_KIND_PINNED || r.kind == GPUMEM_KIND_HOST)
         err = gpumem__be->free_host(p);
-        break;
-    case GPUMEM_KIND_DEVICE_ASYNC:
-        /* Without a stream, cudaFree: it waits for the device, so work still using the memory
-         * on the allocation's stream (which may no longer exist) is done first. */
-        err = async ? gpumem__be->free_async(p, stream) : gpumem__be->free(p);
-        break;
-    default:
-        /* cudaFree synchronizes the device, which also orders it after work on `stream`. */
+    else if (r.kind == GPUMEM_KIND_DEVICE_ASYNC && async)
+        err = gpumem__be->free_async(p, stream);
+    else
+        /* cudaFree waits for the device: work still using the memory on any stream (the
+         * allocation's own may no longer exist) is done first. */
         err = gpumem__be->free(p);
-        break;
-    }
     if (GPUMEM__UNLIKELY(err)) {
         if (!gpumem__cuda_error_is_sticky(err))
             gpumem__reg_untake(p);
         return release_cuda_error(fn, err, &r, site);
     }
+    gpumem__stats_release(r.kind, r.device, r.bytes);
     gpumem__err_clear();
     return GPUMEM_OK;
 }

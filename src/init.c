@@ -27,6 +27,7 @@ static void init_once(void)
 {
     gpumem__options_load();
     gpumem__reg_setup();
+    gpumem__report_at_exit_setup();
 }
 
 void gpumem__init_once(void)

@@ -19,17 +19,33 @@
 #endif
 
 /* ---- options.c: one table, read once from the environment ---- */
+/* X(NAME, TYPE, CHOICES, DEFAULT, HELP): TYPE is BOOL (1/0, on/off, ...), SIZE (a number with
+ * an optional unit), CHOICE (one of CHOICES, separated by '|'), PATH (non-empty) or TEXT. */
 #define GPUMEM__OPTION_MAP(X)                                                                    \
-    X(BACKEND, "cuda", "backend: cuda (the real driver) or sim (the simulated device, for tests)") \
-    X(LIBCUDA, "libcuda.so.1", "CUDA driver library the cuda backend loads")                     \
-    X(SIM_DEVICE_BYTES, "16GiB", "memory of the simulated device")                               \
-    X(FAIL_ALLOC, "0", "make the Nth gpumem allocation fail with out of memory (0: never)")       \
-    X(QUARANTINE, "65536", "released allocations remembered to tell a double free from a foreign pointer") \
-    X(SYNC_LAUNCH, "0", "GPUMEM_CHECK_LAUNCH also synchronizes, to pin kernel faults to launches") \
-    X(ABORT_ON_ERROR, "0", "the default error handler aborts on every failure, not only checks")
+    X(BACKEND, CHOICE, "cuda|sim", "cuda",                                                       \
+      "backend: cuda (the real driver) or sim (the simulated device, for tests)")                \
+    X(LIBCUDA, PATH, "", "libcuda.so.1", "CUDA driver library the cuda backend loads")            \
+    X(SIM_DEVICE_BYTES, SIZE, "", "16GiB", "memory of the simulated device")                     \
+    X(FAIL_ALLOC, SIZE, "", "0",                                                                 \
+      "make the Nth gpumem allocation fail with out of memory (0: never)")                       \
+    X(QUARANTINE, SIZE, "", "65536",                                                             \
+      "released allocations remembered to tell a double free from a foreign pointer")            \
+    X(SYNC_LAUNCH, BOOL, "", "0",                                                                \
+      "GPUMEM_CHECK_LAUNCH also synchronizes, to pin kernel faults to launches")                 \
+    X(ABORT_ON_ERROR, BOOL, "", "0",                                                             \
+      "the default error handler aborts on every failure, not only checks")                     \
+    X(LEAK_REPORT, CHOICE, "off|summary|full", "summary",                                        \
+      "at exit, report allocations still live: off, a summary line, or full (by call site)")     \
+    X(LEAK_EXITCODE, SIZE, "", "0",                                                              \
+      "exit status of a process that leaks (0: leave the status alone), for CI")                 \
+    X(REPORT_FILE, TEXT, "", "",                                                                 \
+      "write reports to this file instead of stderr; %p is the process id")                     \
+    X(REPORT_FORMAT, CHOICE, "text|json", "text", "format of reports: text or json")         \
+    X(BACKTRACE, BOOL, "", "0",                                                                  \
+      "keep each allocation's stack, shown in reports and release errors (costs time)")
 
 enum {
-#define GPUMEM__OPTION_ENUM(name, def, help) GPUMEM__OPT_##name,
+#define GPUMEM__OPTION_ENUM(name, type, choices, def, help) GPUMEM__OPT_##name,
     GPUMEM__OPTION_MAP(GPUMEM__OPTION_ENUM)
 #undef GPUMEM__OPTION_ENUM
     GPUMEM__OPT_COUNT
@@ -70,6 +86,7 @@ typedef struct gpumem__rec {
     unsigned thread;
     unsigned freed_thread;
     int device;
+    uint32_t stack; /* allocation stack (backtrace.h) with GPUMEM_BACKTRACE=1, else 0 */
     unsigned char kind;
 } gpumem__rec;
 
@@ -95,8 +112,41 @@ void gpumem__reg_untake(const void *p);
 /* Finds the live allocation containing p; copies it into *out. Returns 1 if found. */
 int gpumem__reg_find(const void *p, gpumem__rec *out);
 void gpumem__reg_live(gpumem_live *out);
-/* Visits every live record, one shard locked at a time; stops when fn returns non-zero. */
-void gpumem__reg_foreach(int (*fn)(const gpumem__rec *r, void *arg), void *arg);
+/* Visits every live record, one shard locked at a time; stops when fn returns non-zero. With
+ * try_only, a shard whose lock another thread holds is skipped rather than waited for (the
+ * exit-time report must not hang on a thread stopped inside gpumem); returns the number of
+ * shards skipped. */
+int gpumem__reg_foreach(int (*fn)(const gpumem__rec *r, void *arg), void *arg, int try_only);
+
+/* ---- query.c ---- */
+/* One sentence on what CUDA says an address gpumem does not own is, with the release call
+ * that matches it: a hint at where a foreign pointer came from. May start the backend. */
+const char *gpumem__cuda_says(const void *p);
+
+/* ---- alloc.c ---- */
+/* The sequence number the next allocation will get. */
+uint64_t gpumem__seq_next(void);
+
+/* ---- stats.c ---- */
+void gpumem__stats_alloc(int kind, int device, uint64_t bytes);
+void gpumem__stats_release(int kind, int device, uint64_t bytes);
+uint64_t gpumem__stats_current_bytes(int kind);
+
+/* ---- report.c: live allocations grouped by call site ---- */
+typedef struct gpumem__group {
+    gpumem_site site;
+    int kind;
+    uint32_t stack; /* groups differ by stack too when stacks are kept */
+    uint64_t count;
+    uint64_t bytes;
+    uint64_t first_seq[5]; /* the smallest sequence numbers, ascending */
+} gpumem__group;
+/* Groups the live allocations with seq > min_seq by call site and kind, sorted by bytes
+ * (largest first). Returns the number of groups and sets *groups (free() it), or -1 when out
+ * of host memory. *skipped counts registry shards that could not be read (try_only). */
+long gpumem__group_live(uint64_t min_seq, int try_only, gpumem__group **groups, int *skipped);
+/* Registers the exit-time report (called once, at initialization). */
+void gpumem__report_at_exit_setup(void);
 
 /* ---- errors.c: the per-thread record and the handler ---- */
 gpumem_error *gpumem__err_begin(int code, const char *expr, gpumem_site site);

@@ -16,14 +16,19 @@
 
 extern char **environ;
 
+enum { OT_BOOL, OT_SIZE, OT_CHOICE, OT_PATH, OT_TEXT };
+
 typedef struct {
     const char *name; /* GPUMEM_... */
+    int type;
+    const char *choices;
     const char *def;
     const char *help;
 } option_def;
 
 static const option_def defs[GPUMEM__OPT_COUNT] = {
-#define GPUMEM__OPTION_ROW(name, def, help) {"GPUMEM_" #name, def, help},
+#define GPUMEM__OPTION_ROW(name, type, choices, def, help)                                       \
+    {"GPUMEM_" #name, OT_##type, choices, def, help},
     GPUMEM__OPTION_MAP(GPUMEM__OPTION_ROW)
 #undef GPUMEM__OPTION_ROW
 };
@@ -83,38 +88,45 @@ int gpumem__parse_size(const char *t, uint64_t *out)
     return -1;
 }
 
-static int is_bool_option(int id)
+/* Whether text is one of the '|'-separated choices. */
+static int is_choice(const char *choices, const char *text)
 {
-    return id == GPUMEM__OPT_SYNC_LAUNCH || id == GPUMEM__OPT_ABORT_ON_ERROR;
-}
-static int is_number_option(int id)
-{
-    return id == GPUMEM__OPT_SIM_DEVICE_BYTES || id == GPUMEM__OPT_FAIL_ALLOC ||
-           id == GPUMEM__OPT_QUARANTINE;
+    size_t n = strlen(text);
+    for (const char *c = choices; *c;) {
+        const char *end = strchr(c, '|');
+        size_t len = end ? (size_t)(end - c) : strlen(c);
+        if (len == n && strncmp(c, text, n) == 0)
+            return 1;
+        c += len + (end != NULL);
+    }
+    return 0;
 }
 
 /* Parses text for option id into numbers[id]; returns 0, or -1 with what was expected. */
 static int parse_value(int id, const char *text, const char **expected)
 {
-    if (is_bool_option(id)) {
-        int b;
+    static _Thread_local char choice_text[128];
+    int b;
+    switch (defs[id].type) {
+    case OT_BOOL:
         *expected = "1/0, on/off, yes/no or true/false";
         if (gpumem__parse_bool(text, &b) != 0)
             return -1;
         numbers[id] = (uint64_t)b;
-    } else if (is_number_option(id)) {
+        return 0;
+    case OT_SIZE:
         *expected = "a number, optionally with a unit such as 16MiB or 4GB";
-        if (gpumem__parse_size(text, &numbers[id]) != 0)
-            return -1;
-    } else if (id == GPUMEM__OPT_BACKEND) {
-        *expected = "cuda or sim";
-        if (strcmp(text, "cuda") != 0 && strcmp(text, "sim") != 0)
-            return -1;
-    } else if (*text == '\0') {
+        return gpumem__parse_size(text, &numbers[id]);
+    case OT_CHOICE:
+        snprintf(choice_text, sizeof choice_text, "one of %s", defs[id].choices);
+        *expected = choice_text;
+        return is_choice(defs[id].choices, text) ? 0 : -1;
+    case OT_PATH:
         *expected = "a non-empty value";
-        return -1;
+        return *text ? 0 : -1;
+    default:
+        return 0;
     }
-    return 0;
 }
 
 static size_t edit_distance(const char *a, const char *b)
@@ -139,6 +151,11 @@ static size_t edit_distance(const char *a, const char *b)
     return row[lb];
 }
 
+/* Variables of gpumem's build scripts (scripts/build), which share the prefix: known, not
+ * options of the library, so no warning. */
+static const char *const build_variables[] = {"GPUMEM_WERROR", "GPUMEM_SANITIZE",
+                                              "GPUMEM_BUILD_DIR"};
+
 static void warn_unknown(void)
 {
     for (char **e = environ; e && *e; e++) {
@@ -149,6 +166,8 @@ static void warn_unknown(void)
         int known = 0;
         for (int i = 0; i < GPUMEM__OPT_COUNT && !known; i++)
             known = strlen(defs[i].name) == len && strncmp(defs[i].name, *e, len) == 0;
+        for (size_t i = 0; i < sizeof build_variables / sizeof *build_variables && !known; i++)
+            known = strlen(build_variables[i]) == len && strncmp(build_variables[i], *e, len) == 0;
         if (known)
             continue;
         char name[128];

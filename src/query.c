@@ -3,6 +3,26 @@
 
 #include "internal.h"
 
+const char *gpumem__cuda_says(const void *p)
+{
+    int type = -1;
+    if (!gpumem__backend_try() || gpumem__be->pointer_type(p, &type) != 0)
+        return "CUDA could not say what it is (no usable CUDA device)";
+    switch (type) {
+    case GPUMEM__PTR_DEVICE:
+        return "CUDA says it is device memory: a raw cudaMalloc (released with cudaFree) or "
+               "another allocator's";
+    case GPUMEM__PTR_HOST:
+        return "CUDA says it is pinned host memory: a raw cudaMallocHost or cudaHostAlloc "
+               "(released with cudaFreeHost) or cudaHostRegister";
+    case GPUMEM__PTR_MANAGED:
+        return "CUDA says it is managed memory: a raw cudaMallocManaged (released with cudaFree)";
+    default:
+        return "CUDA does not know it: ordinary host memory (malloc, stack or static), or "
+               "memory already released";
+    }
+}
+
 int gpumem_query(const void *p, gpumem_info *info)
 {
     if (!p || !info)

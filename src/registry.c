@@ -401,20 +401,32 @@ void gpumem__reg_live(gpumem_live *out)
     }
 }
 
-void gpumem__reg_foreach(int (*fn)(const gpumem__rec *r, void *arg), void *arg)
+int gpumem__reg_foreach(int (*fn)(const gpumem__rec *r, void *arg), void *arg, int try_only)
 {
     reg_ensure();
+    int skipped = 0;
     for (unsigned i = 0; i < SHARDS; i++) {
         shard *s = &shards[i];
         int stop = 0;
-        pthread_mutex_lock(&s->lock);
+        if (try_only) {
+            int got = 0;
+            for (int attempt = 0; attempt < 1000 && !got; attempt++)
+                got = pthread_mutex_trylock(&s->lock) == 0;
+            if (!got) {
+                skipped++;
+                continue;
+            }
+        } else {
+            pthread_mutex_lock(&s->lock);
+        }
         for (size_t j = 0; s->t.keys && j <= s->t.mask && !stop; j++)
             if (s->t.keys[j] && !(s->t.keys[j] & RELEASED))
                 stop = fn(&s->t.recs[j], arg);
         pthread_mutex_unlock(&s->lock);
         if (stop)
-            return;
+            break;
     }
+    return skipped;
 }
 
 void gpumem_live_get(gpumem_live *out)

@@ -18,7 +18,9 @@
     X(cuMemAllocHost_v2, void **a, size_t b) X(cuMemHostAlloc, void **a, size_t b, unsigned c)   \
     X(cuMemFree_v2, CUdeviceptr a) X(cuMemFreeHost, void *a)                                     \
     X(cuMemHostGetDevicePointer_v2, CUdeviceptr *a, void *b, unsigned c)                         \
-    X(cuPointerGetAttribute, void *a, CUpointer_attribute b, CUdeviceptr c)
+    X(cuPointerGetAttribute, void *a, CUpointer_attribute b, CUdeviceptr c)                     \
+    X(cuMemPrefetchAsync_v2, CUdeviceptr a, size_t b, CUmemLocation c, unsigned d, CUstream e)   \
+    X(cuMemAdvise_v2, CUdeviceptr a, size_t b, CUmem_advise c, CUmemLocation d)
 
 #define DEFINE(name, ...)                                                                        \
     CUresult name(__VA_ARGS__);                                                                  \

@@ -214,7 +214,7 @@ static void test_foreign_pointer(void)
     uint64_t before = live_total();
     EXPECT_EQ(gpumem_free(&on_stack), GPUMEM_EFOREIGN);
     EXPECT_CONTAINS(seen.message, "which gpumem did not allocate");
-    EXPECT_CONTAINS(seen.message, "CUDA does not know it either");
+    EXPECT_CONTAINS(seen.message, "CUDA does not know it: ordinary host memory");
     EXPECT_CONTAINS(seen.message, "nothing was released");
     EXPECT_EQ(gpumem_free(heap), GPUMEM_EFOREIGN);
     EXPECT_EQ(live_total(), before);
@@ -291,6 +291,8 @@ static void test_out_of_memory(void)
     EXPECT_CONTAINS(seen.message, "device memory requested at");
     EXPECT_CONTAINS(seen.message, "device 0: ");
     EXPECT_CONTAINS(seen.message, "live in gpumem: ");
+    EXPECT_CONTAINS(seen.message, "largest holders: ");
+    EXPECT_CONTAINS(seen.message, "(test_out_of_memory) (1.0 MiB, 1)");
     EXPECT_CONTAINS(seen.message, "CUDA said cudaErrorMemoryAllocation: out of memory");
     EXPECT_EQ(live_total(), before);
     /* The next allocation succeeds: the error was not sticky. */

@@ -35,6 +35,10 @@ typedef struct gpumem__backend {
     int (*free_async)(void *p, cudaStream_t stream);                    /* cudaFreeAsync */
     int (*host_device_ptr)(void **dev, void *host);          /* cudaHostGetDevicePointer */
     int (*pointer_type)(const void *p, int *type);           /* cudaPointerGetAttributes */
+    /* cudaMemPrefetchAsync: device is an ordinal or -1 (cudaCpuDeviceId) for the host. */
+    int (*prefetch)(const void *p, size_t bytes, int device, cudaStream_t stream);
+    /* cudaMemAdvise: advice is a cudaMemoryAdvise value; device an ordinal or -1 (host). */
+    int (*advise)(const void *p, size_t bytes, int advice, int device);
 } gpumem__backend;
 
 extern const gpumem__backend gpumem__backend_cuda;

@@ -45,7 +45,9 @@
     X(cuMemFreeHost, (void *))                                                                   \
     X(cuMemFreeAsync, (CUdeviceptr, CUstream))                                                   \
     X(cuMemHostGetDevicePointer_v2, (CUdeviceptr *, void *, unsigned))                           \
-    X(cuPointerGetAttribute, (void *, CUpointer_attribute, CUdeviceptr))
+    X(cuPointerGetAttribute, (void *, CUpointer_attribute, CUdeviceptr))                       \
+    X(cuMemPrefetchAsync_v2, (CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream))          \
+    X(cuMemAdvise_v2, (CUdeviceptr, size_t, CUmem_advise, CUmemLocation))
 
 static struct {
 #define GPUMEM__DRIVER_FIELD(name, args) CUresult(*name) args;
@@ -101,7 +103,7 @@ static int cuda_init(char *why, size_t n)
     *(void **)(&drv.name) = dlsym(lib, #name);                                                   \
     if (!drv.name) {                                                                             \
         snprintf(why, n, "the CUDA driver %s lacks %s: the driver is too old for gpumem "      \
-                         "(it needs CUDA 11.2 or newer)", path, #name);                          \
+                         "(it needs CUDA 12.2 or newer)", path, #name);                          \
         return -1;                                                                               \
     }
     GPUMEM__DRIVER_FUNCS(GPUMEM__DRIVER_LOAD)
@@ -266,6 +268,35 @@ static int cuda_pointer_type(const void *p, int *type)
     return 0;
 }
 
+/* cudaCpuDeviceId (-1) is the host. CUDA 12.2 replaced the device argument of the prefetch
+ * and advice calls with a location, and CUDA 13's cuda.h declares only that form, so both are
+ * loaded by their exported _v2 names (drivers since 12.2 have them). */
+static CUmemLocation location_of(int device)
+{
+    CUmemLocation loc;
+    loc.type = device == -1 ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE;
+    loc.id = device == -1 ? 0 : device;
+    return loc;
+}
+
+static int cuda_prefetch(const void *p, size_t bytes, int device, cudaStream_t stream)
+{
+    CUresult r = ensure_ctx();
+    if (r == CUDA_SUCCESS)
+        r = drv.cuMemPrefetchAsync_v2((CUdeviceptr)(uintptr_t)p, bytes, location_of(device), 0,
+                                      (CUstream)stream);
+    return (int)r;
+}
+
+static int cuda_advise(const void *p, size_t bytes, int advice, int device)
+{
+    CUresult r = ensure_ctx();
+    if (r == CUDA_SUCCESS)
+        r = drv.cuMemAdvise_v2((CUdeviceptr)(uintptr_t)p, bytes, (CUmem_advise)advice,
+                               location_of(device));
+    return (int)r;
+}
+
 const gpumem__backend gpumem__backend_cuda = {
     "cuda",
     cuda_init,
@@ -282,4 +313,6 @@ const gpumem__backend gpumem__backend_cuda = {
     cuda_free_async,
     cuda_host_device_ptr,
     cuda_pointer_type,
+    cuda_prefetch,
+    cuda_advise,
 };

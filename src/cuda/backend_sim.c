@@ -4,7 +4,8 @@
  * pinned, interior, already released or foreign pointers and cudaFreeHost of device or
  * managed memory give cudaErrorInvalidValue; cudaFree of stream-ordered memory succeeds;
  * zero bytes give NULL and success; a request beyond the device's capacity
- * (GPUMEM_SIM_DEVICE_BYTES) gives cudaErrorMemoryAllocation and the next one may succeed.
+ * (GPUMEM_SIM_DEVICE_BYTES), or pinned memory beyond the machine's physical memory, gives
+ * cudaErrorMemoryAllocation and the next one may succeed.
  * Device pointers are 512-byte aligned like consecutive small cudaMalloc results; pinned and
  * stream-ordered ones are page aligned. It keeps its own table of what it handed out, apart
  * from gpumem's registry, as a driver would. Managed memory counts against the capacity
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../internal.h"
 #include "backend.h"
@@ -102,6 +104,12 @@ static int sim_mem_info(int ordinal, size_t *free_bytes, size_t *total)
     return err;
 }
 
+static uint64_t host_ram(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : UINT64_MAX;
+}
+
 static int sim_alloc(void **p, size_t bytes, int type, unsigned flags)
 {
     *p = NULL;
@@ -112,7 +120,9 @@ static int sim_alloc(void **p, size_t bytes, int type, unsigned flags)
         return err;
     }
     int on_device = type != SIM_HOST;
-    if (on_device && bytes > sim.capacity - sim.used) {
+    /* Pinned memory cannot exceed physical memory (CUDA cannot lock more); checking this
+     * keeps the answer the same on machines whose malloc overcommits. */
+    if ((on_device && bytes > sim.capacity - sim.used) || (!on_device && bytes > host_ram())) {
         pthread_mutex_unlock(&sim.lock);
         return cudaErrorMemoryAllocation;
     }
@@ -248,6 +258,43 @@ static int sim_pointer_type(const void *p, int *type)
     return 0;
 }
 
+/* Prefetch and advice change where managed pages live, which host RAM cannot show, so the
+ * simulated device only validates, with CUDA's answers: a device other than 0 or the host
+ * (-1) is cudaErrorInvalidDevice; a range that is not inside one managed allocation, or an
+ * advice CUDA does not define, is cudaErrorInvalidValue. */
+static int sim_managed_range(const void *p, size_t bytes, int device)
+{
+    sim_block b;
+    int err = atomic_load(&poisoned);
+    if (err)
+        return err;
+    if (device != 0 && device != -1)
+        return cudaErrorInvalidDevice;
+    if (!p || !sim_find(p, &b) || b.type != SIM_MANAGED)
+        return cudaErrorInvalidValue;
+    size_t offset = (size_t)((uintptr_t)p - b.base);
+    if (bytes == 0 || bytes > b.bytes - offset)
+        return cudaErrorInvalidValue;
+    return 0;
+}
+
+static int sim_prefetch(const void *p, size_t bytes, int device, cudaStream_t stream)
+{
+    (void)stream;
+    return sim_managed_range(p, bytes, device);
+}
+
+static int sim_advise(const void *p, size_t bytes, int advice, int device)
+{
+    if (advice < cudaMemAdviseSetReadMostly || advice > cudaMemAdviseUnsetAccessedBy)
+        return atomic_load(&poisoned) ? atomic_load(&poisoned) : cudaErrorInvalidValue;
+    /* CUDA ignores the device for these two. */
+    if (advice == cudaMemAdviseSetReadMostly || advice == cudaMemAdviseUnsetReadMostly ||
+        advice == cudaMemAdviseUnsetPreferredLocation)
+        device = 0;
+    return sim_managed_range(p, bytes, device);
+}
+
 const gpumem__backend gpumem__backend_sim = {
     "sim",
     sim_init,
@@ -264,4 +311,6 @@ const gpumem__backend gpumem__backend_sim = {
     sim_free_async,
     sim_host_device_ptr,
     sim_pointer_type,
+    sim_prefetch,
+    sim_advise,
 };

@@ -6,14 +6,8 @@
 
 #include <gpumem.h>
 
-static int failures;
-#define CHECK_TRUE(c)                                                                            \
-    do {                                                                                         \
-        if (!(c)) {                                                                              \
-            std::fprintf(stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, #c);                   \
-            failures++;                                                                          \
-        }                                                                                        \
-    } while (0)
+#include "gpu_check.h"
+
 
 static int last_code;
 static void capture(const gpumem_error *e, void *) { last_code = e->code; }
@@ -115,11 +109,9 @@ static void launch_check(void)
 
 int main()
 {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-        std::printf("SKIP: no CUDA device\n");
+    int n = gpu_device_count();
+    if (n == 0)
         return 77;
-    }
     gpumem_set_error_handler(capture, nullptr);
     CHECK_TRUE(gpumem_init() == GPUMEM_OK);
     scenario(0);
@@ -131,6 +123,5 @@ int main()
     gpumem_live live;
     gpumem_live_get(&live);
     CHECK_TRUE(live.count[0] == 0);
-    std::printf("%s (%d failures)\n", failures ? "FAIL" : "ok", failures);
-    return failures ? 1 : 0;
+    return gpu_finish("");
 }

@@ -6,6 +6,8 @@
 
 #include <gpumem.h>
 
+#include "gpu_check.h"
+
 static gpumem_error seen;
 static void capture(const gpumem_error *e, void *) { seen = *e; }
 
@@ -18,11 +20,9 @@ __global__ void load4(const float *base, float *out)
 
 int main()
 {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-        std::printf("SKIP: no CUDA device\n");
+    int n = gpu_device_count();
+    if (n == 0)
         return 77;
-    }
     gpumem_set_error_handler(capture, nullptr);
     float *d = (float *)gpumem_device_alloc(1024, sizeof(float));
     float *out = (float *)gpumem_device_alloc(32, sizeof(float));
