@@ -495,24 +495,31 @@ GPUMEM_API int gpumem_advise_at(const void *p, size_t bytes, int advice, int dev
 /* ---- Statistics, leak reports and checkpoints (issue 3) ---- */
 /** @name Statistics
  * Process-wide counters of gpumem allocations, updated on every successful allocation and
- * release. Thread-safe (atomic counters); a snapshot taken while other threads allocate is
- * consistent per counter, not across counters. */
+ * release: counts and totals are kept by the registry's shards under the locks they take
+ * anyway; only the byte peaks need shared atomic counters. Thread-safe; a snapshot taken
+ * while other threads allocate is consistent per shard, not across the whole process. */
 /**@{*/
-/** Current, peak (since start or the last reset) and total (ever allocated) of one measure. */
+/** Bytes: current, peak (since start or the last reset) and total (ever allocated). */
 typedef struct gpumem_counter_t {
     uint64_t current;
     uint64_t peak;
     uint64_t total;
 } gpumem_counter_t;
 
+/** Allocations: live now, and made in all. */
+typedef struct gpumem_count_t {
+    uint64_t current;
+    uint64_t total;
+} gpumem_count_t;
+
 /** Devices with their own counters; allocations on ordinals beyond share the last entry. */
 #define GPUMEM_STATS_DEVICES 16
 
 typedef struct gpumem_stats_t {
     gpumem_counter_t bytes[GPUMEM_KIND_COUNT_]; /**< by gpumem_kind; index 0: every kind */
-    gpumem_counter_t count[GPUMEM_KIND_COUNT_];
+    gpumem_count_t count[GPUMEM_KIND_COUNT_];
     gpumem_counter_t device_bytes[GPUMEM_STATS_DEVICES]; /**< every kind, by device ordinal */
-    gpumem_counter_t device_count[GPUMEM_STATS_DEVICES];
+    gpumem_count_t device_count[GPUMEM_STATS_DEVICES];
 } gpumem_stats_t;
 
 /** Fills @p out. Returns GPUMEM_OK, or GPUMEM_EINVAL for NULL. No CUDA call. */
@@ -727,6 +734,102 @@ GPUMEM_API void *gpumem_scope_steal_at(gpumem_scope *s, void *p, gpumem_site sit
 
 /** Number of allocations @p s holds now (0 for NULL). */
 GPUMEM_API size_t gpumem_scope_count(const gpumem_scope *s);
+/**@}*/
+
+/* ---- Pools (issue 7) ---- */
+/** @name Pools
+ * Caching allocators for device memory (over CUDA's stream-ordered allocator) and pinned host
+ * memory (size classes carved from large cudaMallocHost chunks). Every block is a gpumem
+ * allocation like any other: in the registry (gpumem_query(), leak reports, statistics), and
+ * released with gpumem_free() (or, device pool, gpumem_free_async()), which gives it back to
+ * its pool instead of to CUDA. docs/pools.md has the rules and the numbers. */
+/**@{*/
+/** An opaque pool; made by gpumem_pool_create(), ended by gpumem_pool_destroy(). */
+typedef struct gpumem_pool gpumem_pool;
+
+/** Options of gpumem_pool_create(); zero-initialize, then set what matters. */
+typedef struct gpumem_pool_options_t {
+    /** Most bytes the pool may reserve from CUDA (cached and in use together); 0: no limit.
+     *  A request that would pass it first releases cached blocks, then fails with
+     *  GPUMEM_ENOMEM. */
+    uint64_t limit;
+    /** Pinned pool: bytes of each pinned chunk that small blocks are carved from; 0: 16 MiB
+     *  (smaller when a limit is set below it). Requests above a quarter of a chunk get a
+     *  cudaMallocHost of their own. Ignored by device pools. */
+    uint64_t chunk_bytes;
+} gpumem_pool_options_t;
+
+/** What a pool holds (gpumem_pool_stats()). Bytes are block (size-class) bytes unless said. */
+typedef struct gpumem_pool_stats_t {
+    uint64_t reserved;       /**< bytes held from CUDA: in use + cached (+ pinned chunk space
+                                  not yet carved) */
+    uint64_t in_use;         /**< block bytes of live blocks */
+    uint64_t requested;      /**< bytes the live blocks were asked for (count * size) */
+    uint64_t cached;         /**< block bytes of released blocks kept for reuse */
+    uint64_t peak_reserved;  /**< largest reserved so far */
+    uint64_t peak_in_use;    /**< largest in_use so far */
+    uint64_t blocks_in_use;
+    uint64_t blocks_cached;
+    uint64_t hits;           /**< allocations served from the pool's cache */
+    uint64_t misses;         /**< allocations that reached CUDA (its pool, or cudaMallocHost) */
+    uint64_t oom_retries;    /**< out-of-memory answers retried after releasing cached blocks */
+    /** Share of reserved bytes that hold no requested byte, (reserved - requested) / reserved,
+     *  from 0 (every reserved byte is asked for) to 1; 0 when nothing is reserved. It counts
+     *  size-class rounding, cached blocks and uncarved chunk space alike: after
+     *  gpumem_pool_trim() of an idle phase it shows what stays pinned for nothing. */
+    double fragmentation;
+} gpumem_pool_stats_t;
+
+/**
+ * Makes a pool. @p kind is GPUMEM_KIND_DEVICE (a device pool on device ordinal @p device,
+ * built on a CUDA memory pool whose release threshold keeps freed memory cached) or
+ * GPUMEM_KIND_PINNED (a pinned host pool; @p device is ignored). @p options may be NULL
+ * (no limit, default chunk). Returns the pool, or NULL with the record set: GPUMEM_EINVAL
+ * (another kind), GPUMEM_ENODEV, GPUMEM_ENOMEM, GPUMEM_ECUDA (e.g. no such device, or a
+ * device without memory pools). Thread-safe; the pool may be used from any thread.
+ */
+GPUMEM_API gpumem_pool *gpumem_pool_create_at(int kind, int device,
+                                              const gpumem_pool_options_t *options,
+                                              gpumem_site site);
+#define gpumem_pool_create(kind, device, options)                                               \
+    gpumem_pool_create_at((kind), (device), (options), GPUMEM_SITE_HERE)
+
+/**
+ * A block of at least count * size bytes (overflow-checked), aligned to GPUMEM_ALIGNMENT,
+ * recorded at the caller's site, of kind GPUMEM_KIND_DEVICE or GPUMEM_KIND_PINNED. Device
+ * pool: usable by work on @p stream once the call returns, as cudaMallocAsync; a block
+ * cached for @p stream is reused at once, and any other request goes to CUDA's pool, which
+ * reuses memory across streams only once the work that used it is done. Pinned pool:
+ * @p stream is ignored. Returns NULL with the record set: GPUMEM_EOVERFLOW, GPUMEM_EINVAL
+ * (NULL pool), GPUMEM_ENOMEM (after releasing cached blocks and retrying once; the message
+ * says what the pool held), GPUMEM_ECUDA. Zero bytes: NULL and GPUMEM_OK. Thread-safe.
+ */
+GPUMEM_MALLOC_ATTRIBUTE
+GPUMEM_API void *gpumem_pool_alloc_at(gpumem_pool *pool, size_t count, size_t size,
+                                      cudaStream_t stream, gpumem_site site);
+#define gpumem_pool_alloc(pool, count, size, stream)                                            \
+    gpumem_pool_alloc_at((pool), (count), (size), (stream), GPUMEM_SITE_HERE)
+
+/**
+ * Releases every cached block back to CUDA (device pool: after the device finished the work
+ * that may still use them, then trims CUDA's pool; pinned pool: blocks of their own and
+ * chunks none of whose blocks are live). Live blocks are untouched. Returns GPUMEM_OK,
+ * GPUMEM_EINVAL (NULL pool) or the CUDA failure. Thread-safe; slow (it synchronizes).
+ */
+GPUMEM_API int gpumem_pool_trim(gpumem_pool *pool);
+
+/** Fills @p stats with a snapshot. Returns GPUMEM_OK or GPUMEM_EINVAL (NULL argument). No CUDA
+ *  call. Thread-safe. */
+GPUMEM_API int gpumem_pool_stats(gpumem_pool *pool, gpumem_pool_stats_t *stats);
+
+/**
+ * Destroys @p pool: releases everything it holds to CUDA and frees it. With blocks still live
+ * it returns GPUMEM_EBUSY, with a message listing each live block (site and size, the first
+ * ones), and changes nothing: release them and call again. NULL is a no-op (GPUMEM_OK).
+ * Not to be called while another thread uses the pool.
+ */
+GPUMEM_API int gpumem_pool_destroy_at(gpumem_pool *pool, gpumem_site site);
+#define gpumem_pool_destroy(pool) gpumem_pool_destroy_at((pool), GPUMEM_SITE_HERE)
 /**@}*/
 
 #ifdef __cplusplus

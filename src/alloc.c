@@ -15,6 +15,11 @@ uint64_t gpumem__seq_next(void)
 {
     return atomic_load_explicit(&next_seq, memory_order_relaxed);
 }
+
+uint64_t gpumem__seq_take(void)
+{
+    return atomic_fetch_add_explicit(&next_seq, 1, memory_order_relaxed);
+}
 static atomic_uint_fast64_t alloc_attempts;
 
 static const char *fn_name[GPUMEM_KIND_COUNT_] = {

@@ -9,8 +9,9 @@
 
 static uint64_t device_resident_bytes(void)
 {
-    return gpumem__stats_current_bytes(GPUMEM_KIND_DEVICE) +
-           gpumem__stats_current_bytes(GPUMEM_KIND_DEVICE_ASYNC);
+    gpumem_live live;
+    gpumem__reg_live(&live);
+    return live.bytes[GPUMEM_KIND_DEVICE] + live.bytes[GPUMEM_KIND_DEVICE_ASYNC];
 }
 
 /* cudaMemGetInfo of the caller's current device; 0 when it cannot be read. */

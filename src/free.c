@@ -122,7 +122,9 @@ static int release(const char *fn, void *p, int async, cudaStream_t stream, gpum
 
     /* A record exists only if initialization succeeded, so the backend is up. */
     int err;
-    if (r.kind == GPUMEM_KIND_PINNED || r.kind == GPUMEM_KIND_HOST)
+    if (r.pool)
+        err = gpumem__pool_release(r.pool, &r, async, stream); /* back to its pool, no CUDA */
+    else if (r.kind == GPUMEM_KIND_PINNED || r.kind == GPUMEM_KIND_HOST)
         err = gpumem__be->free_host(p);
     else if (r.kind == GPUMEM_KIND_DEVICE_ASYNC && async)
         err = gpumem__be->free_async(p, stream);

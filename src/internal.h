@@ -88,6 +88,7 @@ typedef struct gpumem__rec {
     int device;
     uint32_t stack; /* allocation stack (backtrace.h) with GPUMEM_BACKTRACE=1, else 0 */
     unsigned char kind;
+    struct gpumem_pool *pool; /* the pool a block belongs to, else NULL (released by CUDA) */
 } gpumem__rec;
 
 /* Outcome of taking a pointer out of the registry for release. */
@@ -112,11 +113,32 @@ void gpumem__reg_untake(const void *p);
 /* Finds the live allocation containing p; copies it into *out. Returns 1 if found. */
 int gpumem__reg_find(const void *p, gpumem__rec *out);
 void gpumem__reg_live(gpumem_live *out);
+/* Counts and totals by kind (index 0: all) and device, summed over the shards. */
+typedef struct gpumem__counts {
+    gpumem_count_t count[GPUMEM_KIND_COUNT_];
+    uint64_t bytes[GPUMEM_KIND_COUNT_], total_bytes[GPUMEM_KIND_COUNT_];
+    gpumem_count_t device_count[GPUMEM_STATS_DEVICES];
+    uint64_t device_bytes[GPUMEM_STATS_DEVICES], device_total_bytes[GPUMEM_STATS_DEVICES];
+} gpumem__counts;
+void gpumem__reg_counts(gpumem__counts *out);
+/* Statistics slot of a device ordinal: ordinals past the last share it. */
+static inline int gpumem__dev_slot(int device)
+{
+    return device < 0 ? 0 : device >= GPUMEM_STATS_DEVICES ? GPUMEM_STATS_DEVICES - 1 : device;
+}
 /* Visits every live record, one shard locked at a time; stops when fn returns non-zero. With
  * try_only, a shard whose lock another thread holds is skipped rather than waited for (the
  * exit-time report must not hang on a thread stopped inside gpumem); returns the number of
  * shards skipped. */
 int gpumem__reg_foreach(int (*fn)(const gpumem__rec *r, void *arg), void *arg, int try_only);
+
+/* ---- pool.c ---- */
+/* Gives a pool block back to its pool: called by gpumem_free / gpumem_free_async after the
+ * record r left the registry. stream is the release's stream for gpumem_free_async (async
+ * set), else r->stream. Returns a cudaError_t value (0 on success); on failure the caller
+ * reports it and puts the record back. */
+int gpumem__pool_release(struct gpumem_pool *pool, const gpumem__rec *r, int async,
+                         cudaStream_t stream);
 
 /* ---- query.c ---- */
 /* One sentence on what CUDA says an address gpumem does not own is, with the release call
@@ -126,11 +148,12 @@ const char *gpumem__cuda_says(const void *p);
 /* ---- alloc.c ---- */
 /* The sequence number the next allocation will get. */
 uint64_t gpumem__seq_next(void);
+/* Takes the next sequence number, for an allocation made outside alloc.c (pool blocks). */
+uint64_t gpumem__seq_take(void);
 
-/* ---- stats.c ---- */
+/* ---- stats.c: byte peaks (counts and totals are the registry's) ---- */
 void gpumem__stats_alloc(int kind, int device, uint64_t bytes);
 void gpumem__stats_release(int kind, int device, uint64_t bytes);
-uint64_t gpumem__stats_current_bytes(int kind);
 
 /* ---- report.c: live allocations grouped by call site ---- */
 typedef struct gpumem__group {

@@ -49,8 +49,24 @@ typedef struct {
     size_t ring_cap, ring_len, ring_head;
     uint64_t live_count[GPUMEM_KIND_COUNT_];
     uint64_t live_bytes[GPUMEM_KIND_COUNT_];
+    uint64_t total_count[GPUMEM_KIND_COUNT_];
+    uint64_t total_bytes[GPUMEM_KIND_COUNT_];
+    uint64_t dev_live_count[GPUMEM_STATS_DEVICES];
+    uint64_t dev_live_bytes[GPUMEM_STATS_DEVICES];
+    uint64_t dev_total_count[GPUMEM_STATS_DEVICES];
+    uint64_t dev_total_bytes[GPUMEM_STATS_DEVICES];
     char pad[64];
 } shard;
+
+/* Live counts move with the record: in at insert and untake, out at take. */
+static void count_live(shard *s, const gpumem__rec *r, int sign)
+{
+    int d = gpumem__dev_slot(r->device);
+    s->live_count[r->kind] += (uint64_t)(int64_t)sign;
+    s->live_bytes[r->kind] += (uint64_t)((int64_t)sign * (int64_t)r->bytes);
+    s->dev_live_count[d] += (uint64_t)(int64_t)sign;
+    s->dev_live_bytes[d] += (uint64_t)((int64_t)sign * (int64_t)r->bytes);
+}
 
 static shard shards[SHARDS];
 
@@ -251,8 +267,11 @@ int gpumem__reg_insert(const gpumem__rec *r)
         i = table_put(&s->t, r->base);
     }
     s->t.recs[i] = *r;
-    s->live_count[r->kind]++;
-    s->live_bytes[r->kind] += r->bytes;
+    count_live(s, r, 1);
+    s->total_count[r->kind]++;
+    s->total_bytes[r->kind] += r->bytes;
+    s->dev_total_count[gpumem__dev_slot(r->device)]++;
+    s->dev_total_bytes[gpumem__dev_slot(r->device)] += r->bytes;
     if (r->bytes > SMALL_MAX)
         large_add(r->base, r->bytes);
     pthread_mutex_unlock(&s->lock);
@@ -348,8 +367,7 @@ gpumem__take_result gpumem__reg_take(const void *p, gpumem_site site, unsigned k
             pthread_mutex_unlock(&s->lock);
             return GPUMEM__UNKNOWN;
         }
-        s->live_count[r->kind]--;
-        s->live_bytes[r->kind] -= r->bytes;
+        count_live(s, r, -1);
         if (r->bytes > SMALL_MAX)
             large_remove(a);
         r->freed_site = site;
@@ -374,8 +392,7 @@ void gpumem__reg_untake(const void *p)
         s->t.keys[i] = a;
         r->freed_site = (gpumem_site){NULL, NULL, 0};
         r->freed_thread = 0;
-        s->live_count[r->kind]++;
-        s->live_bytes[r->kind] += r->bytes;
+        count_live(s, r, 1);
         if (r->bytes > SMALL_MAX)
             large_add(r->base, r->bytes);
     }
@@ -398,6 +415,35 @@ void gpumem__reg_live(gpumem_live *out)
     for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
         out->count[0] += out->count[k];
         out->bytes[0] += out->bytes[k];
+    }
+}
+
+void gpumem__reg_counts(gpumem__counts *out)
+{
+    reg_ensure();
+    memset(out, 0, sizeof *out);
+    for (unsigned i = 0; i < SHARDS; i++) {
+        shard *s = &shards[i];
+        pthread_mutex_lock(&s->lock);
+        for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
+            out->count[k].current += s->live_count[k];
+            out->count[k].total += s->total_count[k];
+            out->bytes[k] += s->live_bytes[k];
+            out->total_bytes[k] += s->total_bytes[k];
+        }
+        for (int d = 0; d < GPUMEM_STATS_DEVICES; d++) {
+            out->device_count[d].current += s->dev_live_count[d];
+            out->device_count[d].total += s->dev_total_count[d];
+            out->device_bytes[d] += s->dev_live_bytes[d];
+            out->device_total_bytes[d] += s->dev_total_bytes[d];
+        }
+        pthread_mutex_unlock(&s->lock);
+    }
+    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
+        out->count[0].current += out->count[k].current;
+        out->count[0].total += out->count[k].total;
+        out->bytes[0] += out->bytes[k];
+        out->total_bytes[0] += out->total_bytes[k];
     }
 }
 

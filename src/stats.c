@@ -1,9 +1,11 @@
 /* Statistics: current, peak and total bytes and counts, by kind and by device.
  *
- * Atomic counters, updated after each successful allocation and release. Each measure lives
- * on its own cache line so that threads allocating different kinds do not share lines. A peak
- * is raised by compare-and-swap only when the current value passes it, which is rare once a
- * program reaches its working size. */
+ * Counts and totals are kept by the registry's shards, under the locks insertion and release
+ * take anyway, so they cost no extra synchronization. A peak, though, is a property of the
+ * whole process at one instant, which shard sums cannot give: for bytes only, three shared
+ * counters per allocation and release (its kind, every kind, its device) track the current
+ * total, and a peak is raised by compare-and-swap only when the current value passes it, which
+ * is rare once a program reaches its working size. Each counter has its own cache line. */
 #include <stdio.h>
 #include <string.h>
 
@@ -12,14 +14,14 @@
 typedef struct {
     _Alignas(64) atomic_uint_fast64_t current;
     atomic_uint_fast64_t peak;
-    atomic_uint_fast64_t total;
-} counter;
+} peak_counter;
 
-static counter kind_bytes[GPUMEM_KIND_COUNT_], kind_count[GPUMEM_KIND_COUNT_];
-static counter dev_bytes[GPUMEM_STATS_DEVICES], dev_count[GPUMEM_STATS_DEVICES];
+static peak_counter kind_bytes[GPUMEM_KIND_COUNT_]; /* index 0: every kind */
+static peak_counter dev_bytes[GPUMEM_STATS_DEVICES];
 
-static void raise_peak(counter *c, uint64_t now)
+static void add(peak_counter *c, uint64_t v)
 {
+    uint64_t now = atomic_fetch_add_explicit(&c->current, v, memory_order_relaxed) + v;
     uint_fast64_t peak = atomic_load_explicit(&c->peak, memory_order_relaxed);
     while (now > peak && !atomic_compare_exchange_weak_explicit(&c->peak, &peak, now,
                                                                 memory_order_relaxed,
@@ -27,57 +29,25 @@ static void raise_peak(counter *c, uint64_t now)
         ;
 }
 
-static void add(counter *c, uint64_t v)
-{
-    uint64_t now = atomic_fetch_add_explicit(&c->current, v, memory_order_relaxed) + v;
-    atomic_fetch_add_explicit(&c->total, v, memory_order_relaxed);
-    raise_peak(c, now);
-}
-
-static void sub(counter *c, uint64_t v)
-{
-    atomic_fetch_sub_explicit(&c->current, v, memory_order_relaxed);
-}
-
-static int dev_slot(int device)
-{
-    return device < 0 ? 0 : device >= GPUMEM_STATS_DEVICES ? GPUMEM_STATS_DEVICES - 1 : device;
-}
-
 void gpumem__stats_alloc(int kind, int device, uint64_t bytes)
 {
-    int d = dev_slot(device);
     add(&kind_bytes[0], bytes);
-    add(&kind_count[0], 1);
     add(&kind_bytes[kind], bytes);
-    add(&kind_count[kind], 1);
-    add(&dev_bytes[d], bytes);
-    add(&dev_count[d], 1);
+    add(&dev_bytes[gpumem__dev_slot(device)], bytes);
 }
 
 void gpumem__stats_release(int kind, int device, uint64_t bytes)
 {
-    int d = dev_slot(device);
-    sub(&kind_bytes[0], bytes);
-    sub(&kind_count[0], 1);
-    sub(&kind_bytes[kind], bytes);
-    sub(&kind_count[kind], 1);
-    sub(&dev_bytes[d], bytes);
-    sub(&dev_count[d], 1);
+    atomic_fetch_sub_explicit(&kind_bytes[0].current, bytes, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&kind_bytes[kind].current, bytes, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&dev_bytes[gpumem__dev_slot(device)].current, bytes,
+                              memory_order_relaxed);
 }
 
-uint64_t gpumem__stats_current_bytes(int kind)
+static gpumem_counter_t bytes_counter(peak_counter *c, uint64_t current, uint64_t total)
 {
-    return atomic_load_explicit(&kind_bytes[kind].current, memory_order_relaxed);
-}
-
-static gpumem_counter_t snap(counter *c)
-{
-    gpumem_counter_t r;
-    r.current = atomic_load_explicit(&c->current, memory_order_relaxed);
-    r.peak = atomic_load_explicit(&c->peak, memory_order_relaxed);
-    r.total = atomic_load_explicit(&c->total, memory_order_relaxed);
-    if (r.peak < r.current) /* read between the add and the peak update */
+    gpumem_counter_t r = {current, atomic_load_explicit(&c->peak, memory_order_relaxed), total};
+    if (r.peak < r.current) /* read between an allocation's registry insert and its peak */
         r.peak = r.current;
     return r;
 }
@@ -86,30 +56,33 @@ int gpumem_stats(gpumem_stats_t *out)
 {
     if (!out)
         return GPUMEM_EINVAL;
+    gpumem__counts c;
+    gpumem__reg_counts(&c);
     for (int k = 0; k < GPUMEM_KIND_COUNT_; k++) {
-        out->bytes[k] = snap(&kind_bytes[k]);
-        out->count[k] = snap(&kind_count[k]);
+        out->bytes[k] = bytes_counter(&kind_bytes[k], c.bytes[k], c.total_bytes[k]);
+        out->count[k] = c.count[k];
     }
     for (int d = 0; d < GPUMEM_STATS_DEVICES; d++) {
-        out->device_bytes[d] = snap(&dev_bytes[d]);
-        out->device_count[d] = snap(&dev_count[d]);
+        out->device_bytes[d] =
+            bytes_counter(&dev_bytes[d], c.device_bytes[d], c.device_total_bytes[d]);
+        out->device_count[d] = c.device_count[d];
     }
     return GPUMEM_OK;
 }
 
 void gpumem_stats_reset_peak(void)
 {
-    counter *all[] = {kind_bytes, kind_count, dev_bytes, dev_count};
-    int n[] = {GPUMEM_KIND_COUNT_, GPUMEM_KIND_COUNT_, GPUMEM_STATS_DEVICES,
-               GPUMEM_STATS_DEVICES};
-    for (int a = 0; a < 4; a++)
-        for (int i = 0; i < n[a]; i++)
-            atomic_store_explicit(&all[a][i].peak,
-                                  atomic_load_explicit(&all[a][i].current, memory_order_relaxed),
-                                  memory_order_relaxed);
+    for (int k = 0; k < GPUMEM_KIND_COUNT_; k++)
+        atomic_store_explicit(&kind_bytes[k].peak,
+                              atomic_load_explicit(&kind_bytes[k].current, memory_order_relaxed),
+                              memory_order_relaxed);
+    for (int d = 0; d < GPUMEM_STATS_DEVICES; d++)
+        atomic_store_explicit(&dev_bytes[d].peak,
+                              atomic_load_explicit(&dev_bytes[d].current, memory_order_relaxed),
+                              memory_order_relaxed);
 }
 
-static void print_row(FILE *out, const char *name, gpumem_counter_t b, gpumem_counter_t c)
+static void print_row(FILE *out, const char *name, gpumem_counter_t b, gpumem_count_t c)
 {
     char cur[32], peak[32], total[32];
     fprintf(out, "  %-14s %12s %12s %12s %10llu %10llu   %s\n", name,

@@ -20,7 +20,11 @@
     X(cuMemHostGetDevicePointer_v2, CUdeviceptr *a, void *b, unsigned c)                         \
     X(cuPointerGetAttribute, void *a, CUpointer_attribute b, CUdeviceptr c)                     \
     X(cuMemPrefetchAsync_v2, CUdeviceptr a, size_t b, CUmemLocation c, unsigned d, CUstream e)   \
-    X(cuMemAdvise_v2, CUdeviceptr a, size_t b, CUmem_advise c, CUmemLocation d)
+    X(cuMemAdvise_v2, CUdeviceptr a, size_t b, CUmem_advise c, CUmemLocation d)                 \
+    X(cuMemPoolCreate, CUmemoryPool *a, const CUmemPoolProps *b)                                 \
+    X(cuMemPoolSetAttribute, CUmemoryPool a, CUmemPool_attribute b, void *c)                     \
+    X(cuMemAllocFromPoolAsync, CUdeviceptr *a, size_t b, CUmemoryPool c, CUstream d)             \
+    X(cuMemPoolTrimTo, CUmemoryPool a, size_t b) X(cuMemPoolDestroy, CUmemoryPool a)
 
 #define DEFINE(name, ...)                                                                        \
     CUresult name(__VA_ARGS__);                                                                  \

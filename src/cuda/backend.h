@@ -39,6 +39,13 @@ typedef struct gpumem__backend {
     int (*prefetch)(const void *p, size_t bytes, int device, cudaStream_t stream);
     /* cudaMemAdvise: advice is a cudaMemoryAdvise value; device an ordinal or -1 (host). */
     int (*advise)(const void *p, size_t bytes, int advice, int device);
+    /* Pools (issue 7). cuMemPoolCreate of device memory on ordinal, with its release threshold
+     * at UINT64_MAX so that freed memory stays cached in the pool. */
+    int (*mempool_create)(int ordinal, void **pool);
+    /* cuMemAllocFromPoolAsync; memory it gives is released by free or free_async. */
+    int (*mempool_alloc)(void *pool, void **p, size_t bytes, cudaStream_t stream);
+    int (*mempool_trim)(void *pool, size_t keep_bytes);                  /* cuMemPoolTrimTo */
+    int (*mempool_destroy)(void *pool);                                   /* cuMemPoolDestroy */
 } gpumem__backend;
 
 extern const gpumem__backend gpumem__backend_cuda;

@@ -47,7 +47,12 @@
     X(cuMemHostGetDevicePointer_v2, (CUdeviceptr *, void *, unsigned))                           \
     X(cuPointerGetAttribute, (void *, CUpointer_attribute, CUdeviceptr))                       \
     X(cuMemPrefetchAsync_v2, (CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream))          \
-    X(cuMemAdvise_v2, (CUdeviceptr, size_t, CUmem_advise, CUmemLocation))
+    X(cuMemAdvise_v2, (CUdeviceptr, size_t, CUmem_advise, CUmemLocation))                      \
+    X(cuMemPoolCreate, (CUmemoryPool *, const CUmemPoolProps *))                                 \
+    X(cuMemPoolSetAttribute, (CUmemoryPool, CUmemPool_attribute, void *))                        \
+    X(cuMemAllocFromPoolAsync, (CUdeviceptr *, size_t, CUmemoryPool, CUstream))                  \
+    X(cuMemPoolTrimTo, (CUmemoryPool, size_t))                                                   \
+    X(cuMemPoolDestroy, (CUmemoryPool))
 
 static struct {
 #define GPUMEM__DRIVER_FIELD(name, args) CUresult(*name) args;
@@ -297,6 +302,60 @@ static int cuda_advise(const void *p, size_t bytes, int advice, int device)
     return (int)r;
 }
 
+/* A device pool of gpumem's own rather than the device's default pool, so that its release
+ * threshold (kept at the maximum: freed memory stays cached for reuse instead of going back
+ * to the driver at each synchronization) and its trimming affect nobody else. Created in the
+ * device's primary context, pushed for the call. */
+static int cuda_mempool_create(int ordinal, void **pool)
+{
+    CUcontext c;
+    CUmemoryPool mp = NULL;
+    *pool = NULL;
+    CUresult r = primary_ctx(ordinal, &c);
+    if (r != CUDA_SUCCESS)
+        return (int)r;
+    r = drv.cuCtxPushCurrent_v2(c);
+    if (r != CUDA_SUCCESS)
+        return (int)r;
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = ordinal;
+    r = drv.cuMemPoolCreate(&mp, &props);
+    if (r == CUDA_SUCCESS) {
+        cuuint64_t threshold = UINT64_MAX;
+        r = drv.cuMemPoolSetAttribute(mp, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold);
+        if (r != CUDA_SUCCESS)
+            drv.cuMemPoolDestroy(mp);
+        else
+            *pool = mp;
+    }
+    drv.cuCtxPopCurrent_v2(&c);
+    return (int)r;
+}
+
+static int cuda_mempool_alloc(void *pool, void **p, size_t bytes, cudaStream_t stream)
+{
+    CUdeviceptr d = 0;
+    CUresult r = ensure_ctx();
+    if (r == CUDA_SUCCESS && bytes)
+        r = drv.cuMemAllocFromPoolAsync(&d, bytes, (CUmemoryPool)pool, (CUstream)stream);
+    *p = (void *)(uintptr_t)d;
+    return (int)r;
+}
+
+static int cuda_mempool_trim(void *pool, size_t keep_bytes)
+{
+    return (int)drv.cuMemPoolTrimTo((CUmemoryPool)pool, keep_bytes);
+}
+
+static int cuda_mempool_destroy(void *pool)
+{
+    return (int)drv.cuMemPoolDestroy((CUmemoryPool)pool);
+}
+
 const gpumem__backend gpumem__backend_cuda = {
     "cuda",
     cuda_init,
@@ -315,4 +374,8 @@ const gpumem__backend gpumem__backend_cuda = {
     cuda_pointer_type,
     cuda_prefetch,
     cuda_advise,
+    cuda_mempool_create,
+    cuda_mempool_alloc,
+    cuda_mempool_trim,
+    cuda_mempool_destroy,
 };

@@ -295,6 +295,54 @@ static int sim_advise(const void *p, size_t bytes, int advice, int device)
     return sim_managed_range(p, bytes, device);
 }
 
+/* CUDA's memory pool, simulated: each allocation is a stream-ordered block of the simulated
+ * device (SIM_ASYNC, released by free or free_async), so capacity and out-of-memory answers
+ * are the device's. The pool itself caches nothing, which only makes the simulation release
+ * memory sooner than CUDA would; trimming has nothing to do. */
+typedef struct sim_mempool {
+    int device;
+} sim_mempool;
+
+static int sim_mempool_create(int ordinal, void **pool)
+{
+    *pool = NULL;
+    int err = atomic_load(&poisoned);
+    if (err)
+        return err;
+    if (ordinal != 0)
+        return cudaErrorInvalidDevice;
+    sim_mempool *mp = malloc(sizeof *mp);
+    if (!mp)
+        return cudaErrorMemoryAllocation;
+    mp->device = ordinal;
+    *pool = mp;
+    return 0;
+}
+
+static int sim_mempool_alloc(void *pool, void **p, size_t bytes, cudaStream_t stream)
+{
+    (void)stream;
+    if (!pool) {
+        *p = NULL;
+        return cudaErrorInvalidValue;
+    }
+    return sim_alloc(p, bytes, SIM_ASYNC, 0);
+}
+
+static int sim_mempool_trim(void *pool, size_t keep_bytes)
+{
+    (void)keep_bytes;
+    return pool ? atomic_load(&poisoned) : cudaErrorInvalidValue;
+}
+
+static int sim_mempool_destroy(void *pool)
+{
+    if (!pool)
+        return cudaErrorInvalidValue;
+    free(pool);
+    return 0;
+}
+
 const gpumem__backend gpumem__backend_sim = {
     "sim",
     sim_init,
@@ -313,4 +361,8 @@ const gpumem__backend gpumem__backend_sim = {
     sim_pointer_type,
     sim_prefetch,
     sim_advise,
+    sim_mempool_create,
+    sim_mempool_alloc,
+    sim_mempool_trim,
+    sim_mempool_destroy,
 };

@@ -1,0 +1,182 @@
+/* bench_pool: what a pool allocate + free pair costs (issue 7).
+ *
+ * For the device pool and the pinned pool: gpumem_pool_alloc + gpumem_free of the same size
+ * on the same stream, so that every pair after the first is served from the pool's cache,
+ * on one thread and on 16 threads at once (one shared pool, each thread its own stream).
+ * For scale, the tracked stream-ordered pair without a pool (gpumem_device_alloc_async +
+ * gpumem_free_async, i.e. cudaMallocAsync + cudaFreeAsync) on one thread.
+ * Targets: device pool <= 150 ns a pair, pinned pool <= 200 ns a pair, 16 threads >= 8x the
+ * throughput of one.
+ *
+ * Backends: `cuda` (the default; needs a GPU, else it says so and exits 0) or `sim` (the
+ * simulated device: the pools' own cost over host memory; the same code runs on a GPU, where
+ * the cache hit path never reaches CUDA, so sim and GPU numbers of the hit path are close).
+ *
+ * Usage: bench_pool [cuda|sim] [--quick]
+ * Prints a markdown table and `RESULT ...` lines. Exits 1 when an allocation fails. */
+#define _DEFAULT_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "bench_util.h"
+#include "gpumem.h"
+
+#define THREADS 16
+
+static int use_sim;
+static long pairs = 2000000;
+static int failed;
+
+typedef struct {
+    gpumem_pool *pool; /* NULL: the stream-ordered pair without a pool */
+    cudaStream_t stream;
+    size_t bytes;
+    long n;
+    uint64_t ns;
+    pthread_barrier_t *start;
+} job;
+
+static void *run_pairs(void *arg)
+{
+    job *j = arg;
+    /* One pair first, so that the timed loop measures reuse, not the first CUDA call. */
+    void *p = j->pool ? gpumem_pool_alloc(j->pool, 1, j->bytes, j->stream)
+                      : gpumem_device_alloc_async(1, j->bytes, j->stream);
+    if (!p || gpumem_free_async(p, j->stream) != GPUMEM_OK)
+        failed = 1;
+    if (j->start)
+        pthread_barrier_wait(j->start);
+    uint64_t t0 = bench_now_ns();
+    for (long i = 0; i < j->n; i++) {
+        p = j->pool ? gpumem_pool_alloc(j->pool, 1, j->bytes, j->stream)
+                    : gpumem_device_alloc_async(1, j->bytes, j->stream);
+        if (!p) {
+            failed = 1;
+            break;
+        }
+        gpumem_free_async(p, j->stream);
+    }
+    j->ns = bench_now_ns() - t0;
+    return NULL;
+}
+
+/* gpumem_free_async is not for pinned memory: pinned pairs release with gpumem_free. */
+static void *run_pinned_pairs(void *arg)
+{
+    job *j = arg;
+    void *p = gpumem_pool_alloc(j->pool, 1, j->bytes, NULL);
+    if (!p || gpumem_free(p) != GPUMEM_OK)
+        failed = 1;
+    if (j->start)
+        pthread_barrier_wait(j->start);
+    uint64_t t0 = bench_now_ns();
+    for (long i = 0; i < j->n; i++) {
+        p = gpumem_pool_alloc(j->pool, 1, j->bytes, NULL);
+        if (!p) {
+            failed = 1;
+            break;
+        }
+        gpumem_free(p);
+    }
+    j->ns = bench_now_ns() - t0;
+    return NULL;
+}
+
+static cudaStream_t stream_for(int i)
+{
+    if (use_sim)
+        return (cudaStream_t)(uintptr_t)(0x1000 * (i + 1)); /* handles only */
+    cudaStream_t s = NULL;
+    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess)
+        failed = 1;
+    return s;
+}
+
+/* ns a pair on one thread, and the 16-thread speedup in pairs per second (0: not measured). */
+static void measure(const char *key, const char *label, gpumem_pool *pool, int pinned,
+                    size_t bytes, int threaded)
+{
+    void *(*fn)(void *) = pinned ? run_pinned_pairs : run_pairs;
+    job one = {pool, pinned ? NULL : stream_for(0), bytes, pairs, 0, NULL};
+    fn(&one);
+    double ns1 = (double)one.ns / (double)pairs;
+    double speedup = 0.0, ns16 = 0.0;
+    if (threaded) {
+        pthread_t t[THREADS];
+        job j[THREADS];
+        pthread_barrier_t start;
+        pthread_barrier_init(&start, NULL, THREADS);
+        for (int i = 0; i < THREADS; i++) {
+            j[i] = (job){pool, pinned ? NULL : stream_for(i), bytes, pairs / 4, 0, &start};
+            pthread_create(&t[i], NULL, fn, &j[i]);
+        }
+        uint64_t longest = 0;
+        for (int i = 0; i < THREADS; i++) {
+            pthread_join(t[i], NULL);
+            if (j[i].ns > longest)
+                longest = j[i].ns;
+        }
+        pthread_barrier_destroy(&start);
+        /* Throughput: every pair of every thread over the time the slowest thread took. */
+        double rate16 = (double)(THREADS * (pairs / 4)) / (double)longest;
+        speedup = rate16 / (1.0 / ns1);
+        ns16 = 1.0 / rate16;
+    }
+    printf("| %-34s | %8zu | %10.1f | %12.1f | %7.2fx |\n", label, bytes, ns1, ns16, speedup);
+    printf("RESULT bench=pool key=%s bytes=%zu ns_per_pair_1t=%.1f ns_per_pair_16t_aggregate=%.1f "
+           "speedup_16t=%.2f\n",
+           key, bytes, ns1, ns16, speedup);
+}
+
+int main(int argc, char **argv)
+{
+    const char *backend = "cuda";
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0)
+            pairs = 200000;
+        else
+            backend = argv[i];
+    }
+    if (gpumem_backend_select(backend) != GPUMEM_OK) {
+        fprintf(stderr, "usage: %s [cuda|sim] [--quick]\n", argv[0]);
+        return 2;
+    }
+    if (gpumem_init() != GPUMEM_OK) {
+        printf("bench_pool: no usable CUDA device here (%s); nothing measured. Run it on a "
+               "GPU machine, or `bench_pool sim` for the pools' own cost.\n",
+               gpumem_last_error()->message);
+        return 0;
+    }
+    use_sim = strcmp(gpumem_backend(), "sim") == 0;
+    char cpu[128];
+    printf("# bench_pool on %s (%s), %ld pairs on one thread, %d threads x %ld\n\n",
+           gpumem_backend(), bench_cpu_model(cpu, sizeof cpu), pairs, THREADS, pairs / 4);
+    printf("| %-34s | %8s | %10s | %12s | %8s |\n", "pair", "bytes", "ns, 1 thr",
+           "ns, 16 thr agg", "16 thr");
+    printf("|------------------------------------|---------:|-----------:|-------------:|---------:|\n");
+    gpumem_pool *dev = gpumem_pool_create(GPUMEM_KIND_DEVICE, 0, NULL);
+    gpumem_pool *pin = gpumem_pool_create(GPUMEM_KIND_PINNED, 0, NULL);
+    if (!dev || !pin) {
+        fprintf(stderr, "bench_pool: %s\n", gpumem_last_error()->message);
+        return 1;
+    }
+    measure("device_pool_4k", "device pool, alloc + free", dev, 0, 4096, 1);
+    measure("device_pool_1m", "device pool, alloc + free", dev, 0, (size_t)1 << 20, 0);
+    measure("pinned_pool_4k", "pinned pool, alloc + free", pin, 1, 4096, 1);
+    measure("pinned_pool_1m", "pinned pool, alloc + free", pin, 1, (size_t)1 << 20, 0);
+    long saved = pairs;
+    pairs = pairs / 20 > 1000 ? pairs / 20 : 1000;
+    measure("device_async_4k", "no pool: device_alloc_async + free", NULL, 0, 4096, 0);
+    pairs = saved;
+    gpumem_pool_destroy(dev);
+    gpumem_pool_destroy(pin);
+    if (failed)
+        fprintf(stderr, "bench_pool: an allocation or release failed: %s\n",
+                gpumem_last_error()->message);
+    return failed;
+}

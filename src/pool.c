@@ -1,0 +1,743 @@
+/* Pools (issue 7): caching allocators whose blocks are released with gpumem_free.
+ *
+ * A pool block is an ordinary registry record with its pool set, so every tool gpumem has
+ * (gpumem_query, double-free detection, leak reports, statistics, scopes) sees it; only the
+ * final step of gpumem_free differs: free.c hands the block to gpumem__pool_release instead of
+ * CUDA. The pool itself keeps host-side block descriptors, never anything inside the memory
+ * (device memory cannot be read from the host), found by address through a hash table that
+ * holds every block the pool owns, live or cached, until a trim gives it back to CUDA.
+ *
+ * Size classes: 256 bytes apart up to 2 KiB, then 8 classes per doubling (each 1/8 of the
+ * power of two below it apart), so a block exceeds its request by less than 12.5 % from 2 KiB
+ * up and by less than 256 bytes below: the 256-byte alignment every gpumem pointer has is the
+ * floor. Power-of-two classes would waste up to 50 %.
+ *
+ * Device pool: blocks come from a CUDA memory pool of gpumem's own whose release threshold is
+ * the maximum, so CUDA keeps freed memory cached too. In front of it, a cache per stream: a
+ * released block goes to the cache of the stream it is released on (the allocation's stream
+ * for gpumem_free, s for gpumem_free_async(p, s)), and a request on a stream takes only from
+ * that stream's cache. Stream order makes that reuse safe without events: any work that
+ * touched the block was queued on that stream before the release, so it runs before any work
+ * queued after the next allocation. A request with nothing cached for its stream goes to
+ * CUDA's pool, which hands memory freed on another stream over only when that is safe.
+ *
+ * Pinned pool: blocks are carved from large cudaMallocHost chunks (cudaMallocHost costs about
+ * 1 ms whatever the size, CUDA-FACTS.md); requests above a quarter of a chunk get a
+ * cudaMallocHost of their own, rounded to their class so that they are reusable too. Host
+ * memory has no stream order: one cache serves everyone.
+ *
+ * Locking: one mutex per pool. The fast path holds it for a cache pop or push and a hash
+ * lookup; the registry (sharded, with its own locks) is updated outside it. */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backtrace.h"
+#include "internal.h"
+
+/* 8 classes of 256 B .. 2 KiB, then 8 per doubling from 2 KiB to 2^64. */
+#define CLASS_COUNT 432u
+#define DEFAULT_CHUNK ((size_t)16 << 20)
+/* Returned by obtain() when the pool's limit, not CUDA, refuses: retried like out of memory. */
+#define OVER_LIMIT (-1)
+
+typedef struct chunk {
+    uintptr_t base;
+    size_t bytes;
+    size_t carved;      /* bytes handed to blocks so far, from the start */
+    size_t live;        /* blocks carved from it that are live: 0 lets a trim release it */
+    struct chunk *next;
+} chunk;
+
+typedef struct block {
+    uintptr_t base;
+    size_t size;           /* class size: what the block occupies */
+    chunk *from;           /* pinned: the chunk it was carved from; NULL: its own allocation */
+    cudaStream_t stream;   /* device: the stream it was allocated on, or whose cache holds it */
+    struct block *hnext;   /* hash chain */
+    struct block *next;    /* cache list */
+    unsigned cls;
+    int live;
+} block;
+
+typedef struct stream_cache {
+    cudaStream_t stream;
+    block *free[CLASS_COUNT];
+} stream_cache;
+
+struct gpumem_pool {
+    pthread_mutex_t lock;
+    int kind;
+    int device;
+    uint64_t limit;
+    size_t chunk_bytes;
+    void *cuda_pool;        /* device: the CUDA memory pool */
+    block **buckets;
+    size_t nbuckets, nblocks;
+    stream_cache **caches;  /* pinned: one, for the NULL stream */
+    size_t ncaches, caches_cap;
+    stream_cache *last;     /* the cache used last: most programs use one stream at a time */
+    chunk *chunks;
+    chunk *current;         /* pinned: the chunk new blocks are carved from */
+    gpumem_pool_stats_t st; /* fragmentation is computed on read */
+};
+
+/* ---- size classes ---- */
+
+/* The class of an n-byte request (n >= 1) and its size; 0 when the size does not fit. */
+static size_t class_of(size_t n, unsigned *cls)
+{
+    if (n > SIZE_MAX - 255)
+        return 0;
+    size_t m = (n + 255) & ~(size_t)255;
+    if (m <= 2048) {
+        *cls = (unsigned)(m / 256 - 1);
+        return m;
+    }
+    unsigned e = 63u - (unsigned)__builtin_clzll((unsigned long long)(m - 1)); /* 2^e < m */
+    size_t step = (size_t)1 << (e - 3);
+    if (m > SIZE_MAX - (step - 1))
+        return 0;
+    size_t size = (m + step - 1) & ~(step - 1);
+    *cls = 8u + (e - 11u) * 8u + (unsigned)(size / step - 9u);
+    return size;
+}
+
+static size_t class_size(unsigned cls)
+{
+    if (cls < 8)
+        return (size_t)(cls + 1) * 256;
+    unsigned e = 11u + (cls - 8u) / 8u;
+    return (size_t)(9u + (cls - 8u) % 8u) << (e - 3u);
+}
+
+/* ---- the address table: every block the pool owns ---- */
+
+static size_t bucket_of(uintptr_t a, size_t nbuckets)
+{
+    return (size_t)(((uint64_t)a >> 8) * 0x9E3779B97F4A7C15ull >> 32) & (nbuckets - 1);
+}
+
+static block *find(const gpumem_pool *pool, uintptr_t a)
+{
+    block *b = pool->buckets[bucket_of(a, pool->nbuckets)];
+    while (b && b->base != a)
+        b = b->hnext;
+    return b;
+}
+
+/* Doubles the table when it is full; if that fails the chains just get longer. */
+static void table_add(gpumem_pool *pool, block *b)
+{
+    if (pool->nblocks >= pool->nbuckets && pool->nbuckets < ((size_t)1 << 30)) {
+        size_t n = pool->nbuckets * 2;
+        block **nb = calloc(n, sizeof *nb);
+        if (nb) {
+            for (size_t i = 0; i < pool->nbuckets; i++) {
+                for (block *x = pool->buckets[i], *next; x; x = next) {
+                    next = x->hnext;
+                    size_t k = bucket_of(x->base, n);
+                    x->hnext = nb[k];
+                    nb[k] = x;
+                }
+            }
+            free(pool->buckets);
+            pool->buckets = nb;
+            pool->nbuckets = n;
+        }
+    }
+    size_t k = bucket_of(b->base, pool->nbuckets);
+    b->hnext = pool->buckets[k];
+    pool->buckets[k] = b;
+    pool->nblocks++;
+}
+
+static void table_remove(gpumem_pool *pool, block *b)
+{
+    block **pp = &pool->buckets[bucket_of(b->base, pool->nbuckets)];
+    while (*pp && *pp != b)
+        pp = &(*pp)->hnext;
+    if (*pp) {
+        *pp = b->hnext;
+        pool->nblocks--;
+    }
+}
+
+/* ---- caches ---- */
+
+/* The cache of stream s; with create, made when missing (NULL only when out of host memory). */
+static stream_cache *cache_of(gpumem_pool *pool, cudaStream_t s, int create)
+{
+    if (GPUMEM__LIKELY(pool->last && pool->last->stream == s))
+        return pool->last;
+    for (size_t i = 0; i < pool->ncaches; i++) {
+        if (pool->caches[i]->stream == s)
+            return pool->last = pool->caches[i];
+    }
+    if (!create)
+        return NULL;
+    if (pool->ncaches == pool->caches_cap) {
+        size_t cap = pool->caches_cap ? pool->caches_cap * 2 : 4;
+        stream_cache **nc = realloc(pool->caches, cap * sizeof *nc);
+        if (!nc)
+            return NULL;
+        pool->caches = nc;
+        pool->caches_cap = cap;
+    }
+    stream_cache *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->stream = s;
+    pool->caches[pool->ncaches++] = c;
+    return pool->last = c;
+}
+
+static void raise_peaks(gpumem_pool *pool)
+{
+    if (pool->st.reserved > pool->st.peak_reserved)
+        pool->st.peak_reserved = pool->st.reserved;
+    if (pool->st.in_use > pool->st.peak_in_use)
+        pool->st.peak_in_use = pool->st.in_use;
+}
+
+static block *new_block(uintptr_t base, size_t size, unsigned cls, chunk *from)
+{
+    block *b = calloc(1, sizeof *b);
+    if (b) {
+        b->base = base;
+        b->size = size;
+        b->cls = cls;
+        b->from = from;
+    }
+    return b;
+}
+
+/* Puts a cached block on its cache list (the caller accounts for it). */
+static void cache_push(stream_cache *c, block *b)
+{
+    b->next = c->free[b->cls];
+    c->free[b->cls] = b;
+}
+
+/* ---- getting memory from CUDA ---- */
+
+static int over_limit(const gpumem_pool *pool, size_t more)
+{
+    return pool->limit && (pool->st.reserved > pool->limit || more > pool->limit - pool->st.reserved);
+}
+
+/* Carves what is left of the current chunk into cached blocks of the largest classes that
+ * fit, so that the chunk's tail serves later requests instead of staying pinned for nothing. */
+static void carve_tail(gpumem_pool *pool, chunk *ch)
+{
+    stream_cache *c = cache_of(pool, NULL, 1);
+    while (c && ch->bytes - ch->carved >= 256) {
+        size_t tail = ch->bytes - ch->carved;
+        unsigned cls = 0;
+        if (class_of(tail, &cls) > tail)
+            cls--; /* tail >= 256 and the class is larger: the one below exists and fits */
+        block *b = new_block(ch->base + ch->carved, class_size(cls), cls, ch);
+        if (!b)
+            return;
+        ch->carved += b->size;
+        table_add(pool, b);
+        cache_push(c, b);
+        pool->st.cached += b->size;
+        pool->st.blocks_cached++;
+    }
+}
+
+/* A new pinned block of class cls: carved from a chunk, or its own cudaMallocHost when large. */
+static int obtain_pinned(gpumem_pool *pool, size_t size, unsigned cls, block **out)
+{
+    void *p = NULL;
+    int err;
+    if (size > pool->chunk_bytes / 4) {
+        if (over_limit(pool, size))
+            return OVER_LIMIT;
+        block *b = new_block(0, size, cls, NULL);
+        if (!b)
+            return cudaErrorMemoryAllocation;
+        err = gpumem__be->host_alloc(&p, size, 0);
+        if (err || !p) {
+            free(b);
+            return err ? err : cudaErrorMemoryAllocation;
+        }
+        b->base = (uintptr_t)p;
+        pool->st.reserved += size;
+        table_add(pool, b);
+        *out = b;
+        return 0;
+    }
+    chunk *ch = pool->current;
+    if (!ch || ch->bytes - ch->carved < size) {
+        if (over_limit(pool, pool->chunk_bytes))
+            return OVER_LIMIT;
+        chunk *nc = calloc(1, sizeof *nc);
+        if (!nc)
+            return cudaErrorMemoryAllocation;
+        err = gpumem__be->host_alloc(&p, pool->chunk_bytes, 0);
+        if (err || !p) {
+            free(nc);
+            return err ? err : cudaErrorMemoryAllocation;
+        }
+        if (ch)
+            carve_tail(pool, ch);
+        nc->base = (uintptr_t)p;
+        nc->bytes = pool->chunk_bytes;
+        nc->next = pool->chunks;
+        pool->chunks = nc;
+        pool->current = ch = nc;
+        pool->st.reserved += nc->bytes;
+    }
+    block *b = new_block(ch->base + ch->carved, size, cls, ch);
+    if (!b)
+        return cudaErrorMemoryAllocation;
+    ch->carved += size;
+    table_add(pool, b);
+    *out = b;
+    return 0;
+}
+
+static int obtain_device(gpumem_pool *pool, size_t size, unsigned cls, cudaStream_t stream,
+                         block **out)
+{
+    if (over_limit(pool, size))
+        return OVER_LIMIT;
+    block *b = new_block(0, size, cls, NULL);
+    if (!b)
+        return cudaErrorMemoryAllocation;
+    void *p = NULL;
+    int err = gpumem__be->mempool_alloc(pool->cuda_pool, &p, size, stream);
+    if (err || !p) {
+        free(b);
+        return err ? err : cudaErrorMemoryAllocation;
+    }
+    b->base = (uintptr_t)p;
+    b->stream = stream;
+    pool->st.reserved += size;
+    table_add(pool, b);
+    *out = b;
+    return 0;
+}
+
+/* A block of class cls for stream: from the stream's cache, else new. Locked. */
+static int take(gpumem_pool *pool, size_t size, unsigned cls, cudaStream_t stream, block **out)
+{
+    /* The cache is made here, before any block exists for the stream, so that a block that
+     * cannot reach the caller always has a cache to go back to (untake). */
+    stream_cache *c = cache_of(pool, pool->kind == GPUMEM_KIND_DEVICE ? stream : NULL, 1);
+    if (GPUMEM__UNLIKELY(!c))
+        return cudaErrorMemoryAllocation;
+    block *b = c->free[cls];
+    if (GPUMEM__LIKELY(b != NULL)) {
+        c->free[cls] = b->next;
+        pool->st.cached -= b->size;
+        pool->st.blocks_cached--;
+        pool->st.hits++;
+    } else {
+        int err = pool->kind == GPUMEM_KIND_DEVICE ? obtain_device(pool, size, cls, stream, &b)
+                                                   : obtain_pinned(pool, size, cls, &b);
+        if (err)
+            return err;
+        pool->st.misses++;
+    }
+    b->live = 1;
+    b->next = NULL;
+    if (b->from)
+        b->from->live++;
+    pool->st.in_use += b->size;
+    pool->st.blocks_in_use++;
+    raise_peaks(pool);
+    *out = b;
+    return 0;
+}
+
+/* The reverse of take, for a block that never reached the caller. Locked. */
+static void untake(gpumem_pool *pool, block *b)
+{
+    stream_cache *c = cache_of(pool, pool->kind == GPUMEM_KIND_DEVICE ? b->stream : NULL, 1);
+    b->live = 0;
+    if (b->from)
+        b->from->live--;
+    pool->st.in_use -= b->size;
+    pool->st.blocks_in_use--;
+    /* take() made the cache of the block's stream, and caches live as long as the pool. */
+    cache_push(c, b);
+    pool->st.cached += b->size;
+    pool->st.blocks_cached++;
+}
+
+/* ---- trimming ---- */
+
+static void drop_block(gpumem_pool *pool, block *b)
+{
+    table_remove(pool, b);
+    pool->st.cached -= b->size;
+    pool->st.blocks_cached--;
+    free(b);
+}
+
+/* Gives every cached block back to CUDA. Locked. Device: cudaFree waits for the device, so
+ * work still queued on a block's stream finishes first, and a stream the caller destroyed
+ * since is never named; then CUDA's pool releases its own cache. Pinned: blocks of their own,
+ * then chunks with no live block (all their blocks are cached: drop them, then the chunk). */
+static int trim_locked(gpumem_pool *pool)
+{
+    int err = 0;
+    for (size_t i = 0; i < pool->ncaches; i++) {
+        stream_cache *c = pool->caches[i];
+        for (unsigned k = 0; k < CLASS_COUNT; k++) {
+            block **pp = &c->free[k];
+            while (*pp) {
+                block *b = *pp;
+                if (b->from && b->from->live == 0) {
+                    *pp = b->next; /* its chunk goes below */
+                    drop_block(pool, b);
+                    continue;
+                }
+                if (b->from || err) {
+                    pp = &b->next; /* a chunk with live blocks keeps its cached ones */
+                    continue;
+                }
+                err = pool->kind == GPUMEM_KIND_DEVICE ? gpumem__be->free((void *)b->base)
+                                                       : gpumem__be->free_host((void *)b->base);
+                if (err) {
+                    pp = &b->next;
+                    continue;
+                }
+                *pp = b->next;
+                pool->st.reserved -= b->size;
+                drop_block(pool, b);
+            }
+        }
+    }
+    for (chunk **cp = &pool->chunks; *cp;) {
+        chunk *ch = *cp;
+        if (ch->live != 0 || gpumem__be->free_host((void *)ch->base) != 0) {
+            cp = &ch->next;
+            continue;
+        }
+        *cp = ch->next;
+        pool->st.reserved -= ch->bytes;
+        if (pool->current == ch)
+            pool->current = NULL;
+        free(ch);
+    }
+    if (!err && pool->kind == GPUMEM_KIND_DEVICE)
+        err = gpumem__be->mempool_trim(pool->cuda_pool, 0);
+    return err;
+}
+
+/* ---- errors ---- */
+
+static void append_held(gpumem_error *e, const gpumem_pool_stats_t *held, uint64_t limit)
+{
+    char r[32], c[32], u[32], l[32];
+    gpumem__err_append(e, "\n    the pool held %s reserved: %s cached, %s in use in %llu blocks",
+                       gpumem_format_bytes(held->reserved, r, sizeof r),
+                       gpumem_format_bytes(held->cached, c, sizeof c),
+                       gpumem_format_bytes(held->in_use, u, sizeof u),
+                       (unsigned long long)held->blocks_in_use);
+    if (limit)
+        gpumem__err_append(e, "; its limit is %s", gpumem_format_bytes(limit, l, sizeof l));
+}
+
+static void *fail_alloc(const gpumem_pool *pool, size_t bytes, int err, int retried,
+                        const gpumem_pool_stats_t *held, gpumem_site site)
+{
+    char where[256], size_text[32];
+    const char *kind = gpumem_kind_name(pool->kind);
+    int code = err == OVER_LIMIT ? GPUMEM_ENOMEM : gpumem__status_from_cuda(err);
+    gpumem_error *e = gpumem__err_begin(code, "gpumem_pool_alloc", site);
+    e->requested = bytes;
+    if (err != OVER_LIMIT)
+        gpumem__err_cuda(e, err);
+    gpumem_format_bytes(bytes, size_text, sizeof size_text);
+    gpumem__site_str(site, where, sizeof where);
+    if (code == GPUMEM_ENOMEM) {
+        gpumem__err_append(e, "out of memory: %s %s memory requested from a %s pool at %s",
+                           size_text, kind, kind, where);
+        append_held(e, held, pool->limit);
+        if (err == OVER_LIMIT)
+            gpumem__err_append(e, "\n    the request would take the pool past its limit");
+        else
+            gpumem__err_append(e, "\n    CUDA said %s: %s (consumed by gpumem)", e->cuda_name,
+                               e->cuda_string);
+        if (retried)
+            gpumem__err_append(e, "\n    cached blocks were released and the request retried "
+                                  "once; it failed again");
+        gpumem__err_oom(e);
+        gpumem__err_append(e, "\n  hint: release blocks still live, or raise the limit");
+    } else {
+        gpumem__err_append(e, "gpumem_pool_alloc of %s from a %s pool failed at %s: %s: %s",
+                           size_text, kind, where, e->cuda_name, e->cuda_string);
+    }
+    gpumem__err_raise(e);
+    return NULL;
+}
+
+static void *fail_simple(int code, const char *what, gpumem_site site)
+{
+    char where[256];
+    gpumem_error *e = gpumem__err_begin(code, "gpumem_pool_alloc", site);
+    gpumem__err_append(e, "gpumem_pool_alloc: %s; nothing was allocated\n    at %s", what,
+                       gpumem__site_str(site, where, sizeof where));
+    gpumem__err_raise(e);
+    return NULL;
+}
+
+/* ---- the API ---- */
+
+gpumem_pool *gpumem_pool_create_at(int kind, int device, const gpumem_pool_options_t *options,
+                                   gpumem_site site)
+{
+    static const char fn[] = "gpumem_pool_create";
+    char where[256];
+    gpumem__site_str(site, where, sizeof where);
+    if (kind != GPUMEM_KIND_DEVICE && kind != GPUMEM_KIND_PINNED) {
+        gpumem_error *e = gpumem__err_begin(GPUMEM_EINVAL, fn, site);
+        gpumem__err_append(e, "%s: kind %d is not GPUMEM_KIND_DEVICE or GPUMEM_KIND_PINNED\n"
+                              "    at %s", fn, kind, where);
+        gpumem__err_raise(e);
+        return NULL;
+    }
+    if (gpumem__ready(fn, site) != GPUMEM_OK)
+        return NULL;
+    gpumem_pool *pool = calloc(1, sizeof *pool);
+    block **buckets = calloc(256, sizeof *buckets);
+    int err = pool && buckets ? 0 : cudaErrorMemoryAllocation;
+    if (!err && kind == GPUMEM_KIND_DEVICE)
+        err = gpumem__be->mempool_create(device, &pool->cuda_pool);
+    else if (!err)
+        err = gpumem__be->current_device(&device);
+    if (err) {
+        free(buckets);
+        free(pool);
+        gpumem_error *e = gpumem__err_begin(gpumem__status_from_cuda(err), fn, site);
+        gpumem__err_cuda(e, err);
+        gpumem__err_append(e, "%s of a %s pool (device %d) failed at %s: %s: %s", fn,
+                           gpumem_kind_name(kind), device, where, e->cuda_name, e->cuda_string);
+        gpumem__err_raise(e);
+        return NULL;
+    }
+    pthread_mutex_init(&pool->lock, NULL);
+    pool->kind = kind;
+    pool->device = device;
+    pool->buckets = buckets;
+    pool->nbuckets = 256;
+    pool->limit = options ? options->limit : 0;
+    size_t chunk_bytes = options && options->chunk_bytes ? (size_t)options->chunk_bytes
+                                                         : DEFAULT_CHUNK;
+    if (pool->limit && chunk_bytes > pool->limit)
+        chunk_bytes = (size_t)pool->limit; /* a chunk the limit forbids would refuse everything */
+    chunk_bytes &= ~(size_t)255;
+    pool->chunk_bytes = chunk_bytes < 4096 ? 4096 : chunk_bytes;
+    gpumem__err_clear();
+    return pool;
+}
+
+void *gpumem_pool_alloc_at(gpumem_pool *pool, size_t count, size_t size, cudaStream_t stream,
+                           gpumem_site site)
+{
+    size_t bytes;
+    if (GPUMEM__UNLIKELY(__builtin_mul_overflow(count, size, &bytes))) {
+        char what[160];
+        snprintf(what, sizeof what, "count=%zu * size=%zu overflows size_t", count, size);
+        return fail_simple(GPUMEM_EOVERFLOW, what, site);
+    }
+    if (GPUMEM__UNLIKELY(!pool))
+        return fail_simple(GPUMEM_EINVAL, "the pool is NULL", site);
+    if (bytes == 0) {
+        gpumem__err_clear();
+        return NULL;
+    }
+    unsigned cls = 0;
+    size_t csize = class_of(bytes, &cls);
+    block *b = NULL;
+    gpumem_pool_stats_t held = {0};
+    int retried = 0;
+    pthread_mutex_lock(&pool->lock);
+    int err = csize ? take(pool, csize, cls, stream, &b) : cudaErrorMemoryAllocation;
+    if (GPUMEM__UNLIKELY(err == OVER_LIMIT || err == cudaErrorMemoryAllocation) && csize) {
+        /* Cached blocks may be what stands in the way: give them back and try once more. */
+        held = pool->st;
+        pool->st.oom_retries++;
+        retried = 1;
+        trim_locked(pool);
+        err = take(pool, csize, cls, stream, &b);
+    }
+    if (GPUMEM__UNLIKELY(err)) {
+        if (!retried)
+            held = pool->st;
+        pthread_mutex_unlock(&pool->lock);
+        return fail_alloc(pool, bytes, err, retried, &held, site);
+    }
+    pool->st.requested += bytes;
+    pthread_mutex_unlock(&pool->lock);
+
+    gpumem__rec r = {
+        .base = b->base,
+        .bytes = bytes,
+        .stream = pool->kind == GPUMEM_KIND_DEVICE ? stream : NULL,
+        .site = site,
+        .seq = gpumem__seq_take(),
+        .thread = gpumem__thread_id(),
+        .device = pool->device,
+        .kind = (unsigned char)pool->kind,
+        .pool = pool,
+    };
+    if (GPUMEM__UNLIKELY(gpumem__opt_bool(GPUMEM__OPT_BACKTRACE)))
+        r.stack = gpumem__stack_capture(0);
+    if (GPUMEM__UNLIKELY(gpumem__reg_insert(&r) != 0)) {
+        pthread_mutex_lock(&pool->lock);
+        pool->st.requested -= bytes;
+        untake(pool, b);
+        held = pool->st;
+        pthread_mutex_unlock(&pool->lock);
+        return fail_alloc(pool, bytes, cudaErrorMemoryAllocation, 0, &held, site);
+    }
+    gpumem__stats_alloc(pool->kind, pool->device, bytes);
+    gpumem__err_clear();
+    return (void *)b->base;
+}
+
+int gpumem__pool_release(struct gpumem_pool *pool, const gpumem__rec *r, int async,
+                         cudaStream_t stream)
+{
+    pthread_mutex_lock(&pool->lock);
+    block *b = find(pool, r->base);
+    if (GPUMEM__UNLIKELY(!b || !b->live)) {
+        pthread_mutex_unlock(&pool->lock);
+        return cudaErrorInvalidValue; /* the registry and the pool disagree: a gpumem bug */
+    }
+    cudaStream_t to = pool->kind != GPUMEM_KIND_DEVICE ? NULL : async ? stream : b->stream;
+    stream_cache *c = cache_of(pool, to, 1);
+    if (GPUMEM__UNLIKELY(!c)) {
+        /* No host memory for this stream's cache: hand the block to CUDA's pool in stream
+         * order instead, which is just as safe. */
+        int err = gpumem__be->free_async((void *)b->base, to);
+        if (err) {
+            pthread_mutex_unlock(&pool->lock);
+            return err;
+        }
+        table_remove(pool, b);
+        pool->st.reserved -= b->size;
+    } else {
+        b->stream = to;
+        cache_push(c, b);
+        pool->st.cached += b->size;
+        pool->st.blocks_cached++;
+    }
+    b->live = 0;
+    if (b->from)
+        b->from->live--;
+    pool->st.in_use -= b->size;
+    pool->st.requested -= r->bytes;
+    pool->st.blocks_in_use--;
+    if (!c)
+        free(b);
+    pthread_mutex_unlock(&pool->lock);
+    return 0;
+}
+
+int gpumem_pool_trim(gpumem_pool *pool)
+{
+    if (!pool)
+        return GPUMEM_EINVAL;
+    pthread_mutex_lock(&pool->lock);
+    int err = trim_locked(pool);
+    pthread_mutex_unlock(&pool->lock);
+    if (err) {
+        gpumem_error *e = gpumem__err_begin(gpumem__status_from_cuda(err), "gpumem_pool_trim",
+                                            (gpumem_site){NULL, NULL, 0});
+        gpumem__err_cuda(e, err);
+        gpumem__err_append(e, "gpumem_pool_trim: CUDA refused a release: %s: %s; the blocks it "
+                              "could not release stay cached", e->cuda_name, e->cuda_string);
+        return gpumem__err_raise(e);
+    }
+    return GPUMEM_OK;
+}
+
+int gpumem_pool_stats(gpumem_pool *pool, gpumem_pool_stats_t *stats)
+{
+    if (!pool || !stats)
+        return GPUMEM_EINVAL;
+    pthread_mutex_lock(&pool->lock);
+    *stats = pool->st;
+    pthread_mutex_unlock(&pool->lock);
+    stats->fragmentation = stats->reserved
+        ? (double)(stats->reserved - stats->requested) / (double)stats->reserved : 0.0;
+    return GPUMEM_OK;
+}
+
+/* Lists up to 8 live blocks, with the sites the registry holds for them. Locked. */
+static int fail_busy(gpumem_pool *pool, gpumem_site site)
+{
+    char where[256], size_text[32];
+    gpumem_error *e = gpumem__err_begin(GPUMEM_EBUSY, "gpumem_pool_destroy", site);
+    gpumem__err_append(e, "gpumem_pool_destroy at %s: the %s pool still has %llu live blocks "
+                          "(%s requested); nothing was released",
+                       gpumem__site_str(site, where, sizeof where), gpumem_kind_name(pool->kind),
+                       (unsigned long long)pool->st.blocks_in_use,
+                       gpumem_format_bytes(pool->st.requested, size_text, sizeof size_text));
+    unsigned shown = 0;
+    for (size_t i = 0; i < pool->nbuckets; i++) {
+        for (block *b = pool->buckets[i]; b; b = b->hnext) {
+            gpumem__rec r;
+            if (!b->live || shown == 8)
+                continue;
+            shown++;
+            if (gpumem__reg_find((void *)b->base, &r))
+                gpumem__err_append(e, "\n    %s at %p, allocated at %s, thread %u, #%llu",
+                                   gpumem_format_bytes(r.bytes, size_text, sizeof size_text),
+                                   (void *)b->base, gpumem__site_str(r.site, where, sizeof where),
+                                   r.thread, (unsigned long long)r.seq);
+            else
+                gpumem__err_append(e, "\n    a block at %p", (void *)b->base);
+        }
+    }
+    if (shown < pool->st.blocks_in_use)
+        gpumem__err_append(e, "\n    and %llu more",
+                           (unsigned long long)(pool->st.blocks_in_use - shown));
+    gpumem__err_append(e, "\n  hint: release them with gpumem_free, then destroy the pool");
+    return gpumem__err_raise(e);
+}
+
+int gpumem_pool_destroy_at(gpumem_pool *pool, gpumem_site site)
+{
+    if (!pool)
+        return GPUMEM_OK;
+    pthread_mutex_lock(&pool->lock);
+    if (pool->st.blocks_in_use) {
+        int code = fail_busy(pool, site);
+        pthread_mutex_unlock(&pool->lock);
+        return code;
+    }
+    int err = trim_locked(pool);
+    if (!err && pool->nblocks == 0 && pool->kind == GPUMEM_KIND_DEVICE)
+        err = gpumem__be->mempool_destroy(pool->cuda_pool);
+    if (err || pool->nblocks || pool->chunks) {
+        char where[256];
+        pthread_mutex_unlock(&pool->lock);
+        gpumem_error *e = gpumem__err_begin(err ? gpumem__status_from_cuda(err) : GPUMEM_ECUDA,
+                                            "gpumem_pool_destroy", site);
+        if (err)
+            gpumem__err_cuda(e, err);
+        gpumem__err_append(e, "gpumem_pool_destroy at %s: CUDA refused to release the pool's "
+                              "memory (%s); the pool is still there",
+                           gpumem__site_str(site, where, sizeof where),
+                           err ? e->cuda_string : "a block or chunk stayed");
+        return gpumem__err_raise(e);
+    }
+    pthread_mutex_unlock(&pool->lock);
+    for (size_t i = 0; i < pool->ncaches; i++)
+        free(pool->caches[i]);
+    free(pool->caches);
+    free(pool->buckets);
+    pthread_mutex_destroy(&pool->lock);
+    free(pool);
+    gpumem__err_clear();
+    return GPUMEM_OK;
+}
