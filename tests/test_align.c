@@ -6,26 +6,8 @@
 #include <stdalign.h>
 
 #include "gpumem.h"
+#include "capture.h"
 #include "harness.h"
-
-static struct {
-    int calls;
-    char message[1024];
-    gpumem_error last;
-} seen;
-
-static void capture(const gpumem_error *e, void *arg)
-{
-    (void)arg;
-    seen.calls++;
-    seen.last = *e;
-    snprintf(seen.message, sizeof seen.message, "%s", e->message);
-}
-
-static void reset_seen(void)
-{
-    memset(&seen, 0, sizeof seen);
-}
 
 /* "path/test_align.c:123" for a line of this file, as call sites record it. */
 static const char *at_line(int line)

@@ -5,36 +5,8 @@
 #include <pthread.h>
 
 #include "gpumem.h"
+#include "capture.h"
 #include "harness.h"
-
-/* Captures what the handler was given, instead of printing. */
-static struct {
-    int calls;
-    int code;
-    char message[1024];
-    gpumem_error last;
-} seen;
-
-static void capture(const gpumem_error *e, void *arg)
-{
-    (void)arg;
-    seen.calls++;
-    seen.code = e->code;
-    seen.last = *e;
-    snprintf(seen.message, sizeof seen.message, "%s", e->message);
-}
-
-static void reset_seen(void)
-{
-    memset(&seen, 0, sizeof seen);
-}
-
-static uint64_t live_total(void)
-{
-    gpumem_live l;
-    gpumem_live_get(&l);
-    return l.count[0];
-}
 
 static void test_every_kind_allocates_and_frees(void)
 {

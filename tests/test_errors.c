@@ -6,19 +6,8 @@
 #include <unistd.h>
 
 #include "gpumem.h"
+#include "capture.h"
 #include "harness.h"
-
-static struct {
-    int calls;
-    gpumem_error last;
-} seen;
-
-static void capture(const gpumem_error *e, void *arg)
-{
-    (void)arg;
-    seen.calls++;
-    seen.last = *e;
-}
 
 static void test_status_table(void)
 {

@@ -4,25 +4,9 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "gpumem.h"
+#include "capture.h"
 #include "harness.h"
 #include "internal.h"
-
-static struct {
-    int calls;
-    char message[1024];
-} seen;
-
-static void capture(const gpumem_error *e, void *arg)
-{
-    (void)arg;
-    seen.calls++;
-    snprintf(seen.message, sizeof seen.message, "%s", e->message);
-}
-
-static void reset_seen(void)
-{
-    memset(&seen, 0, sizeof seen);
-}
 
 static int use_cuda;
 

@@ -10,36 +10,11 @@
 #include <cuda_runtime_api.h>
 
 #include "gpumem.h"
+#include "capture.h"
 #include "harness.h"
 
 static int on_sim;
 static cudaStream_t s1, s2;
-
-static struct {
-    int calls;
-    int code;
-    char message[2048];
-} seen;
-
-static void capture(const gpumem_error *e, void *arg)
-{
-    (void)arg;
-    seen.calls++;
-    seen.code = e->code;
-    snprintf(seen.message, sizeof seen.message, "%s", e->message);
-}
-
-static void reset_seen(void)
-{
-    memset(&seen, 0, sizeof seen);
-}
-
-static uint64_t live_total(void)
-{
-    gpumem_live l;
-    gpumem_live_get(&l);
-    return l.count[0];
-}
 
 static gpumem_pool_stats_t stats_of(gpumem_pool *pool)
 {
