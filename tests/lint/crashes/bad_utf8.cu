@@ -1,0 +1,1 @@
+void fÿþ() { float *Ã(p; cudaMallocHost(&Ã(p, 4); cudaFree(Ã(p); }
