@@ -172,9 +172,10 @@ int gpumem_sync_launch(void)
     return gpumem__opt_bool(GPUMEM__OPT_SYNC_LAUNCH);
 }
 
-/* Out-of-memory context that needs no allocation: the device's free and total memory (when
- * the backend is up) and what gpumem holds, by kind. */
-static void append_memory_context(gpumem_error *e)
+/* Out-of-memory context: the device's free and total memory (when the backend is up), what
+ * gpumem holds by kind, and the five call sites that hold the most. Grouping the sites takes
+ * host memory; without it the list is left out and the rest still says what matters. */
+void gpumem__err_oom(gpumem_error *e)
 {
     char a[32], b[32];
     int dev = 0;
@@ -236,15 +237,10 @@ int gpumem_check_at(int status, const char *expr, gpumem_site site)
     snprintf(e->message, sizeof e->message, "gpumem: error: %s:%d: %s: %s: %s: %s", site.file,
              site.line, site.func, expr, e->cuda_name, e->cuda_string);
     if (status == cudaErrorMemoryAllocation)
-        append_memory_context(e);
+        gpumem__err_oom(e);
     if (e->code == GPUMEM_ESTICKY)
         gpumem__err_append(e, "\n  this error is sticky: the CUDA context is unusable and every "
                               "later CUDA call fails too; restart the process");
     gpumem__err_raise(e);
     return status;
-}
-
-void gpumem__err_oom(gpumem_error *e)
-{
-    append_memory_context(e);
 }

@@ -73,9 +73,9 @@ int gpumem__ready(const char *expr, gpumem_site site)
     gpumem_error *e = gpumem__err_begin(GPUMEM_ENODEV, expr, site);
     if (init_cuda_error > 0)
         gpumem__err_cuda(e, init_cuda_error);
-    char where[256] = "";
+    char where[256] = "", site_text[240];
     if (site.file)
-        snprintf(where, sizeof where, " at %s", gpumem__site_str(site, (char[256]){0}, 256));
+        snprintf(where, sizeof where, " at %s", gpumem__site_str(site, site_text, sizeof site_text));
     gpumem__err_append(e, "%s%s: no usable CUDA device\n    %s", expr, where, init_why);
     gpumem__err_append(e, "\n  hint: for tests without a GPU, choose the simulated device with "
                           "GPUMEM_BACKEND=sim");

@@ -177,7 +177,8 @@ void gpumem__err_cuda(gpumem_error *e, int cuda_error);
 void gpumem__err_alloc(gpumem_error *e, const gpumem__rec *r);
 /* Appends to e->message (printf-style); truncates safely. */
 void gpumem__err_append(gpumem_error *e, const char *fmt, ...) GPUMEM__FORMAT(2, 3);
-/* Adds device free/total and gpumem's live bytes by kind (out-of-memory context). */
+/* Adds device free/total, gpumem's live bytes by kind and the largest holders (out-of-memory
+ * context). */
 void gpumem__err_oom(gpumem_error *e);
 /* Calls the handler; returns e->code. */
 int gpumem__err_raise(gpumem_error *e);

@@ -48,7 +48,7 @@ int gpumem_query(const void *p, gpumem_info *info)
 void *gpumem_device_ptr_at(const void *mapped_host, gpumem_site site)
 {
     static const char fn[] = "gpumem_device_ptr";
-    char where[256], size_text[32];
+    char where[256], alloc_where[256], size_text[32];
     gpumem__rec r;
     if (!mapped_host || !gpumem__reg_find(mapped_host, &r)) {
         gpumem_error *e = gpumem__err_begin(GPUMEM_EFOREIGN, fn, site);
@@ -68,7 +68,7 @@ void *gpumem_device_ptr_at(const void *mapped_host, gpumem_site site)
                            "gpumem_host_alloc(n, size, GPUMEM_HOST_MAPPED)",
                            fn, mapped_host, gpumem_format_bytes(r.bytes, size_text, sizeof size_text),
                            gpumem_kind_name(r.kind), gpumem__site_str(site, where, sizeof where),
-                           gpumem__site_str(r.site, (char[256]){0}, 256));
+                           gpumem__site_str(r.site, alloc_where, sizeof alloc_where));
         gpumem__err_raise(e);
         return NULL;
     }
