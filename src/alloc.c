@@ -26,8 +26,9 @@ static const char *fn_name[GPUMEM_KIND_COUNT_] = {
     "", "gpumem_device_alloc", "gpumem_managed_alloc", "gpumem_pinned_alloc",
     "gpumem_host_alloc", "gpumem_device_alloc_async"};
 
-/* GPUMEM_FAIL_ALLOC=N: the Nth allocation that would reach CUDA fails as out of memory. */
-static int injected_failure(void)
+/* GPUMEM_FAIL_ALLOC=N: the Nth allocation that would reach CUDA (or a pool) fails as out of
+ * memory. */
+int gpumem__fail_injected(void)
 {
     uint64_t n = gpumem__opt_u64(GPUMEM__OPT_FAIL_ALLOC);
     if (GPUMEM__LIKELY(n == 0))
@@ -127,7 +128,7 @@ static void *alloc_any(int kind, size_t count, size_t size, unsigned flags, cuda
     int dev = 0;
     void *p = NULL;
     int err = gpumem__be->current_device(&dev);
-    int injected = !err && GPUMEM__UNLIKELY(injected_failure());
+    int injected = !err && GPUMEM__UNLIKELY(gpumem__fail_injected());
     if (injected)
         err = cudaErrorMemoryAllocation;
     if (!err) {

@@ -146,6 +146,8 @@ int gpumem__pool_release(struct gpumem_pool *pool, const gpumem__rec *r, int asy
 const char *gpumem__cuda_says(const void *p);
 
 /* ---- alloc.c ---- */
+/* 1 when GPUMEM_FAIL_ALLOC says this allocation is the one to fail (counts every call). */
+int gpumem__fail_injected(void);
 /* The sequence number the next allocation will get. */
 uint64_t gpumem__seq_next(void);
 /* Takes the next sequence number, for an allocation made outside alloc.c (pool blocks). */

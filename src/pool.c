@@ -41,6 +41,7 @@
 #define DEFAULT_CHUNK ((size_t)16 << 20)
 /* Returned by obtain() when the pool's limit, not CUDA, refuses: retried like out of memory. */
 #define OVER_LIMIT (-1)
+#define INJECTED (-2) /* GPUMEM_FAIL_ALLOC chose this allocation to fail */
 
 typedef struct chunk {
     uintptr_t base;
@@ -449,10 +450,10 @@ static void *fail_alloc(const gpumem_pool *pool, size_t bytes, int err, int retr
 {
     char where[256], size_text[32];
     const char *kind = gpumem_kind_name(pool->kind);
-    int code = err == OVER_LIMIT ? GPUMEM_ENOMEM : gpumem__status_from_cuda(err);
+    int code = err == OVER_LIMIT || err == INJECTED ? GPUMEM_ENOMEM : gpumem__status_from_cuda(err);
     gpumem_error *e = gpumem__err_begin(code, "gpumem_pool_alloc", site);
     e->requested = bytes;
-    if (err != OVER_LIMIT)
+    if (err != OVER_LIMIT && err != INJECTED)
         gpumem__err_cuda(e, err);
     gpumem_format_bytes(bytes, size_text, sizeof size_text);
     gpumem__site_str(site, where, sizeof where);
@@ -460,7 +461,10 @@ static void *fail_alloc(const gpumem_pool *pool, size_t bytes, int err, int retr
         gpumem__err_append(e, "out of memory: %s %s memory requested from a %s pool at %s",
                            size_text, kind, kind, where);
         append_held(e, held, pool->limit);
-        if (err == OVER_LIMIT)
+        if (err == INJECTED)
+            gpumem__err_append(e, "\n    injected by GPUMEM_FAIL_ALLOC=%llu; CUDA was not called",
+                               (unsigned long long)gpumem__opt_u64(GPUMEM__OPT_FAIL_ALLOC));
+        else if (err == OVER_LIMIT)
             gpumem__err_append(e, "\n    the request would take the pool past its limit");
         else
             gpumem__err_append(e, "\n    CUDA said %s: %s (consumed by gpumem)", e->cuda_name,
@@ -558,6 +562,12 @@ void *gpumem_pool_alloc_at(gpumem_pool *pool, size_t count, size_t size, cudaStr
     block *b = NULL;
     gpumem_pool_stats_t held = {0};
     int retried = 0;
+    if (GPUMEM__UNLIKELY(gpumem__fail_injected())) {
+        pthread_mutex_lock(&pool->lock);
+        held = pool->st;
+        pthread_mutex_unlock(&pool->lock);
+        return fail_alloc(pool, bytes, INJECTED, 0, &held, site);
+    }
     pthread_mutex_lock(&pool->lock);
     int err = csize ? take(pool, csize, cls, stream, &b) : cudaErrorMemoryAllocation;
     if (GPUMEM__UNLIKELY(err == OVER_LIMIT || err == cudaErrorMemoryAllocation) && csize) {
