@@ -118,7 +118,7 @@ int main(void)
 
             printf("  e. overflowing size: count * size does not fit in size_t\n");
             size_t count = (size_t)-1 / 2; /* e.g. a negative count converted to size_t */
-            void *big = gpumem_device_alloc(count, sizeof(double));
+            void *big = gpumem_device_alloc(count, sizeof(double)); // gpumem-lint: ignore[GM001] refused: NULL
             failures += expect("overflowing size", big ? GPUMEM_OK : caught, GPUMEM_EOVERFLOW);
         }
         gpumem_free(pinned);

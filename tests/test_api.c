@@ -103,7 +103,7 @@ static void test_null_and_zero(void)
 static void test_overflow(void)
 {
     reset_seen();
-    void *p = gpumem_device_alloc(SIZE_MAX / 2, 3);
+    void *p = gpumem_device_alloc(SIZE_MAX / 2, 3); // gpumem-lint: ignore[GM001] refused: NULL
     EXPECT_NULL(p);
     EXPECT_EQ(gpumem_last_error()->code, GPUMEM_EOVERFLOW);
     EXPECT_EQ(seen.calls, 1);
@@ -188,7 +188,7 @@ static void test_foreign_pointer(void)
     EXPECT_CONTAINS(seen.message, "which gpumem did not allocate");
     EXPECT_CONTAINS(seen.message, "CUDA does not know it: ordinary host memory");
     EXPECT_CONTAINS(seen.message, "nothing was released");
-    EXPECT_EQ(gpumem_free(heap), GPUMEM_EFOREIGN);
+    EXPECT_EQ(gpumem_free(heap), GPUMEM_EFOREIGN); // gpumem-lint: ignore[GM002] the foreign pointer under test
     EXPECT_EQ(live_total(), before);
     gpumem_info info;
     EXPECT_EQ(gpumem_query(heap, &info), GPUMEM_EFOREIGN);

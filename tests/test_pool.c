@@ -472,8 +472,8 @@ int main(int argc, char **argv)
     RUN(test_threads);
     EXPECT_EQ(live_total(), 0);
     if (!on_sim) {
-        cudaStreamDestroy(s1);
-        cudaStreamDestroy(s2);
+        EXPECT_EQ(cudaStreamDestroy(s1), cudaSuccess);
+        EXPECT_EQ(cudaStreamDestroy(s2), cudaSuccess);
     }
     return harness_exit();
 }

@@ -50,6 +50,6 @@ int main()
     CHECK_TRUE(mib(d.unattributed) >= 62 && mib(d.unattributed) <= 70);
     std::printf("raw cudaMalloc of 64 MiB: used %+lld MiB, unattributed %+lld MiB\n",
                 mib(d.device_used), mib(d.unattributed));
-    cudaFree(raw);
+    CHECK_TRUE(cudaFree(raw) == cudaSuccess);
     return gpu_finish("");
 }

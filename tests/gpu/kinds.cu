@@ -36,6 +36,7 @@ static void mapped(cudaStream_t s)
     CHECK_TRUE(md && rd);
     // The kernel reads and writes host memory directly (zero-copy).
     scale<<<blocks(n), 256, 0, s>>>(md, rd, n, 3.0f);
+    CHECK_TRUE(cudaGetLastError() == cudaSuccess);
     CHECK_TRUE(cudaStreamSynchronize(s) == cudaSuccess);
     CHECK_TRUE(r[0] == 0.0f && r[n - 1] == 3.0f * (float)(n - 1));
     // An interior pointer maps to the same offset; unmapped memory is refused.
@@ -63,6 +64,7 @@ static void write_combined(cudaStream_t s)
     CHECK_TRUE(cudaMemcpyAsync(d, wc, n * sizeof(float), cudaMemcpyHostToDevice, s) ==
                cudaSuccess);
     scale<<<blocks(n), 256, 0, s>>>((const float *)gpumem_device_ptr(wc), d, n, 2.0f);
+    CHECK_TRUE(cudaGetLastError() == cudaSuccess);
     CHECK_TRUE(cudaMemcpyAsync(back, d, n * sizeof(float), cudaMemcpyDeviceToHost, s) ==
                cudaSuccess);
     CHECK_TRUE(cudaStreamSynchronize(s) == cudaSuccess);
@@ -89,6 +91,7 @@ static void managed(cudaStream_t s)
     CHECK_TRUE(gpumem_prefetch(u, n * sizeof(float), 0, s) == GPUMEM_OK);
     CHECK_TRUE(gpumem_prefetch(v, n * sizeof(float), 0, s) == GPUMEM_OK);
     scale<<<blocks(n), 256, 0, s>>>(u, v, n, 5.0f);
+    CHECK_TRUE(cudaGetLastError() == cudaSuccess);
     CHECK_TRUE(gpumem_prefetch(v, n * sizeof(float), GPUMEM_HOST, s) == GPUMEM_OK);
     CHECK_TRUE(cudaStreamSynchronize(s) == cudaSuccess);
     CHECK_TRUE(v[0] == 5.0f && v[n - 1] == 5.0f);

@@ -64,12 +64,13 @@ static void scenario(int device)
     float *u = (float *)gpumem_managed_alloc(n, sizeof(float), GPUMEM_ATTACH_GLOBAL);
     CHECK_TRUE(u != nullptr);
     fill<<<(n + 255) / 256, 256>>>(u, n, 3.0f);
+    CHECK_TRUE(cudaGetLastError() == cudaSuccess);
     CHECK_TRUE(cudaDeviceSynchronize() == cudaSuccess);
     CHECK_TRUE(u[7] == 10.0f);
 
     // gpumem's out of memory never reaches the program's runtime error state.
     CHECK_TRUE(cudaGetLastError() == cudaSuccess);
-    void *huge = gpumem_device_alloc((size_t)1 << 50, 1);
+    void *huge = gpumem_device_alloc((size_t)1 << 50, 1); // gpumem-lint: ignore[GM001] refused: NULL
     CHECK_TRUE(huge == nullptr && last_code == GPUMEM_ENOMEM);
     CHECK_TRUE(cudaGetLastError() == cudaSuccess);
     CHECK_TRUE(cudaPeekAtLastError() == cudaSuccess);
@@ -78,7 +79,7 @@ static void scenario(int device)
     // gpumem refuses memory the program made with a message that says what CUDA thinks it is.
     void *raw = nullptr;
     CHECK_TRUE(cudaMalloc(&raw, 4096) == cudaSuccess);
-    CHECK_TRUE(gpumem_free(raw) == GPUMEM_EFOREIGN);
+    CHECK_TRUE(gpumem_free(raw) == GPUMEM_EFOREIGN); // gpumem-lint: ignore[GM002] refused, as tested
     CHECK_TRUE(std::strstr(gpumem_last_error()->message, "CUDA says it is device memory") != nullptr);
     CHECK_TRUE(cudaFree(raw) == cudaSuccess);
 

@@ -31,8 +31,11 @@ int main()
     float *src = (float *)gpumem_host_alloc(count, sizeof(float), GPUMEM_HOST_PORTABLE);
     float *back = (float *)gpumem_host_alloc(count, sizeof(float), GPUMEM_HOST_PORTABLE);
     CHECK_TRUE(src && back);
-    if (!src || !back)
+    if (!src || !back) {
+        gpumem_free(src); /* the one that was allocated, if any */
+        gpumem_free(back);
         return 1;
+    }
     for (size_t i = 0; i < count; i++)
         src[i] = (float)i;
     gpumem_info info;

@@ -48,8 +48,11 @@ static void own_every_kind_then_throw(cudaStream_t s, size_t *free_during)
     auto h = gpumem::make_host<float>(N / 16, GPUMEM_HOST_MAPPED);
     auto a = gpumem::make_device_async<float>(N, s);
     fill<<<1024, 256, 0, s>>>(d.get(), N, 1.0f);
+    CHECK_TRUE(cudaGetLastError() == cudaSuccess);
     fill<<<1024, 256, 0, s>>>(m.get(), N, 2.0f);
+    CHECK_TRUE(cudaGetLastError() == cudaSuccess);
     fill<<<1024, 256, 0, s>>>(a.get(), N, 3.0f);
+    CHECK_TRUE(cudaGetLastError() == cudaSuccess);
     fill<<<64, 256, 0, s>>>(static_cast<float *>(gpumem_device_ptr(h.get())), N / 16, 4.0f);
     CHECK_TRUE(cudaGetLastError() == cudaSuccess);
     CHECK_TRUE(cudaStreamSynchronize(s) == cudaSuccess);
@@ -82,6 +85,7 @@ static void c_owners_then_throw(cudaStream_t s)
     GPUMEM_AUTO void *h = gpumem_host_alloc(N / 16, sizeof(float), GPUMEM_HOST_PORTABLE);
     CHECK_TRUE(d && a && h);
     fill<<<1024, 256, 0, s>>>(d, N, 1.0f);
+    CHECK_TRUE(cudaGetLastError() == cudaSuccess);
     CHECK_TRUE(cudaStreamSynchronize(s) == cudaSuccess);
     CHECK_TRUE(live() == 3);
     throw unwind();
