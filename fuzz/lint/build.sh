@@ -1,9 +1,9 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # Builds the libFuzzer harness with clang (needs Debian's clang-14 and libclang-rt-14-dev,
 # and tools/lint/node_modules from `npm ci --ignore-scripts`). Output: fuzz/lint/build/fuzz_lint
 # (FUZZ_OUT: another folder). FUZZ_SANITIZE picks the sanitizers (default address,undefined;
-# undefined alone runs several times faster); FUZZ_STATIC=1 links statically, to run the
-# fuzzer on another machine with more cores.
+# undefined alone runs several times faster); FUZZ_LDFLAGS adds link flags, e.g.
+# "-static-libstdc++ -static-libgcc" to run the fuzzer on another machine with more cores.
 set -eu
 FUZZ_LDFLAGS=${FUZZ_LDFLAGS:-}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,6 +35,6 @@ for s in $srcs; do
 done
 $CC -std=c11 -O1 -g -Wall -Wextra -fsanitize=fuzzer${san:+,$san} -fno-sanitize-recover=all -I"$lint" $ts_inc \
   "$here/fuzz_lint.c" $objs "$out/lib.o" "$out/scanner.o" "$out/parser.o" \
-  ${FUZZ_STATIC:+-static} $(pkg-config ${FUZZ_STATIC:+--static} --libs jansson) -lpthread $FUZZ_LDFLAGS \
+  $(pkg-config --libs jansson) -lpthread $FUZZ_LDFLAGS \
   -o "$out/fuzz_lint"
 echo "built $out/fuzz_lint"

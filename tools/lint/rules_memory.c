@@ -1434,6 +1434,13 @@ static void walk_stmt(struct fx *f, TSNode n, struct state *s)
 
 /* ---------------------------------------------------------------- reports ---- */
 
+/** GM006 reports allocation @p i at early exits unless GM001 or GM005 already covers it. */
+static bool gm006_applies(struct fx *f, int i)
+{
+    const struct alloc *a = &f->a[i];
+    return a->tracked && !(a->reported & 16u) && !a->leak_end;
+}
+
 static void report_function(struct fx *f)
 {
     for (int i = 0; i < f->na; i++) {
@@ -1455,22 +1462,51 @@ static void report_function(struct fx *f)
                             a->names[0], a->fn, kind_release(a->kind));
             continue;
         }
-        for (size_t k = 0; k < f->nleaks; k++) {
-            if (f->leaks[k].alloc != i || f->leaks[k].exit < 0 || f->leaks[k].exit >= f->nexits)
+    }
+    /* GM006: one finding per exit, naming everything it leaks, with the note at the first. */
+    for (size_t k = 0; k < f->nleaks; k++) {
+        int e = f->leaks[k].exit;
+        if (e < 0 || e >= f->nexits)
+            continue;
+        TSNode ex = f->exits[e];
+        bool seen = false;
+        for (size_t j = 0; j < k && !seen; j++)
+            seen = f->leaks[j].exit >= 0 && f->leaks[j].exit < f->nexits &&
+                   ts_node_eq(f->exits[f->leaks[j].exit], ex) && gm006_applies(f, f->leaks[j].alloc);
+        if (seen)
+            continue;
+        char names[256] = "";
+        size_t len = 0;
+        int first = -1, count = 0;
+        for (size_t j = k; j < f->nleaks; j++) {
+            int ej = f->leaks[j].exit, ai = f->leaks[j].alloc;
+            if (ej < 0 || ej >= f->nexits || !ts_node_eq(f->exits[ej], ex) || !gm006_applies(f, ai))
                 continue;
-            TSNode ex = f->exits[f->leaks[k].exit];
-            const char *what = ts_node_type(ex);
-            char word[16];
-            snprintf(word, sizeof word, "%s", what);
-            char *us = strchr(word, '_');
-            if (us)
-                *us = '\0';
-            char msg[256];
-            snprintf(msg, sizeof msg, "'%s' allocated here with %s", a->names[0], a->fn);
-            lint_report(f->c, LINT_GM006, f->c->opt->severity[LINT_GM006], ex, a->call, msg,
-                        "this %s leaks '%s': it leaves before '%s' is released", word,
-                        a->names[0], a->names[0]);
+            bool dup = false;
+            for (size_t m = k; m < j && !dup; m++)
+                dup = f->leaks[m].alloc == ai && f->leaks[m].exit >= 0 &&
+                      f->leaks[m].exit < f->nexits && ts_node_eq(f->exits[f->leaks[m].exit], ex);
+            if (dup)
+                continue;
+            if (first < 0)
+                first = ai;
+            count++;
+            if (len < sizeof names)
+                len += (size_t)snprintf(names + len, sizeof names - len, "%s'%s'",
+                                        count > 1 ? ", " : "", f->a[ai].names[0]);
         }
+        if (first < 0)
+            continue;
+        char word[16], msg[256];
+        snprintf(word, sizeof word, "%s", ts_node_type(ex));
+        char *us = strchr(word, '_');
+        if (us)
+            *us = '\0';
+        snprintf(msg, sizeof msg, "'%s' allocated here with %s", f->a[first].names[0],
+                 f->a[first].fn);
+        lint_report(f->c, LINT_GM006, f->c->opt->severity[LINT_GM006], ex, f->a[first].call, msg,
+                    "this %s leaks %s: it leaves before %s released", word, names,
+                    count > 1 ? "they are" : "it is");
     }
 }
 
