@@ -7,6 +7,7 @@
 
 #include "gpumem.h"
 #include "capture.h"
+#include "backend_arg.h"
 #include "harness.h"
 
 /* "path/test_align.c:123" for a line of this file, as call sites record it. */
@@ -419,20 +420,13 @@ static void test_describe_foreign_and_errors(void)
 
 int main(int argc, char **argv)
 {
-    const char *backend = argc > 1 ? argv[1] : "sim";
     gpumem_set_error_handler(capture, NULL);
-    if (gpumem_backend_select(backend) != GPUMEM_OK) {
-        fprintf(stderr, "usage: %s [sim|cuda]\n", argv[0]);
+    if (!test_select_backend(argc, argv))
         return 2;
-    }
     RUN(test_status_code);
     RUN(test_is_aligned);
-    if (gpumem_init() != GPUMEM_OK) {
-        fprintf(stderr, "%s\n", seen.message);
-        SKIP("no usable CUDA device");
+    if (!test_device_ready())
         return harness_exit();
-    }
-    fprintf(stderr, "backend: %s\n", gpumem_backend());
     reset_seen();
     RUN(test_alignment_every_kind);
     RUN(test_vec_ok);

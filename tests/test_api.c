@@ -6,6 +6,7 @@
 
 #include "gpumem.h"
 #include "capture.h"
+#include "backend_arg.h"
 #include "harness.h"
 
 static void test_every_kind_allocates_and_frees(void)
@@ -323,19 +324,12 @@ static void test_free_from_other_thread(void)
 
 int main(int argc, char **argv)
 {
-    const char *backend = argc > 1 ? argv[1] : "sim";
     gpumem_set_error_handler(capture, NULL);
-    if (gpumem_backend_select(backend) != GPUMEM_OK) {
-        fprintf(stderr, "usage: %s [sim|cuda]\n", argv[0]);
+    if (!test_select_backend(argc, argv))
         return 2;
-    }
     test_overflow(); /* before initialization: an overflow is refused before CUDA is reached */
-    if (gpumem_init() != GPUMEM_OK) {
-        fprintf(stderr, "%s\n", seen.message);
-        SKIP("no usable CUDA device");
+    if (!test_device_ready())
         return harness_exit();
-    }
-    fprintf(stderr, "backend: %s\n", gpumem_backend());
     reset_seen();
     RUN(test_every_kind_allocates_and_frees);
     RUN(test_host_kinds_are_host_accessible);

@@ -5,6 +5,7 @@
 
 #include "gpumem.h"
 #include "capture.h"
+#include "backend_arg.h"
 #include "harness.h"
 #include "internal.h"
 
@@ -187,19 +188,12 @@ static void test_sticky(void)
 
 int main(int argc, char **argv)
 {
-    const char *backend = argc > 1 ? argv[1] : "sim";
-    use_cuda = strcmp(backend, "cuda") == 0;
+    use_cuda = argc > 1 && strcmp(argv[1], "cuda") == 0;
     gpumem_set_error_handler(capture, NULL);
-    if (gpumem_backend_select(backend) != GPUMEM_OK) {
-        fprintf(stderr, "usage: %s [sim|cuda]\n", argv[0]);
+    if (!test_select_backend(argc, argv))
         return 2;
-    }
-    if (gpumem_init() != GPUMEM_OK) {
-        fprintf(stderr, "%s\n", seen.message);
-        SKIP("no usable CUDA device");
+    if (!test_device_ready())
         return harness_exit();
-    }
-    fprintf(stderr, "backend: %s\n", gpumem_backend());
     RUN(test_prefetch_ok);
     RUN(test_prefetch_errors);
     RUN(test_advise);

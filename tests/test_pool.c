@@ -11,6 +11,7 @@
 
 #include "gpumem.h"
 #include "capture.h"
+#include "backend_arg.h"
 #include "harness.h"
 
 static int on_sim;
@@ -437,17 +438,11 @@ static void test_threads(void)
 
 int main(int argc, char **argv)
 {
-    const char *backend = argc > 1 ? argv[1] : "sim";
     gpumem_set_error_handler(capture, NULL);
-    if (gpumem_backend_select(backend) != GPUMEM_OK) {
-        fprintf(stderr, "usage: %s [sim|cuda]\n", argv[0]);
+    if (!test_select_backend(argc, argv))
         return 2;
-    }
-    if (gpumem_init() != GPUMEM_OK) {
-        fprintf(stderr, "%s\n", seen.message);
-        SKIP("no usable CUDA device");
+    if (!test_device_ready())
         return harness_exit();
-    }
     on_sim = strcmp(gpumem_backend(), "sim") == 0;
     if (on_sim) {
         s1 = (cudaStream_t)(uintptr_t)0x1000; /* handles only: the simulation runs nothing */

@@ -4,6 +4,7 @@
  * Built twice: test_scope (cleanup attribute on) and test_scope_manual (-DGPUMEM_NO_CLEANUP:
  * GPUMEM_AUTO and GPUMEM_SCOPE are not defined, and the explicit-close path is what runs). */
 #include "gpumem.h"
+#include "backend_arg.h"
 #include "harness.h"
 
 #if defined(GPUMEM_NO_CLEANUP) && (GPUMEM_HAVE_CLEANUP || defined(GPUMEM_AUTO) ||               \
@@ -496,19 +497,12 @@ static void test_growth(void)
 
 int main(int argc, char **argv)
 {
-    const char *backend = argc > 1 ? argv[1] : "sim";
     gpumem_set_error_handler(capture, NULL);
-    if (gpumem_backend_select(backend) != GPUMEM_OK) {
-        fprintf(stderr, "usage: %s [sim|cuda]\n", argv[0]);
+    if (!test_select_backend(argc, argv))
         return 2;
-    }
-    if (gpumem_init() != GPUMEM_OK) {
-        fprintf(stderr, "%s\n", seen.message);
-        SKIP("no usable CUDA device");
+    if (!test_device_ready())
         return harness_exit();
-    }
-    fprintf(stderr, "backend: %s, cleanup attribute: %s\n", gpumem_backend(),
-            GPUMEM_HAVE_CLEANUP ? "on" : "off");
+    fprintf(stderr, "cleanup attribute: %s\n", GPUMEM_HAVE_CLEANUP ? "on" : "off");
 #if GPUMEM_HAVE_CLEANUP
     RUN(test_auto_return);
     RUN(test_auto_goto_and_break);
