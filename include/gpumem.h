@@ -94,10 +94,14 @@ typedef enum gpumem_kind {
     GPUMEM_KIND_PINNED = 3,       /**< cudaMallocHost; released by cudaFreeHost */
     GPUMEM_KIND_HOST = 4,         /**< cudaHostAlloc with flags; released by cudaFreeHost */
     GPUMEM_KIND_DEVICE_ASYNC = 5, /**< cudaMallocAsync; released by cudaFreeAsync */
-    GPUMEM_KIND_COUNT_ = 6
+    /* The library never makes these two; `gpumem check` sees programs make them. */
+    GPUMEM_KIND_REGISTERED = 6,   /**< cudaHostRegister; undone by cudaHostUnregister */
+    GPUMEM_KIND_VIRTUAL = 7,      /**< cuMemCreate / cuMemMap; cuMemRelease / cuMemUnmap */
+    GPUMEM_KIND_COUNT_ = 8
 } gpumem_kind;
 
-/** Short lower-case name of a kind: "device", "managed", "pinned", "host", "device-async". */
+/** Short lower-case name of a kind: "device", "managed", "pinned", "host", "device-async",
+ *  "registered", "virtual". */
 GPUMEM_API const char *gpumem_kind_name(int kind);
 
 /** gpumem_managed_alloc() flags (values of cudaMemAttachGlobal / cudaMemAttachHost). */

@@ -347,7 +347,7 @@ static int is_start_func(const char *f)
 /* cudaMalloc, cuMemAlloc_v2, __cudaRegisterFatBinary: the runtime's and driver's API names. */
 static int is_cuda_name(const char *f)
 {
-    if (strncmp(f, "__cuda", 6) == 0)
+    if (strncmp(f, "__cuda", 6) == 0 || strncmp(f, "cudart::", 8) == 0)
         return 1;
     if (strncmp(f, "cuda", 4) == 0)
         return f[4] >= 'A' && f[4] <= 'Z';
@@ -365,7 +365,8 @@ static unsigned char classify(const pc_info *p)
     /* In libgpumem.so everything is gpumem's, named or not (its symbols are hidden). */
     if (obj && strncmp(obj, "libgpumem", 9) == 0)
         return FRAME_GPUMEM;
-    if (obj && strncmp(obj, "libcuda", 7) == 0)
+    /* The driver, the shared runtime, and CUPTI calling gpumem check back. */
+    if (obj && (strncmp(obj, "libcuda", 7) == 0 || strncmp(obj, "libcupti", 8) == 0))
         return FRAME_CUDA;
     /* The static runtime lives in the executable, without line information. */
     if (!p->file && is_cuda_name(p->func))

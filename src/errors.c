@@ -52,8 +52,9 @@ const char *gpumem_err_name(int code)
 
 const char *gpumem_kind_name(int kind)
 {
-    static const char *names[GPUMEM_KIND_COUNT_] = {"none",   "device", "managed",
-                                                    "pinned", "host",   "device-async"};
+    static const char *names[GPUMEM_KIND_COUNT_] = {"none",         "device",     "managed",
+                                                    "pinned",       "host",       "device-async",
+                                                    "registered",   "virtual"};
     return kind >= 0 && kind < GPUMEM_KIND_COUNT_ ? names[kind] : "unknown";
 }
 

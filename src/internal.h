@@ -87,6 +87,7 @@ typedef struct gpumem__rec {
     unsigned freed_thread;
     int device;
     uint32_t stack; /* allocation stack (backtrace.h) with GPUMEM_BACKTRACE=1, else 0 */
+    uint32_t freed_stack; /* release stack, kept by gpumem check (quarantined records) */
     unsigned char kind;
     struct gpumem_pool *pool; /* the pool a block belongs to, else NULL (released by CUDA) */
 } gpumem__rec;
@@ -108,6 +109,8 @@ int gpumem__reg_insert(const gpumem__rec *r);
  * another kind is left in place and GPUMEM__TAKEN is not returned: *kind_mismatch is set. */
 gpumem__take_result gpumem__reg_take(const void *p, gpumem_site site, unsigned kind_mask,
                                      int *kind_mismatch, gpumem__rec *out);
+/* Records the release stack of a quarantined (taken) record, for double-free reports. */
+void gpumem__reg_set_freed_stack(const void *p, uint32_t stack);
 /* Undoes a take whose CUDA release did not happen (the memory is still allocated). */
 void gpumem__reg_untake(const void *p);
 /* Finds the live allocation containing p; copies it into *out. Returns 1 if found. */
@@ -172,6 +175,8 @@ typedef struct gpumem__group {
 long gpumem__group_live(uint64_t min_seq, int try_only, gpumem__group **groups, int *skipped);
 /* Registers the exit-time report (called once, at initialization). */
 void gpumem__report_at_exit_setup(void);
+/* Turns the library's own exit-time report off: `gpumem check` writes its own. */
+void gpumem__report_at_exit_disable(void);
 
 /* ---- errors.c: the per-thread record and the handler ---- */
 gpumem_error *gpumem__err_begin(int code, const char *expr, gpumem_site site);

@@ -161,6 +161,9 @@ static void warn_unknown(void)
     for (char **e = environ; e && *e; e++) {
         if (strncmp(*e, "GPUMEM_", 7) != 0)
             continue;
+        /* `gpumem check` talks to its injected library through GPUMEM_CHECK_* variables. */
+        if (strncmp(*e, "GPUMEM_CHECK_", 13) == 0)
+            continue;
         const char *eq = strchr(*e, '=');
         size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
         int known = 0;

@@ -381,6 +381,17 @@ gpumem__take_result gpumem__reg_take(const void *p, gpumem_site site, unsigned k
     return gpumem__reg_find(p, out) ? GPUMEM__INTERIOR : GPUMEM__UNKNOWN;
 }
 
+void gpumem__reg_set_freed_stack(const void *p, uint32_t stack)
+{
+    uintptr_t a = (uintptr_t)p;
+    shard *s = shard_of(a);
+    pthread_mutex_lock(&s->lock);
+    size_t i = table_find(&s->t, a);
+    if (i != NONE && (s->t.keys[i] & RELEASED))
+        s->t.recs[i].freed_stack = stack;
+    pthread_mutex_unlock(&s->lock);
+}
+
 void gpumem__reg_untake(const void *p)
 {
     uintptr_t a = (uintptr_t)p;
@@ -392,6 +403,7 @@ void gpumem__reg_untake(const void *p)
         s->t.keys[i] = a;
         r->freed_site = (gpumem_site){NULL, NULL, 0};
         r->freed_thread = 0;
+        r->freed_stack = 0;
         count_live(s, r, 1);
         if (r->bytes > SMALL_MAX)
             large_add(r->base, r->bytes);

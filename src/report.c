@@ -319,8 +319,17 @@ static FILE *open_report_file(int *opened)
     return f;
 }
 
+static atomic_int exit_report_off;
+
+void gpumem__report_at_exit_disable(void)
+{
+    atomic_store(&exit_report_off, 1);
+}
+
 static void report_at_exit(void)
 {
+    if (atomic_load(&exit_report_off))
+        return;
     const char *mode = gpumem__opt_str(GPUMEM__OPT_LEAK_REPORT);
     gpumem_live live;
     gpumem__reg_live(&live);

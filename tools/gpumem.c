@@ -14,6 +14,8 @@ static void usage(FILE *out)
             "\n"
             "commands:\n"
             "  info    version, backend, devices and their memory, every GPUMEM_* option\n"
+            "  check   run a CUDA program and report its memory bugs: leaks, wrong releases\n"
+            "  bench   allocation and copy costs here, against the PCIe link's limit\n"
 #ifdef GPUMEM_HAVE_LINT
             "  lint    review CUDA, C and C++ source for the memory checklist (GM001..GM007)\n"
 #endif
@@ -38,6 +40,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "info") == 0)
         return gpumem_info_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "check") == 0)
+        return gpumem_check_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "bench") == 0)
+        return gpumem_bench_main(argc - 1, argv + 1);
 #ifdef GPUMEM_HAVE_LINT
     if (strcmp(cmd, "lint") == 0)
         return gpumem_lint_main(argc - 1, argv + 1);

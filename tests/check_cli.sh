@@ -1,0 +1,43 @@
+#!/bin/sh
+# `gpumem check`'s command line, without a GPU: usage errors exit 2 with a message, the
+# program's own exit status comes back, a program that cannot run gives 127, a signal 128+N,
+# and a program that uses no CUDA is said to have been left unchecked.
+gpumem=$1
+fails=0
+expect() { # expect STATUS PATTERN -- ARGS...
+  want=$1 pattern=$2
+  shift 3
+  out=$("$gpumem" check "$@" 2>&1)
+  got=$?
+  if [ "$got" -ne "$want" ] || ! printf '%s\n' "$out" | grep -q -- "$pattern"; then
+    echo "FAIL: gpumem check $*: status $got (want $want), output:"
+    printf '%s\n' "$out"
+    fails=$((fails + 1))
+  else
+    echo "ok   gpumem check $*"
+  fi
+}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+printf '{\n  mine\n  gpumem:leek\n}\n' > "$tmp/bad.supp"
+printf '{\n  mine\n  gpumem:leak\n  call:cudaMalloc\n}\n' > "$tmp/good.supp"
+
+expect 2 "no PROGRAM to run" --
+expect 2 "no PROGRAM to run" -- --leak-check=full
+expect 2 "unknown option '--frobnicate'" -- --frobnicate -- true
+expect 2 "options take their value after '='" -- --json out.json -- true
+expect 2 "--leak-check takes no, summary or full, not 'some'" -- --leak-check=some -- true
+expect 2 "--error-exitcode takes a number from 0 to 255, not '300'" -- --error-exitcode=300 -- true
+expect 2 "--error-exitcode takes a number from 0 to 255, not 'x'" -- --error-exitcode=x -- true
+expect 2 "--gen-suppressions takes no or yes" -- --gen-suppressions=maybe -- true
+expect 2 "--log-file needs a path" -- --log-file= -- true
+expect 2 "bad.supp:3: unknown finding kind after gpumem:" -- --suppressions="$tmp/bad.supp" -- true
+expect 2 "cannot read the suppression file" -- --suppressions="$tmp/none.supp" -- true
+expect 0 "true used no CUDA" -- --suppressions="$tmp/good.supp" -- true
+expect 3 "sh used no CUDA" -- -- sh -c 'exit 3'
+expect 3 "sh used no CUDA" -- --error-exitcode=9 -- sh -c 'exit 3'
+expect 127 "cannot run $tmp/none" -- -- "$tmp/none"
+expect 143 "sh used no CUDA" -- -- sh -c 'kill -TERM $$'
+expect 0 "sh used no CUDA" -- -- sh -c 'test -n "$CUDA_INJECTION64_PATH" && test -n "$LD_PRELOAD"'
+GPUMEM_CHECK_LIBRARY=$tmp/none expect 2 "GPUMEM_CHECK_LIBRARY=$tmp/none cannot be read" -- -- true
+[ "$fails" -eq 0 ] || { echo "$fails failed"; exit 1; }

@@ -1,0 +1,498 @@
+/* gpumem check's engine, driven by synthetic event streams through the entry points its CUPTI
+ * and free() front ends call (tools/check/engine.h): findings, report text (golden files),
+ * suppressions, JSON, status files and children's file names.
+ *
+ * The engine's state is the process's (one report per process, as in a checked program), so
+ * every scenario runs in a child process of its own and the parent reads what it wrote. */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifdef GPUMEM_HAVE_JANSSON
+#include <jansson.h>
+#endif
+
+#include "backtrace.h"
+#include "engine.h"
+#include "gpumem.h"
+#include "harness.h"
+#include "suppress.h"
+
+static char dir[] = "/tmp/gpumem-test-check.XXXXXX";
+
+/* Fake addresses, as CUDA's would look: printed as they are, so golden files hold them. */
+#define DEV 0x7f0000000000ull
+#define PIN 0x7e0000000000ull
+#define MAN 0x7d0000000000ull
+
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t n = getdelim(&buf, &cap, '\0', f);
+    fclose(f);
+    if (n < 0) {
+        free(buf);
+        return strdup("");
+    }
+    return buf;
+}
+
+/* "==12345== " -> "==PID== ", so that golden files do not depend on the process id. */
+static char *normalize(char *text)
+{
+    if (!text)
+        return NULL;
+    char *out = malloc(strlen(text) + 1), *o = out;
+    for (const char *c = text; *c;) {
+        if (c[0] == '=' && c[1] == '=' && c[2] >= '0' && c[2] <= '9') {
+            const char *e = c + 2;
+            while (*e >= '0' && *e <= '9')
+                e++;
+            if (e[0] == '=' && e[1] == '=') {
+                o += sprintf(o, "==PID==");
+                c = e + 2;
+                continue;
+            }
+        }
+        *o++ = *c++;
+    }
+    *o = '\0';
+    free(text);
+    return out;
+}
+
+/* Runs fn in a child with the engine's variables set; returns its exit status (the engine's
+ * error count, capped) and leaves its log in dir/NAME.log and its JSON in dir/NAME.json. */
+static int run_scenario(const char *name, void (*fn)(void), const char *extra_env)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        harness_failures = 0; /* the child's own checks only */
+        char path[256];
+        snprintf(path, sizeof path, "%s/%s.log", dir, name);
+        setenv("GPUMEM_CHECK_LOG", path, 1);
+        snprintf(path, sizeof path, "%s/%s.json", dir, name);
+        setenv("GPUMEM_CHECK_JSON", path, 1);
+        setenv("GPUMEM_CHECK_STATUS", dir, 1);
+        setenv("GPUMEM_CHECK_STACKS", "0", 1);
+        if (extra_env) {
+            char *copy = strdup(extra_env), *save = NULL;
+            for (char *kv = strtok_r(copy, ";", &save); kv; kv = strtok_r(NULL, ";", &save))
+                putenv(strdup(kv));
+            free(copy);
+        }
+        fn();
+        check_finish("exited", 0);
+        if (harness_failures) /* a check inside the scenario failed: the parent sees 200 */
+            _exit(200);
+        _exit((int)(check_error_count() > 100 ? 100 : check_error_count()));
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char *log_of(const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s.log", dir, name);
+    return normalize(read_file(path));
+}
+
+static void expect_golden(const char *name)
+{
+    char *got = log_of(name);
+    char path[512];
+    snprintf(path, sizeof path, "%s/check_%s.txt", GOLDEN_DIR, name);
+    char *want = read_file(path);
+    if (getenv("UPDATE_GOLDEN") && got) {
+        FILE *f = fopen(path, "w");
+        if (f) {
+            fputs(got, f);
+            fclose(f);
+        }
+    }
+    EXPECT_STR_EQ(got, want ? want : "(golden file missing)");
+    free(got);
+    free(want);
+}
+
+/* ---- scenarios ---- */
+
+static void every_finding(void)
+{
+    /* A leak of each of three kinds, two allocations from one call. */
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEV, 4096, 0, 0, 0);
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEV + 0x10000, 4096, 0, 0, 0);
+    check_alloc("cudaMallocHost", GPUMEM_KIND_PINNED, PIN, 8192, 0, 0, 0);
+    check_alloc("cudaMallocManaged", GPUMEM_KIND_MANAGED, MAN, 1 << 20, 0, 0, 0);
+    /* cudaFree on pinned memory: reported, CUDA refuses, the memory stays. */
+    EXPECT_EQ(check_release_begin("cudaFree", (1u << GPUMEM_KIND_DEVICE), PIN, 0), CHECK_REPORTED);
+    /* A right release, then the same again. */
+    EXPECT_EQ(check_release_begin("cudaFree", (1u << GPUMEM_KIND_MANAGED), MAN, 0), CHECK_GO);
+    check_release_end(MAN, 1);
+    EXPECT_EQ(check_release_begin("cudaFree", (1u << GPUMEM_KIND_MANAGED), MAN, 0), CHECK_REPORTED);
+    /* Never allocated; inside an allocation; NULL. */
+    EXPECT_EQ(check_release_begin("cudaFree", ~0u, 0x1234500, 0), CHECK_REPORTED);
+    EXPECT_EQ(check_release_begin("cudaFree", ~0u, DEV + 256, 0), CHECK_REPORTED);
+    EXPECT_EQ(check_release_begin("cudaFree", ~0u, 0, 0), CHECK_IGNORED);
+    /* Out of memory (cudaErrorMemoryAllocation is 2). */
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, 0, (size_t)1 << 50, 0, 2, 0);
+}
+
+static void test_every_finding_golden(void)
+{
+    /* 5 findings + 2 leaks: the two device allocations of one call site (and stack) are one
+     * leak, the pinned allocation the other; the managed one was released. */
+    EXPECT_EQ(run_scenario("every", every_finding, NULL), 7);
+    expect_golden("every");
+}
+
+static void clean_run(void)
+{
+    check_alloc("cudaMallocAsync", GPUMEM_KIND_DEVICE_ASYNC, DEV, 1000, 0, 0, 0);
+    check_alloc("cudaHostRegister", GPUMEM_KIND_REGISTERED, PIN, 4096, 0, 0, 0);
+    EXPECT_EQ(check_release_begin("cudaFreeAsync", 1u << GPUMEM_KIND_DEVICE_ASYNC, DEV, 0), CHECK_GO);
+    check_release_end(DEV, 1);
+    EXPECT_EQ(check_release_begin("cudaHostUnregister", 1u << GPUMEM_KIND_REGISTERED, PIN, 0),
+              CHECK_GO);
+    check_release_end(PIN, 1);
+}
+
+static void test_clean_run(void)
+{
+    EXPECT_EQ(run_scenario("clean", clean_run, NULL), 0);
+    expect_golden("clean");
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, "status-check");
+    (void)path;
+}
+
+/* A release CUDA refused leaves the memory live: a leak at exit, not a double free later. */
+static void refused_release(void)
+{
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEV, 512, 0, 0, 0);
+    EXPECT_EQ(check_release_begin("cudaFree", 1u << GPUMEM_KIND_DEVICE, DEV, 0), CHECK_GO);
+    check_release_end(DEV, 0);
+    EXPECT_EQ(check_release_begin("cudaFree", 1u << GPUMEM_KIND_DEVICE, DEV, 0), CHECK_GO);
+    check_release_end(DEV, 0);
+}
+
+static void test_refused_release(void)
+{
+    EXPECT_EQ(run_scenario("refused", refused_release, NULL), 1);
+    char *log = log_of("refused");
+    EXPECT_CONTAINS(log, "512 bytes in 1 device allocation by cudaMalloc() still live at exit");
+    EXPECT_EQ(strstr(log, "Double release") == NULL, 1);
+    free(log);
+}
+
+/* free() of pinned memory: reported, and the caller is told to release it with CUDA. */
+static void host_free(void)
+{
+    check_alloc("cudaMallocHost", GPUMEM_KIND_PINNED, PIN, 8192, 0, 0, 0);
+    check_alloc("cudaMallocManaged", GPUMEM_KIND_MANAGED, MAN, 4096, 0, 0, 0);
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEV, 4096, 0, 0, 0);
+    EXPECT_EQ(check_host_free("free", 0x1000, 0), 0);        /* below every CUDA range */
+    EXPECT_EQ(check_host_free("free", DEV, 0), 0);           /* device memory: not host's */
+    EXPECT_EQ(check_host_free("free", PIN + 16, 0), -1);     /* interior: reported, kept */
+    EXPECT_EQ(check_host_free("free", PIN, 0), GPUMEM_KIND_PINNED);
+    EXPECT_EQ(check_host_free("operator delete[]", MAN, 0), GPUMEM_KIND_MANAGED);
+    EXPECT_EQ(check_host_free("free", PIN, 0), 0); /* gone: no longer CUDA memory */
+    EXPECT_EQ(check_release_begin("cudaFree", 1u << GPUMEM_KIND_DEVICE, DEV, 0), CHECK_GO);
+    check_release_end(DEV, 1);
+}
+
+static void test_host_free(void)
+{
+    EXPECT_EQ(run_scenario("host_free", host_free, NULL), 3);
+    expect_golden("host_free");
+}
+
+/* cudaDeviceReset takes the device's memory with it; registered host memory stays. */
+static void device_reset(void)
+{
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEV, 4096, 0, 0, 0);
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEV + 4096, 4096, 1, 0, 0);
+    check_alloc("cudaMallocHost", GPUMEM_KIND_PINNED, PIN, 4096, 0, 0, 0);
+    check_alloc("cudaHostRegister", GPUMEM_KIND_REGISTERED, MAN, 4096, 0, 0, 0);
+    for (int i = 0; i < 600; i++) /* more than one batch of the reset's walk */
+        check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEV + 0x100000 + (uintptr_t)i * 512, 256,
+                    0, 0, 0);
+    check_device_reset(0);
+}
+
+static void test_device_reset(void)
+{
+    EXPECT_EQ(run_scenario("reset", device_reset, NULL), 2);
+    char *log = log_of("reset");
+    EXPECT_CONTAINS(log, "4,096 bytes in 1 device allocation by cudaMalloc()");
+    EXPECT_CONTAINS(log, "4,096 bytes in 1 registered allocation by cudaHostRegister()");
+    EXPECT_CONTAINS(log, "LEAK SUMMARY: 8,192 bytes in 2 allocations from 2 call sites");
+    free(log);
+}
+
+static const char *supp_file;
+
+static void suppressed_leaks(void)
+{
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEV, 4096, 0, 0, 0);
+    check_alloc("cudaMallocHost", GPUMEM_KIND_PINNED, PIN, 4096, 0, 0, 0);
+    EXPECT_EQ(check_release_begin("cudaFree", 1u << GPUMEM_KIND_DEVICE, PIN, 0), CHECK_REPORTED);
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+static void test_suppressions(void)
+{
+    char path[256], env[512];
+    snprintf(path, sizeof path, "%s/leaks.supp", dir);
+    write_text(path, "# device leaks are the framework's\n"
+                     "{\n   framework device cache\n   gpumem:leak\n   call:cudaMalloc\n"
+                     "   ...\n}\n"
+                     "{\n  any mismatch\n  gpumem:mismatched-release\n  call:cuda*\n}\n");
+    supp_file = path;
+    snprintf(env, sizeof env, "GPUMEM_CHECK_SUPPRESSIONS=%s", path);
+    /* The pinned leak stays; the device leak and the mismatch are suppressed. */
+    EXPECT_EQ(run_scenario("suppressed", suppressed_leaks, env), 1);
+    char *log = log_of("suppressed");
+    EXPECT_CONTAINS(log, "used suppression:      1 framework device cache");
+    EXPECT_CONTAINS(log, "used suppression:      1 any mismatch");
+    EXPECT_CONTAINS(log, "ERROR SUMMARY: 1 error (1 leak), 2 suppressed");
+    EXPECT_EQ(strstr(log, "Mismatched") == NULL, 1);
+    free(log);
+
+    /* --gen-suppressions prints one that the parser takes back. */
+    EXPECT_EQ(run_scenario("gen", suppressed_leaks, "GPUMEM_CHECK_GEN_SUPPRESSIONS=yes"), 3);
+    log = log_of("gen");
+    EXPECT_CONTAINS(log, "{\n   <insert_a_suppression_name_here>\n   gpumem:mismatched-release\n"
+                             "   call:cudaFree\n}\n");
+    EXPECT_CONTAINS(log, "   gpumem:leak\n   call:cudaMallocHost\n}\n");
+    free(log);
+}
+
+static void test_suppression_files(void)
+{
+    static const struct {
+        const char *text, *error;
+    } bad[] = {
+        {"x\n", "1: expected '{' to start a suppression"},
+        {"{\n}\n", "2: a suppression starts with its name"},
+        {"{\n name\n kind:leak\n}\n", "3: the second line must be gpumem:KIND"},
+        {"{\n name\n gpumem:leek\n}\n", "3: unknown finding kind after gpumem:"},
+        {"{\n name\n gpumem:leak\n frame:main\n}\n", "4: expected call:, fun:, src:, obj:"},
+        {"{\n name\n gpumem:*\n fun:main\n", "the last suppression has no closing '}'"},
+    };
+    char path[256], err[512];
+    snprintf(path, sizeof path, "%s/bad.supp", dir);
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        write_text(path, bad[i].text);
+        EXPECT_EQ(check_supp_load(path, err, sizeof err), -1);
+        EXPECT_CONTAINS(err, bad[i].error);
+    }
+    EXPECT_EQ(check_supp_load("/nonexistent/x.supp", err, sizeof err), -1);
+    EXPECT_CONTAINS(err, "cannot read the suppression file");
+
+    /* Frame patterns: fun, src (file or file:line), obj, and '...'. */
+    write_text(path, "{\n a\n gpumem:*\n fun:inner\n ...\n src:main.cu:12\n}\n"
+                     "{\n b\n gpumem:leak\n obj:*libfoo.so\n fun:main\n}\n");
+    EXPECT_EQ(check_supp_load(path, err, sizeof err), 0);
+    gpumem__frame f[3] = {{.func = "inner", .file = "/src/a.cu", .line = 3},
+                          {.func = "middle", .file = "/src/b.cu", .line = 7},
+                          {.func = "main", .file = "/src/main.cu", .line = 12}};
+    EXPECT_STR_EQ(check_supp_match(CHECK_DOUBLE, "cudaFree", f, 3), "a");
+    f[2].line = 13;
+    EXPECT_NULL(check_supp_match(CHECK_DOUBLE, "cudaFree", f, 3));
+    gpumem__frame g[2] = {{.func = "lib_alloc", .object = "/opt/libfoo.so"},
+                          {.func = "main", .file = "m.c", .line = 1}};
+    EXPECT_STR_EQ(check_supp_match(CHECK_LEAK, "cudaMalloc", g, 2), "b");
+    EXPECT_NULL(check_supp_match(CHECK_INVALID, "cudaMalloc", g, 2));
+    g[0].func = "other";
+    EXPECT_STR_EQ(check_supp_match(CHECK_LEAK, "cudaMalloc", g, 2), "b"); /* obj: not fun: */
+    g[0].object = "/opt/libbar.so";
+    EXPECT_NULL(check_supp_match(CHECK_LEAK, "cudaMalloc", g, 2));
+    check_supp_clear();
+    EXPECT_NULL(check_supp_match(CHECK_DOUBLE, "cudaFree", f, 3));
+}
+
+static void test_kind_names(void)
+{
+    for (int k = 0; k < CHECK_KIND_COUNT; k++)
+        EXPECT_EQ(check_kind_from_name(check_kind_name(k)), k);
+    EXPECT_NULL(check_kind_name(CHECK_KIND_COUNT));
+    EXPECT_EQ(check_kind_from_name("leaks"), -1);
+    EXPECT_STR_EQ(gpumem_kind_name(GPUMEM_KIND_REGISTERED), "registered");
+    EXPECT_STR_EQ(gpumem_kind_name(GPUMEM_KIND_VIRTUAL), "virtual");
+    /* Handles never meet addresses. */
+    EXPECT_NE(check_handle_key(0x7f0000000000ull >> 8), (uintptr_t)0x7f0000000000ull);
+}
+
+static void test_leak_check_modes(void)
+{
+    EXPECT_EQ(run_scenario("summary", suppressed_leaks, "GPUMEM_CHECK_LEAK=summary"), 3);
+    char *log = log_of("summary");
+    EXPECT_CONTAINS(log, "LEAK SUMMARY: 8,192 bytes in 2 allocations from 2 call sites "
+                             "(device 4,096 in 1, pinned 4,096 in 1)");
+    EXPECT_CONTAINS(log, "--leak-check=full shows where");
+    EXPECT_EQ(strstr(log, "still live at exit") == NULL, 1);
+    free(log);
+    EXPECT_EQ(run_scenario("noleak", suppressed_leaks, "GPUMEM_CHECK_LEAK=no"), 1);
+    log = log_of("noleak");
+    EXPECT_EQ(strstr(log, "LEAK SUMMARY") == NULL, 1);
+    EXPECT_CONTAINS(log, "ERROR SUMMARY: 1 error (0 leaks)");
+    free(log);
+}
+
+/* A child of the checked program (its pid is not GPUMEM_CHECK_ROOT) writes NAME.PID. */
+static void test_child_file_names(void)
+{
+    EXPECT_EQ(run_scenario("child", suppressed_leaks, "GPUMEM_CHECK_ROOT=1"), 3);
+    char *log = log_of("child");
+    EXPECT_NULL(log); /* not at the plain name */
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "ls %s | grep -c '^child\\.log\\.[0-9]*$' >%s/count", dir, dir);
+    EXPECT_EQ(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s/count", dir);
+    char *count = read_file(cmd);
+    EXPECT_STR_EQ(count, "1\n");
+    free(count);
+}
+
+static void status_and_unchecked(void)
+{
+    check_unchecked("another CUPTI subscriber is present");
+}
+
+static void test_status_files(void)
+{
+    /* Status files are named by pid: clear the folder's earlier ones first. */
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -f %s/[0-9]*", dir);
+    EXPECT_EQ(system(cmd), 0);
+    EXPECT_EQ(run_scenario("unchecked", status_and_unchecked, NULL), 0);
+    char *log = log_of("unchecked");
+    EXPECT_CONTAINS(log, "==PID== gpumem check: another CUPTI subscriber is present; this "
+                             "process runs unchecked\n");
+    free(log);
+    snprintf(cmd, sizeof cmd, "cat %s/[0-9]* > %s/statuses", dir, dir);
+    EXPECT_EQ(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s/statuses", dir);
+    char *st = read_file(cmd);
+    EXPECT_STR_EQ(st, "errors 0\nstatus unchecked\n");
+    free(st);
+}
+
+#ifdef GPUMEM_HAVE_JANSSON
+static void test_json(void)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/every.json", dir);
+    json_error_t err;
+    json_t *root = json_load_file(path, 0, &err);
+    ASSERT_NOT_NULL(root);
+    EXPECT_STR_EQ(json_string_value(json_object_get(root, "schema")), "gpumem-check/1");
+    EXPECT_STR_EQ(json_string_value(json_object_get(root, "status")), "exited");
+    EXPECT_EQ(json_integer_value(json_object_get(root, "exit_code")), 0);
+    json_t *findings = json_object_get(root, "findings");
+    ASSERT_EQ(json_array_size(findings), 7);
+    static const char *const kinds[] = {"mismatched-release", "double-free", "invalid-free",
+                                        "interior-free", "failed-alloc", "leak", "leak"};
+    for (size_t i = 0; i < 7; i++)
+        EXPECT_STR_EQ(json_string_value(json_object_get(json_array_get(findings, i), "kind")),
+                      kinds[i]);
+    json_t *m = json_array_get(findings, 0);
+    EXPECT_STR_EQ(json_string_value(json_object_get(m, "call")), "cudaFree");
+    EXPECT_STR_EQ(json_string_value(json_object_get(m, "memory")), "pinned");
+    EXPECT_STR_EQ(json_string_value(json_object_get(m, "alloc_call")), "cudaMallocHost");
+    EXPECT_EQ(json_integer_value(json_object_get(m, "bytes")), 8192);
+    json_t *d = json_array_get(findings, 1);
+    EXPECT_STR_EQ(json_string_value(json_object_get(d, "first_release_call")), "cudaFree");
+    EXPECT_EQ(json_object_get(json_array_get(findings, 2), "memory") == NULL, 1);
+    EXPECT_EQ(json_integer_value(json_object_get(json_array_get(findings, 3), "offset")), 256);
+    EXPECT_STR_EQ(json_string_value(json_object_get(json_array_get(findings, 4), "error")),
+                  "cudaErrorMemoryAllocation");
+    json_t *leak = json_array_get(findings, 5);
+    EXPECT_STR_EQ(json_string_value(json_object_get(leak, "alloc_call")), "cudaMalloc");
+    EXPECT_EQ(json_integer_value(json_object_get(leak, "count")), 2);
+    EXPECT_EQ(json_integer_value(json_object_get(leak, "bytes")), 8192);
+    EXPECT_EQ(json_object_get(leak, "call") == NULL, 1);
+    json_t *sum = json_object_get(root, "summary");
+    EXPECT_EQ(json_integer_value(json_object_get(sum, "errors")), 7);
+    EXPECT_EQ(json_integer_value(json_object_get(sum, "leaks")), 2);
+    EXPECT_EQ(json_integer_value(json_object_get(sum, "leaked_bytes")), 16384);
+    json_t *peak = json_object_get(root, "peak");
+    EXPECT_EQ(json_integer_value(json_object_get(peak, "managed")), 1 << 20);
+    EXPECT_EQ(json_integer_value(json_object_get(peak, "device")), 8192);
+    json_decref(root);
+
+    snprintf(path, sizeof path, "%s/suppressed.json", dir);
+    root = json_load_file(path, 0, &err);
+    ASSERT_NOT_NULL(root);
+    EXPECT_STR_EQ(json_string_value(json_object_get(json_array_get(json_object_get(root, "findings"), 0),
+                                                    "suppressed")),
+                  "any mismatch");
+    EXPECT_EQ(json_integer_value(json_object_get(json_object_get(root, "summary"), "suppressed")), 2);
+    json_decref(root);
+}
+#endif
+
+/* With stacks on: the report names this file and function. */
+static void with_stacks(void)
+{
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEV, 4096, 0, 0, gpumem__stack_capture(0));
+}
+
+static void test_stacks(void)
+{
+    EXPECT_EQ(run_scenario("stacks", with_stacks, "GPUMEM_CHECK_STACKS=1"), 1);
+    char *log = log_of("stacks");
+    EXPECT_CONTAINS(log, "with_stacks");
+#ifdef GPUMEM_HAVE_LIBDW
+    EXPECT_CONTAINS(log, "test_check.c:");
+#endif
+    free(log);
+}
+
+int main(void)
+{
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    RUN(test_kind_names);
+    RUN(test_every_finding_golden);
+    RUN(test_clean_run);
+    RUN(test_refused_release);
+    RUN(test_host_free);
+    RUN(test_device_reset);
+    RUN(test_suppressions);
+    RUN(test_suppression_files);
+    RUN(test_leak_check_modes);
+    RUN(test_child_file_names);
+    RUN(test_status_files);
+#ifdef GPUMEM_HAVE_JANSSON
+    RUN(test_json);
+#endif
+    RUN(test_stacks);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (!harness_failures && system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+    return harness_exit();
+}

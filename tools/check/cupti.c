@@ -1,0 +1,467 @@
+/* gpumem check's CUDA front end: CUPTI callbacks on the memory API, turned into engine events.
+ *
+ * libcuda loads this library at its initialization when CUDA_INJECTION64_PATH names it, and
+ * calls InitializeInjection, which subscribes to the allocation and release calls of the
+ * runtime and driver APIs. That works whether the program carries the runtime statically
+ * (nvcc's default) or links libcudart.so. A runtime call makes driver calls of its own: those
+ * are seen inside the runtime call on the same thread and left out, so that each allocation is
+ * counted once, under the name the program called. */
+#define _GNU_SOURCE
+#include <cuda.h>
+#include <cupti.h>
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backtrace.h"
+#include "engine.h"
+#include "front.h"
+#include "internal.h"
+
+/* ---- the driver calls gpumem check makes itself ---- */
+
+static struct {
+    CUresult (*ctx_get_device)(CUdevice *);
+    CUresult (*ctx_push)(CUcontext);
+    CUresult (*ctx_pop)(CUcontext *);
+    CUresult (*mem_free)(CUdeviceptr);
+    CUresult (*mem_free_host)(void *);
+    CUresult (*host_unregister)(void *);
+} drv;
+
+static void load_driver(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!h)
+        return;
+    *(void **)(&drv.ctx_get_device) = dlsym(h, "cuCtxGetDevice");
+    *(void **)(&drv.ctx_push) = dlsym(h, "cuCtxPushCurrent_v2");
+    *(void **)(&drv.ctx_pop) = dlsym(h, "cuCtxPopCurrent_v2");
+    *(void **)(&drv.mem_free) = dlsym(h, "cuMemFree_v2");
+    *(void **)(&drv.mem_free_host) = dlsym(h, "cuMemFreeHost");
+    *(void **)(&drv.host_unregister) = dlsym(h, "cuMemHostUnregister");
+}
+
+static int current_device(void)
+{
+    CUdevice d = 0;
+    if (!drv.ctx_get_device || drv.ctx_get_device(&d) != CUDA_SUCCESS)
+        return 0;
+    return (int)d;
+}
+
+void check_front_release(int kind, void *p, void (*pass_free)(void *))
+{
+    check_tls_busy++; /* these calls are gpumem check's, not the program's */
+    if (kind == GPUMEM_KIND_PINNED || kind == GPUMEM_KIND_HOST) {
+        if (drv.mem_free_host)
+            drv.mem_free_host(p);
+    } else if (kind == GPUMEM_KIND_MANAGED) {
+        if (drv.mem_free)
+            drv.mem_free((CUdeviceptr)(uintptr_t)p);
+    } else if (kind == GPUMEM_KIND_REGISTERED) {
+        if (drv.host_unregister)
+            drv.host_unregister(p);
+        pass_free(p);
+    }
+    check_tls_busy--;
+}
+
+/* ---- events ---- */
+
+#define BIT(k) (1u << GPUMEM_KIND_##k)
+static const unsigned free_mask = BIT(DEVICE) | BIT(DEVICE_ASYNC) | BIT(MANAGED);
+static const unsigned free_host_mask = BIT(PINNED) | BIT(HOST);
+static const unsigned free_async_mask = BIT(DEVICE) | BIT(DEVICE_ASYNC);
+
+/* Per thread: how deep inside watched runtime calls, and the releases in flight. */
+static _Thread_local int rt_depth __attribute__((tls_model("initial-exec")));
+typedef struct {
+    uintptr_t p;
+    int go;
+} pending_release;
+static _Thread_local pending_release pending[8] __attribute__((tls_model("initial-exec")));
+static _Thread_local int npending __attribute__((tls_model("initial-exec")));
+static _Thread_local int reset_device __attribute__((tls_model("initial-exec")));
+
+static int returned_ok(const CUpti_CallbackData *cd, CUpti_CallbackDomain dom)
+{
+    /* NULL for calls returning void: never dereference it blindly. */
+    if (!cd->functionReturnValue)
+        return 1;
+    return dom == CUPTI_CB_DOMAIN_RUNTIME_API
+               ? *(const cudaError_t *)cd->functionReturnValue == cudaSuccess
+               : *(const CUresult *)cd->functionReturnValue == CUDA_SUCCESS;
+}
+
+static int return_code(const CUpti_CallbackData *cd, CUpti_CallbackDomain dom)
+{
+    if (!cd->functionReturnValue)
+        return 0;
+    return dom == CUPTI_CB_DOMAIN_RUNTIME_API ? (int)*(const cudaError_t *)cd->functionReturnValue
+                                              : (int)*(const CUresult *)cd->functionReturnValue;
+}
+
+static void alloc_exit(const CUpti_CallbackData *cd, CUpti_CallbackDomain dom, const char *call,
+                       int kind, uintptr_t base, size_t bytes)
+{
+    int rc = return_code(cd, dom);
+    /* The driver's CUresult and the runtime's cudaError_t share the values that matter here
+     * (out of memory is 2 in both); the report names them with the runtime's names. */
+    check_alloc(call, kind, rc ? 0 : base, bytes, rc ? 0 : current_device(), rc,
+                gpumem__stack_capture(0));
+}
+
+static void release_enter(const char *call, unsigned mask, uintptr_t p)
+{
+    int go = check_release_begin(call, mask, p,
+                                 p ? gpumem__stack_capture(0) : 0) == CHECK_GO;
+    if (npending < 8)
+        pending[npending] = (pending_release){p, go};
+    npending++;
+}
+
+static void release_exit(const CUpti_CallbackData *cd, CUpti_CallbackDomain dom)
+{
+    if (npending <= 0)
+        return;
+    npending--;
+    if (npending < 8 && pending[npending].go)
+        check_release_end(pending[npending].p, returned_ok(cd, dom));
+}
+
+#define P(type) ((const type##_params *)cd->functionParams)
+#define RT(name) CUPTI_RUNTIME_TRACE_CBID_##name
+#define DRV(name) CUPTI_DRIVER_TRACE_CBID_##name
+
+static void runtime_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int enter)
+{
+    const CUpti_CallbackDomain dom = CUPTI_CB_DOMAIN_RUNTIME_API;
+    switch (id) {
+    case RT(cudaMalloc_v3020):
+        if (!enter)
+            alloc_exit(cd, dom, "cudaMalloc", GPUMEM_KIND_DEVICE, (uintptr_t)*P(cudaMalloc_v3020)->devPtr,
+                       P(cudaMalloc_v3020)->size);
+        break;
+    case RT(cudaMallocPitch_v3020):
+        if (!enter)
+            alloc_exit(cd, dom, "cudaMallocPitch", GPUMEM_KIND_DEVICE, (uintptr_t)*P(cudaMallocPitch_v3020)->devPtr,
+                       *P(cudaMallocPitch_v3020)->pitch * P(cudaMallocPitch_v3020)->height);
+        break;
+    case RT(cudaMalloc3D_v3020):
+        if (!enter) {
+            const struct cudaPitchedPtr *pp = P(cudaMalloc3D_v3020)->pitchedDevPtr;
+            struct cudaExtent e = P(cudaMalloc3D_v3020)->extent;
+            alloc_exit(cd, dom, "cudaMalloc3D", GPUMEM_KIND_DEVICE, (uintptr_t)pp->ptr,
+                       pp->pitch * e.height * (e.depth ? e.depth : 1));
+        }
+        break;
+    case RT(cudaMallocHost_v3020):
+        if (!enter)
+            alloc_exit(cd, dom, "cudaMallocHost", GPUMEM_KIND_PINNED, (uintptr_t)*P(cudaMallocHost_v3020)->ptr,
+                       P(cudaMallocHost_v3020)->size);
+        break;
+    case RT(cudaHostAlloc_v3020):
+        if (!enter)
+            alloc_exit(cd, dom, "cudaHostAlloc", GPUMEM_KIND_HOST, (uintptr_t)*P(cudaHostAlloc_v3020)->pHost,
+                       P(cudaHostAlloc_v3020)->size);
+        break;
+    case RT(cudaMallocManaged_v6000):
+        if (!enter)
+            alloc_exit(cd, dom, "cudaMallocManaged", GPUMEM_KIND_MANAGED, (uintptr_t)*P(cudaMallocManaged_v6000)->devPtr,
+                       P(cudaMallocManaged_v6000)->size);
+        break;
+    case RT(cudaMallocAsync_v11020):
+    case RT(cudaMallocAsync_ptsz_v11020):
+        if (!enter)
+            alloc_exit(cd, dom, "cudaMallocAsync", GPUMEM_KIND_DEVICE_ASYNC,
+                       (uintptr_t)*P(cudaMallocAsync_v11020)->devPtr, P(cudaMallocAsync_v11020)->size);
+        break;
+    case RT(cudaMallocFromPoolAsync_v11020):
+    case RT(cudaMallocFromPoolAsync_ptsz_v11020):
+        if (!enter)
+            alloc_exit(cd, dom, "cudaMallocFromPoolAsync", GPUMEM_KIND_DEVICE_ASYNC,
+                       (uintptr_t)*P(cudaMallocFromPoolAsync_v11020)->ptr,
+                       P(cudaMallocFromPoolAsync_v11020)->size);
+        break;
+    case RT(cudaHostRegister_v4000):
+        if (!enter)
+            alloc_exit(cd, dom, "cudaHostRegister", GPUMEM_KIND_REGISTERED, (uintptr_t)P(cudaHostRegister_v4000)->ptr,
+                       P(cudaHostRegister_v4000)->size);
+        break;
+    case RT(cudaFree_v3020):
+        if (enter)
+            release_enter("cudaFree", free_mask, (uintptr_t)P(cudaFree_v3020)->devPtr);
+        else
+            release_exit(cd, dom);
+        break;
+    case RT(cudaFreeHost_v3020):
+        if (enter)
+            release_enter("cudaFreeHost", free_host_mask, (uintptr_t)P(cudaFreeHost_v3020)->ptr);
+        else
+            release_exit(cd, dom);
+        break;
+    case RT(cudaFreeAsync_v11020):
+    case RT(cudaFreeAsync_ptsz_v11020):
+        if (enter)
+            release_enter("cudaFreeAsync", free_async_mask, (uintptr_t)P(cudaFreeAsync_v11020)->devPtr);
+        else
+            release_exit(cd, dom);
+        break;
+    case RT(cudaHostUnregister_v4000):
+        if (enter)
+            release_enter("cudaHostUnregister", BIT(REGISTERED), (uintptr_t)P(cudaHostUnregister_v4000)->ptr);
+        else
+            release_exit(cd, dom);
+        break;
+    case RT(cudaDeviceReset_v3020):
+        if (enter)
+            reset_device = current_device();
+        else if (returned_ok(cd, dom))
+            check_device_reset(reset_device);
+        break;
+    default:
+        break;
+    }
+}
+
+static void driver_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int enter)
+{
+    const CUpti_CallbackDomain dom = CUPTI_CB_DOMAIN_DRIVER_API;
+    switch (id) {
+    case DRV(cuMemAlloc_v2):
+        if (!enter)
+            alloc_exit(cd, dom, "cuMemAlloc", GPUMEM_KIND_DEVICE, (uintptr_t)*P(cuMemAlloc_v2)->dptr,
+                       P(cuMemAlloc_v2)->bytesize);
+        break;
+    case DRV(cuMemAllocPitch_v2):
+        if (!enter)
+            alloc_exit(cd, dom, "cuMemAllocPitch", GPUMEM_KIND_DEVICE, (uintptr_t)*P(cuMemAllocPitch_v2)->dptr,
+                       *P(cuMemAllocPitch_v2)->pPitch * P(cuMemAllocPitch_v2)->Height);
+        break;
+    case DRV(cuMemAllocHost_v2):
+        if (!enter)
+            alloc_exit(cd, dom, "cuMemAllocHost", GPUMEM_KIND_PINNED, (uintptr_t)*P(cuMemAllocHost_v2)->pp,
+                       P(cuMemAllocHost_v2)->bytesize);
+        break;
+    case DRV(cuMemHostAlloc):
+        if (!enter)
+            alloc_exit(cd, dom, "cuMemHostAlloc", GPUMEM_KIND_HOST, (uintptr_t)*P(cuMemHostAlloc)->pp,
+                       P(cuMemHostAlloc)->bytesize);
+        break;
+    case DRV(cuMemAllocManaged):
+        if (!enter)
+            alloc_exit(cd, dom, "cuMemAllocManaged", GPUMEM_KIND_MANAGED, (uintptr_t)*P(cuMemAllocManaged)->dptr,
+                       P(cuMemAllocManaged)->bytesize);
+        break;
+    case DRV(cuMemAllocAsync):
+    case DRV(cuMemAllocAsync_ptsz):
+        if (!enter)
+            alloc_exit(cd, dom, "cuMemAllocAsync", GPUMEM_KIND_DEVICE_ASYNC, (uintptr_t)*P(cuMemAllocAsync)->dptr,
+                       P(cuMemAllocAsync)->bytesize);
+        break;
+    case DRV(cuMemAllocFromPoolAsync):
+    case DRV(cuMemAllocFromPoolAsync_ptsz):
+        if (!enter)
+            alloc_exit(cd, dom, "cuMemAllocFromPoolAsync", GPUMEM_KIND_DEVICE_ASYNC,
+                       (uintptr_t)*P(cuMemAllocFromPoolAsync)->dptr,
+                       P(cuMemAllocFromPoolAsync)->bytesize);
+        break;
+    case DRV(cuMemHostRegister_v2):
+        if (!enter)
+            alloc_exit(cd, dom, "cuMemHostRegister", GPUMEM_KIND_REGISTERED, (uintptr_t)P(cuMemHostRegister_v2)->p,
+                       P(cuMemHostRegister_v2)->bytesize);
+        break;
+    case DRV(cuMemCreate):
+        if (!enter)
+            alloc_exit(cd, dom, "cuMemCreate", GPUMEM_KIND_VIRTUAL, check_handle_key(*P(cuMemCreate)->handle),
+                       P(cuMemCreate)->size);
+        break;
+    case DRV(cuMemMap):
+        if (!enter)
+            alloc_exit(cd, dom, "cuMemMap", GPUMEM_KIND_VIRTUAL, (uintptr_t)P(cuMemMap)->ptr,
+                       P(cuMemMap)->size);
+        break;
+    case DRV(cuMemFree_v2):
+        if (enter)
+            release_enter("cuMemFree", free_mask, (uintptr_t)P(cuMemFree_v2)->dptr);
+        else
+            release_exit(cd, dom);
+        break;
+    case DRV(cuMemFreeHost):
+        if (enter)
+            release_enter("cuMemFreeHost", free_host_mask, (uintptr_t)P(cuMemFreeHost)->p);
+        else
+            release_exit(cd, dom);
+        break;
+    case DRV(cuMemFreeAsync):
+    case DRV(cuMemFreeAsync_ptsz):
+        if (enter)
+            release_enter("cuMemFreeAsync", free_async_mask, (uintptr_t)P(cuMemFreeAsync)->dptr);
+        else
+            release_exit(cd, dom);
+        break;
+    case DRV(cuMemHostUnregister):
+        if (enter)
+            release_enter("cuMemHostUnregister", BIT(REGISTERED), (uintptr_t)P(cuMemHostUnregister)->p);
+        else
+            release_exit(cd, dom);
+        break;
+    case DRV(cuMemRelease):
+        if (enter)
+            release_enter("cuMemRelease", BIT(VIRTUAL), check_handle_key(P(cuMemRelease)->handle));
+        else
+            release_exit(cd, dom);
+        break;
+    case DRV(cuMemUnmap):
+        if (enter)
+            release_enter("cuMemUnmap", BIT(VIRTUAL), (uintptr_t)P(cuMemUnmap)->ptr);
+        else
+            release_exit(cd, dom);
+        break;
+    case DRV(cuDevicePrimaryCtxReset_v2):
+        if (!enter && returned_ok(cd, dom))
+            check_device_reset((int)P(cuDevicePrimaryCtxReset_v2)->dev);
+        break;
+    case DRV(cuCtxDestroy_v2):
+        if (enter) {
+            CUcontext ctx = P(cuCtxDestroy_v2)->ctx, popped;
+            reset_device = -1;
+            if (drv.ctx_push && drv.ctx_pop && drv.ctx_push(ctx) == CUDA_SUCCESS) {
+                reset_device = current_device();
+                drv.ctx_pop(&popped);
+            }
+        } else if (returned_ok(cd, dom) && reset_device >= 0) {
+            check_device_reset(reset_device);
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+static void CUPTIAPI on_call(void *userdata, CUpti_CallbackDomain dom, CUpti_CallbackId id,
+                             const void *data)
+{
+    (void)userdata;
+    const CUpti_CallbackData *cd = data;
+    if (check_tls_busy)
+        return;
+    int enter = cd->callbackSite == CUPTI_API_ENTER;
+    if (dom == CUPTI_CB_DOMAIN_RUNTIME_API) {
+        if (enter)
+            rt_depth++;
+        runtime_call(id, cd, enter);
+        if (!enter)
+            rt_depth--;
+    } else if (dom == CUPTI_CB_DOMAIN_DRIVER_API && rt_depth == 0) {
+        driver_call(id, cd, enter);
+    }
+}
+
+static const CUpti_CallbackId runtime_ids[] = {
+    RT(cudaMalloc_v3020), RT(cudaMallocPitch_v3020), RT(cudaMalloc3D_v3020),
+    RT(cudaMallocHost_v3020), RT(cudaHostAlloc_v3020), RT(cudaMallocManaged_v6000),
+    RT(cudaMallocAsync_v11020), RT(cudaMallocAsync_ptsz_v11020),
+    RT(cudaMallocFromPoolAsync_v11020), RT(cudaMallocFromPoolAsync_ptsz_v11020),
+    RT(cudaHostRegister_v4000), RT(cudaFree_v3020), RT(cudaFreeHost_v3020),
+    RT(cudaFreeAsync_v11020), RT(cudaFreeAsync_ptsz_v11020), RT(cudaHostUnregister_v4000),
+    RT(cudaDeviceReset_v3020)};
+
+static const CUpti_CallbackId driver_ids[] = {
+    DRV(cuMemAlloc_v2), DRV(cuMemAllocPitch_v2), DRV(cuMemAllocHost_v2), DRV(cuMemHostAlloc),
+    DRV(cuMemAllocManaged), DRV(cuMemAllocAsync), DRV(cuMemAllocAsync_ptsz),
+    DRV(cuMemAllocFromPoolAsync), DRV(cuMemAllocFromPoolAsync_ptsz), DRV(cuMemHostRegister_v2),
+    DRV(cuMemCreate), DRV(cuMemMap), DRV(cuMemFree_v2), DRV(cuMemFreeHost),
+    DRV(cuMemFreeAsync), DRV(cuMemFreeAsync_ptsz), DRV(cuMemHostUnregister), DRV(cuMemRelease),
+    DRV(cuMemUnmap), DRV(cuDevicePrimaryCtxReset_v2), DRV(cuCtxDestroy_v2)};
+
+/* ---- the process's end ---- */
+
+static volatile sig_atomic_t injected;
+
+static void on_exit_report(int status, void *arg)
+{
+    (void)arg;
+    check_finish("exited", status);
+}
+
+static void on_fatal_signal(int sig)
+{
+    check_finish("signaled", sig);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* A crash or a kill still writes what was seen; the program's own handlers stay its own. */
+static void catch_fatal_signals(void)
+{
+    static const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGINT, SIGTERM, SIGQUIT};
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+        struct sigaction old;
+        if (sigaction(sigs[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL)
+            continue;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_fatal_signal;
+        sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+        sigemptyset(&sa.sa_mask);
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
+
+/* Processes that load CUDA without InitializeInjection: another tool replaced
+ * CUDA_INJECTION64_PATH (Nsight Systems, compute-sanitizer). Say so rather than report a
+ * clean run. */
+static void not_injected_at_exit(int status, void *arg)
+{
+    (void)arg;
+    if (injected)
+        return;
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!h)
+        return; /* no CUDA in this process: nothing to say */
+    dlclose(h);
+    check_unchecked("CUDA was used, but gpumem check was not injected (another tool set "
+                    "CUDA_INJECTION64_PATH)");
+    check_finish("exited", status);
+}
+
+void check_front_preloaded(void)
+{
+    on_exit(not_injected_at_exit, NULL);
+}
+
+__attribute__((visibility("default"))) int InitializeInjection(void);
+
+int InitializeInjection(void)
+{
+    injected = 1;
+    check_setup();
+    load_driver();
+    CUpti_SubscriberHandle sub;
+    CUptiResult r = cuptiSubscribe(&sub, on_call, NULL);
+    if (r != CUPTI_SUCCESS) {
+        const char *why = NULL;
+        cuptiGetResultString(r, &why);
+        static char msg[256];
+        if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+            snprintf(msg, sizeof msg, "another CUPTI subscriber is present (a profiler, a "
+                                      "sanitizer or the program itself)");
+        else
+            snprintf(msg, sizeof msg, "CUPTI refused the subscription (%s)", why ? why : "?");
+        check_unchecked(msg);
+        on_exit(on_exit_report, NULL);
+        return 1;
+    }
+    for (size_t i = 0; i < sizeof runtime_ids / sizeof *runtime_ids; i++)
+        cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API, runtime_ids[i]);
+    for (size_t i = 0; i < sizeof driver_ids / sizeof *driver_ids; i++)
+        cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, driver_ids[i]);
+    on_exit(on_exit_report, NULL);
+    catch_fatal_signals();
+    return 1;
+}

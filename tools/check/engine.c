@@ -1,0 +1,795 @@
+/* gpumem check's engine (engine.h): events in, findings and reports out.
+ *
+ * Live CUDA memory is kept in the library's registry, as gpumem's own allocations are: one
+ * record per allocation with its kind, size, device, stack and a sequence number; the call
+ * that made it is the record's site.func (gpumem check has no call site of its own). Releases
+ * go through the registry's take, which tells a right release from a mismatched, double,
+ * interior or unknown one exactly as gpumem_free does. Leaks at the end are the library's
+ * grouping of live records (report.c), and the byte peaks its statistics (stats.c). */
+#define _GNU_SOURCE
+#include "engine.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifdef GPUMEM_HAVE_JANSSON
+#include <jansson.h>
+#endif
+
+#include "backtrace.h"
+#include "internal.h"
+#include "suppress.h"
+
+_Thread_local int check_tls_busy __attribute__((tls_model("initial-exec")));
+
+/* ---- options (set by `gpumem check`, launch.c) ---- */
+
+enum { LEAK_NO, LEAK_SUMMARY, LEAK_FULL };
+
+static struct {
+    int leak;
+    int gen_supp;
+    int stacks;
+    long root;
+    const char *log, *json, *status;
+} opt;
+
+static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
+
+static const char *env_or(const char *name, const char *fallback)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : fallback;
+}
+
+/* Output goes through one lock; the prefix is valgrind's "==PID== ". */
+static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+static FILE *out_file;
+static char prefix[32];
+
+static void setup(void)
+{
+    check_tls_busy++;
+    gpumem__init_once();
+    gpumem__report_at_exit_disable();
+    snprintf(prefix, sizeof prefix, "==%ld== ", (long)getpid());
+    const char *leak = env_or("GPUMEM_CHECK_LEAK", "full");
+    opt.leak = strcmp(leak, "no") == 0 ? LEAK_NO : strcmp(leak, "summary") == 0 ? LEAK_SUMMARY
+                                                                                : LEAK_FULL;
+    opt.gen_supp = strcmp(env_or("GPUMEM_CHECK_GEN_SUPPRESSIONS", "no"), "yes") == 0;
+    opt.stacks = strcmp(env_or("GPUMEM_CHECK_STACKS", "1"), "0") != 0;
+    opt.root = strtol(env_or("GPUMEM_CHECK_ROOT", "0"), NULL, 10);
+    opt.log = env_or("GPUMEM_CHECK_LOG", NULL);
+    opt.json = env_or("GPUMEM_CHECK_JSON", NULL);
+    opt.status = env_or("GPUMEM_CHECK_STATUS", NULL);
+    /* Suppression files, separated by newlines (the launcher checked them already). */
+    const char *files = env_or("GPUMEM_CHECK_SUPPRESSIONS", NULL);
+    if (files) {
+        char *copy = strdup(files), *save = NULL;
+        for (char *f = copy ? strtok_r(copy, "\n", &save) : NULL; f; f = strtok_r(NULL, "\n", &save)) {
+            char err[512];
+            if (check_supp_load(f, err, sizeof err) != 0)
+                fprintf(stderr, "%sgpumem check: error: %s\n", prefix, err);
+        }
+        free(copy);
+    }
+    check_tls_busy--;
+}
+
+void check_setup(void)
+{
+    pthread_once(&setup_once, setup);
+}
+
+/* PATTERN with %p replaced by the pid; a child of the checked program (pid other than the
+ * root's) gets ".PID" appended when PATTERN has no %p, so that it writes its own file. */
+static void expand_path(const char *pattern, char *path, size_t n)
+{
+    size_t o = 0;
+    int had_pid = 0;
+    for (const char *c = pattern; *c && o + 24 < n; c++) {
+        if (c[0] == '%' && c[1] == 'p') {
+            o += (size_t)snprintf(path + o, n - o, "%ld", (long)getpid());
+            had_pid = 1;
+            c++;
+        } else {
+            path[o++] = *c;
+        }
+    }
+    path[o] = '\0';
+    if (!had_pid && opt.root && opt.root != (long)getpid())
+        snprintf(path + o, n - o, ".%ld", (long)getpid());
+}
+
+/* The log, opened at the first output; under out_lock. */
+static FILE *out(void)
+{
+    if (out_file)
+        return out_file;
+    out_file = stderr;
+    if (opt.log) {
+        char path[4096];
+        expand_path(opt.log, path, sizeof path);
+        FILE *f = fopen(path, "w");
+        if (f)
+            out_file = f;
+        else
+            fprintf(stderr, "%sgpumem check: warning: cannot write the log to %s (%s); writing "
+                            "it here\n", prefix, path, strerror(errno));
+    }
+    return out_file;
+}
+
+static void say(const char *fmt, ...) GPUMEM__FORMAT(1, 2);
+static void say(const char *fmt, ...)
+{
+    FILE *f = out();
+    fputs(prefix, f);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fputc('\n', f);
+}
+
+/* 8192 -> "8,192". */
+static const char *grouped(uint64_t v, char *buf, size_t n)
+{
+    char digits[32];
+    int len = snprintf(digits, sizeof digits, "%llu", (unsigned long long)v);
+    size_t o = 0;
+    for (int i = 0; i < len && o + 2 < n; i++) {
+        if (i && (len - i) % 3 == 0)
+            buf[o++] = ',';
+        buf[o++] = digits[i];
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    return slash ? slash + 1 : path;
+}
+
+/* " at file.cu:12" (or " in func") for the innermost frame of a stack; "" without one. */
+static const char *where(uint32_t stack, char *buf, size_t n)
+{
+    gpumem__frame f;
+    buf[0] = '\0';
+    if (stack && gpumem__stack_frames(stack, &f, 1) == 1) {
+        if (f.file)
+            snprintf(buf, n, " at %s:%d", base_name(f.file), f.line);
+        else
+            snprintf(buf, n, " in %s", f.func);
+    }
+    return buf;
+}
+
+static void say_stack(uint32_t stack)
+{
+    char indent[64];
+    snprintf(indent, sizeof indent, "%s   ", prefix);
+    if (stack)
+        gpumem__stack_print(stack, out(), indent);
+    else
+        say("   (no stack)");
+}
+
+/* The call that releases memory of a kind (the record's site.func names how it was made). */
+static const char *right_release(int kind, const char *made_by)
+{
+    switch (kind) {
+    case GPUMEM_KIND_PINNED:
+    case GPUMEM_KIND_HOST:
+        return made_by && strncmp(made_by, "cuMem", 5) == 0 ? "cuMemFreeHost" : "cudaFreeHost";
+    case GPUMEM_KIND_DEVICE_ASYNC:
+        return made_by && strncmp(made_by, "cuMem", 5) == 0 ? "cuMemFreeAsync" : "cudaFreeAsync";
+    case GPUMEM_KIND_REGISTERED:
+        return made_by && strncmp(made_by, "cuMem", 5) == 0 ? "cuMemHostUnregister"
+                                                             : "cudaHostUnregister";
+    case GPUMEM_KIND_VIRTUAL:
+        return made_by && strcmp(made_by, "cuMemCreate") == 0 ? "cuMemRelease" : "cuMemUnmap";
+    default:
+        return made_by && strncmp(made_by, "cuMem", 5) == 0 ? "cuMemFree" : "cudaFree";
+    }
+}
+
+/* ---- findings ---- */
+
+typedef struct {
+    int kind;
+    const char *call;       /* release call, or the allocation call of a leak / failed-alloc */
+    int memory;             /* gpumem kind, 0 unknown */
+    uint64_t bytes, count, offset;
+    uintptr_t address;
+    uint32_t stack;         /* the call's (for a leak: the allocation's) */
+    const char *alloc_call; /* the allocation a release concerns */
+    uint32_t alloc_stack;
+    const char *first_call; /* double free: the first release */
+    uint32_t first_stack;
+    int error;              /* failed-alloc: the CUDA error */
+    const char *suppressed; /* the matching suppression's name */
+} finding;
+
+static pthread_mutex_t findings_lock = PTHREAD_MUTEX_INITIALIZER;
+static finding *findings;
+static size_t nfindings, findings_cap;
+static atomic_long error_count, suppressed_count;
+
+long check_error_count(void)
+{
+    return atomic_load(&error_count);
+}
+
+static void keep(const finding *f)
+{
+    pthread_mutex_lock(&findings_lock);
+    if (nfindings == findings_cap) {
+        size_t cap = findings_cap ? findings_cap * 2 : 16;
+        finding *grown = realloc(findings, cap * sizeof *grown);
+        if (grown) {
+            findings = grown;
+            findings_cap = cap;
+        }
+    }
+    if (nfindings < findings_cap)
+        findings[nfindings++] = *f;
+    pthread_mutex_unlock(&findings_lock);
+}
+
+/* Matches the suppressions; returns 1 when the finding is suppressed. */
+static int suppress(finding *f)
+{
+    gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
+    int n = f->stack ? gpumem__stack_frames(f->stack, frames, GPUMEM__STACK_MAX_FRAMES) : 0;
+    f->suppressed = check_supp_match(f->kind, f->call, frames, n);
+    if (f->suppressed) {
+        atomic_fetch_add(&suppressed_count, 1);
+        return 1;
+    }
+    atomic_fetch_add(&error_count, 1);
+    return 0;
+}
+
+static void gen_suppression(const finding *f)
+{
+    if (!opt.gen_supp)
+        return;
+    gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
+    int n = f->stack ? gpumem__stack_frames(f->stack, frames, GPUMEM__STACK_MAX_FRAMES) : 0;
+    check_supp_generate(out(), f->kind, f->call, frames, n);
+}
+
+/* Live memory by kind, one line: "12 MiB device in 3, 8.0 KiB pinned in 1". */
+static void live_line(char *buf, size_t n)
+{
+    gpumem_live live;
+    gpumem__reg_live(&live);
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int k = 1; k < GPUMEM_KIND_COUNT_ && o + 64 < n; k++) {
+        if (!live.count[k])
+            continue;
+        char b[32];
+        o += (size_t)snprintf(buf + o, n - o, "%s%s %s in %llu", o ? ", " : "",
+                              gpumem_format_bytes(live.bytes[k], b, sizeof b), gpumem_kind_name(k),
+                              (unsigned long long)live.count[k]);
+    }
+    if (!o)
+        snprintf(buf, n, "nothing");
+}
+
+static void print_finding(const finding *f)
+{
+    char b1[32], b2[32], w[300];
+    const char *mem = gpumem_kind_name(f->memory);
+    switch (f->kind) {
+    case CHECK_MISMATCHED:
+        say("Mismatched release: %s() of %s bytes of %s memory allocated by %s%s", f->call,
+            grouped(f->bytes, b1, sizeof b1), mem, f->alloc_call, where(f->alloc_stack, w, sizeof w));
+        say_stack(f->stack);
+        say(" Allocated by %s():", f->alloc_call);
+        say_stack(f->alloc_stack);
+        if (strcmp(f->call, "free") == 0 || strncmp(f->call, "operator delete", 15) == 0)
+            say(" %s memory is released with %s(); gpumem check released it so, and the program "
+                "runs on", mem, right_release(f->memory, f->alloc_call));
+        else
+            say(" %s memory is released with %s(); CUDA refuses this call and the memory stays "
+                "allocated", mem, right_release(f->memory, f->alloc_call));
+        break;
+    case CHECK_DOUBLE:
+        say("Double release: %s() of %s bytes of %s memory at %p, already released by %s%s",
+            f->call, grouped(f->bytes, b1, sizeof b1), mem, (void *)f->address, f->first_call,
+            where(f->first_stack, w, sizeof w));
+        say_stack(f->stack);
+        say(" Released before by %s():", f->first_call);
+        say_stack(f->first_stack);
+        say(" Allocated by %s():", f->alloc_call);
+        say_stack(f->alloc_stack);
+        break;
+    case CHECK_INVALID:
+        say("Invalid release: %s() of %p, which no CUDA allocation call returned", f->call,
+            (void *)f->address);
+        say_stack(f->stack);
+        break;
+    case CHECK_INTERIOR:
+        say("Interior release: %s() of %p, %s bytes into %s bytes of %s memory allocated by %s%s",
+            f->call, (void *)f->address, grouped(f->offset, b1, sizeof b1),
+            grouped(f->bytes, b2, sizeof b2), mem, f->alloc_call, where(f->alloc_stack, w, sizeof w));
+        say_stack(f->stack);
+        say(" Allocated by %s():", f->alloc_call);
+        say_stack(f->alloc_stack);
+        say(" Release the allocation's own address, %p", (void *)(f->address - f->offset));
+        break;
+    case CHECK_FAILED_ALLOC: {
+        const char *name = gpumem__cuda_error_name(f->error);
+        const char *text = gpumem__cuda_error_string(f->error);
+        char live[512];
+        live_line(live, sizeof live);
+        say("Failed allocation: %s() of %s bytes of %s memory: %s (%s)", f->call,
+            grouped(f->bytes, b1, sizeof b1), mem, name ? name : "unknown CUDA error",
+            text ? text : "?");
+        say_stack(f->stack);
+        say(" Live then (seen by gpumem check): %s", live);
+        break;
+    }
+    default:
+        break;
+    }
+    gen_suppression(f);
+    say("%s", "");
+}
+
+/* Reports f (unless suppressed) and keeps it for the JSON report. */
+static void report(finding *f)
+{
+    if (!suppress(f)) {
+        pthread_mutex_lock(&out_lock);
+        print_finding(f);
+        fflush(out());
+        pthread_mutex_unlock(&out_lock);
+    }
+    keep(f);
+}
+
+static uint32_t capture(void)
+{
+    return opt.stacks ? gpumem__stack_capture(1) : 0;
+}
+
+/* ---- events ---- */
+
+/* Host-visible CUDA memory (what host free() could be handed): how much is live, and the
+ * address range it has ever covered, so that free() of anything else costs two loads. */
+static atomic_long host_live;
+static atomic_uintptr_t host_lo = UINTPTR_MAX, host_hi;
+
+static int host_visible(int kind)
+{
+    return kind == GPUMEM_KIND_PINNED || kind == GPUMEM_KIND_HOST ||
+           kind == GPUMEM_KIND_MANAGED || kind == GPUMEM_KIND_REGISTERED;
+}
+
+uintptr_t check_handle_key(unsigned long long handle)
+{
+    return ((uintptr_t)1 << 63) | ((uintptr_t)handle << 8);
+}
+
+static void forget(const gpumem__rec *r)
+{
+    gpumem__stats_release(r->kind, r->device, r->bytes);
+    if (host_visible(r->kind))
+        atomic_fetch_sub(&host_live, 1);
+}
+
+void check_alloc(const char *call, int kind, uintptr_t base, size_t bytes, int device,
+                 int cuda_error, uint32_t stack)
+{
+    check_setup();
+    check_tls_busy++;
+    if (cuda_error) {
+        finding f = {.kind = CHECK_FAILED_ALLOC, .call = call, .memory = kind, .bytes = bytes,
+                     .stack = stack, .error = cuda_error};
+        report(&f);
+        check_tls_busy--;
+        return;
+    }
+    /* Memory gpumem check saw no release of (released by a call it does not watch) is gone
+     * when CUDA hands the address out again. */
+    gpumem__rec old;
+    int mismatch = 0;
+    if (gpumem__reg_take((const void *)base, (gpumem_site){0}, 0, &mismatch, &old) == GPUMEM__TAKEN)
+        forget(&old);
+    gpumem__rec r = {.base = base, .bytes = bytes, .site = {NULL, call, 0},
+                     .seq = gpumem__seq_take(), .thread = gpumem__thread_id(),
+                     .device = device, .stack = stack, .kind = (unsigned char)kind};
+    if (gpumem__reg_insert(&r) == 0) {
+        gpumem__stats_alloc(kind, device, bytes);
+        if (host_visible(kind)) {
+            atomic_fetch_add(&host_live, 1);
+            uintptr_t lo = atomic_load(&host_lo), hi = atomic_load(&host_hi);
+            while (base < lo && !atomic_compare_exchange_weak(&host_lo, &lo, base))
+                ;
+            while (base + bytes > hi && !atomic_compare_exchange_weak(&host_hi, &hi, base + bytes))
+                ;
+        }
+    }
+    check_tls_busy--;
+}
+
+/* Classifies a release of p by call; CHECK_GO leaves the record taken (r filled). */
+static int classify(const char *call, unsigned mask, uintptr_t p, uint32_t stack, gpumem__rec *r)
+{
+    int mismatch = 0;
+    gpumem__take_result t =
+        gpumem__reg_take((const void *)p, (gpumem_site){NULL, call, 0}, mask, &mismatch, r);
+    if (t == GPUMEM__TAKEN) {
+        gpumem__reg_set_freed_stack((const void *)p, stack);
+        forget(r);
+        return CHECK_GO;
+    }
+    finding f = {.call = call, .address = p, .stack = stack, .memory = r->kind,
+                 .bytes = r->bytes, .alloc_call = r->site.func, .alloc_stack = r->stack};
+    if (mismatch) {
+        f.kind = CHECK_MISMATCHED;
+    } else if (t == GPUMEM__DOUBLE) {
+        f.kind = CHECK_DOUBLE;
+        f.first_call = r->freed_site.func ? r->freed_site.func : "?";
+        f.first_stack = r->freed_stack;
+    } else if (t == GPUMEM__INTERIOR) {
+        f.kind = CHECK_INTERIOR;
+        f.offset = p - r->base;
+    } else {
+        f = (finding){.kind = CHECK_INVALID, .call = call, .address = p, .stack = stack};
+    }
+    report(&f);
+    return CHECK_REPORTED;
+}
+
+int check_release_begin(const char *call, unsigned kind_mask, uintptr_t p, uint32_t stack)
+{
+    if (!p)
+        return CHECK_IGNORED;
+    check_setup();
+    check_tls_busy++;
+    gpumem__rec r;
+    int res = classify(call, kind_mask ? kind_mask : ~0u, p, stack, &r);
+    check_tls_busy--;
+    return res;
+}
+
+void check_release_end(uintptr_t p, int succeeded)
+{
+    if (succeeded)
+        return;
+    check_tls_busy++;
+    gpumem__rec r;
+    gpumem__reg_untake((const void *)p);
+    if (gpumem__reg_find((const void *)p, &r) && r.base == p) {
+        gpumem__stats_alloc(r.kind, r.device, r.bytes);
+        if (host_visible(r.kind))
+            atomic_fetch_add(&host_live, 1);
+    }
+    check_tls_busy--;
+}
+
+int check_host_free(const char *call, uintptr_t p, uint32_t stack)
+{
+    if (GPUMEM__LIKELY(atomic_load_explicit(&host_live, memory_order_relaxed) == 0) ||
+        p < atomic_load_explicit(&host_lo, memory_order_relaxed) ||
+        p >= atomic_load_explicit(&host_hi, memory_order_relaxed))
+        return 0;
+    check_tls_busy++;
+    gpumem__rec r;
+    int kind = 0;
+    if (gpumem__reg_find((const void *)p, &r) && host_visible(r.kind)) {
+        if (!stack)
+            stack = capture();
+        if (r.base == p) {
+            /* Take it out as released by this call, then report the mismatch. */
+            classify(call, 1u << r.kind, p, stack, &r);
+            finding f = {.kind = CHECK_MISMATCHED, .call = call, .address = p, .stack = stack,
+                         .memory = r.kind, .bytes = r.bytes, .alloc_call = r.site.func,
+                         .alloc_stack = r.stack};
+            report(&f);
+            kind = r.kind;
+        } else {
+            classify(call, 0, p, stack, &r); /* interior: reported, nothing released */
+            kind = -1;
+        }
+    }
+    check_tls_busy--;
+    return kind;
+}
+
+typedef struct {
+    int device;
+    uintptr_t bases[256];
+    int n;
+} reset_batch;
+
+static int reset_collect(const gpumem__rec *r, void *arg)
+{
+    reset_batch *b = arg;
+    if (r->device == b->device && r->kind != GPUMEM_KIND_REGISTERED && b->n < 256)
+        b->bases[b->n++] = r->base;
+    return b->n == 256;
+}
+
+void check_device_reset(int device)
+{
+    check_setup();
+    check_tls_busy++;
+    for (;;) {
+        reset_batch b = {.device = device};
+        gpumem__reg_foreach(reset_collect, &b, 0);
+        for (int i = 0; i < b.n; i++) {
+            gpumem__rec r;
+            int mismatch = 0;
+            if (gpumem__reg_take((const void *)b.bases[i],
+                                 (gpumem_site){NULL, "cudaDeviceReset", 0}, 0, &mismatch,
+                                 &r) == GPUMEM__TAKEN)
+                forget(&r);
+        }
+        if (b.n < 256)
+            break;
+    }
+    check_tls_busy--;
+}
+
+/* ---- the end ---- */
+
+static atomic_int finished;
+static const char *unchecked_why;
+
+void check_unchecked(const char *why)
+{
+    check_setup();
+    unchecked_why = why;
+    pthread_mutex_lock(&out_lock);
+    say("gpumem check: %s; this process runs unchecked", why);
+    fflush(out());
+    pthread_mutex_unlock(&out_lock);
+}
+
+static const char *signal_name(int sig)
+{
+    static char buf[32];
+    const char *n = sigabbrev_np(sig);
+    snprintf(buf, sizeof buf, "SIG%s", n ? n : "?");
+    return buf;
+}
+
+#ifdef GPUMEM_HAVE_JANSSON
+static json_t *stack_json(uint32_t id)
+{
+    json_t *arr = json_array();
+    gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
+    int n = id ? gpumem__stack_frames(id, frames, GPUMEM__STACK_MAX_FRAMES) : 0;
+    for (int i = 0; i < n; i++) {
+        json_t *fr = json_object();
+        json_object_set_new(fr, "function", json_string(frames[i].func));
+        json_object_set_new(fr, "file", frames[i].file ? json_string(frames[i].file) : json_null());
+        json_object_set_new(fr, "line", json_integer(frames[i].line));
+        json_object_set_new(fr, "module",
+                            frames[i].object ? json_string(frames[i].object) : json_null());
+        json_array_append_new(arr, fr);
+    }
+    return arr;
+}
+
+static json_t *finding_json(const finding *f)
+{
+    json_t *o = json_object();
+    char addr[32];
+    json_object_set_new(o, "kind", json_string(check_kind_name(f->kind)));
+    if (f->kind == CHECK_LEAK) {
+        json_object_set_new(o, "alloc_call", json_string(f->call));
+        json_object_set_new(o, "count", json_integer((json_int_t)f->count));
+    } else {
+        json_object_set_new(o, "call", json_string(f->call));
+    }
+    if (f->memory)
+        json_object_set_new(o, "memory", json_string(gpumem_kind_name(f->memory)));
+    if (f->kind != CHECK_INVALID)
+        json_object_set_new(o, "bytes", json_integer((json_int_t)f->bytes));
+    if (f->address) {
+        snprintf(addr, sizeof addr, "%p", (void *)f->address);
+        json_object_set_new(o, "address", json_string(addr));
+    }
+    json_object_set_new(o, f->kind == CHECK_LEAK ? "alloc_stack" : "stack", stack_json(f->stack));
+    if (f->alloc_call && f->kind != CHECK_LEAK) {
+        json_object_set_new(o, "alloc_call", json_string(f->alloc_call));
+        json_object_set_new(o, "alloc_stack", stack_json(f->alloc_stack));
+    }
+    if (f->kind == CHECK_DOUBLE) {
+        json_object_set_new(o, "first_release_call", json_string(f->first_call));
+        json_object_set_new(o, "first_release_stack", stack_json(f->first_stack));
+    }
+    if (f->kind == CHECK_INTERIOR)
+        json_object_set_new(o, "offset", json_integer((json_int_t)f->offset));
+    if (f->kind == CHECK_FAILED_ALLOC) {
+        const char *name = gpumem__cuda_error_name(f->error);
+        json_object_set_new(o, "error", json_string(name ? name : "unknown"));
+    }
+    if (f->suppressed)
+        json_object_set_new(o, "suppressed", json_string(f->suppressed));
+    return o;
+}
+
+static json_t *command_json(void)
+{
+    json_t *arr = json_array();
+    FILE *f = fopen("/proc/self/cmdline", "r");
+    if (!f)
+        return arr;
+    char *arg = NULL;
+    size_t cap = 0;
+    while (getdelim(&arg, &cap, '\0', f) > 0)
+        json_array_append_new(arr, json_string(arg));
+    free(arg);
+    fclose(f);
+    return arr;
+}
+
+static void write_json(const char *status, int code, const gpumem_stats_t *st, uint64_t leaks,
+                       uint64_t leaked_bytes)
+{
+    char path[4096];
+    expand_path(opt.json, path, sizeof path);
+    json_t *root = json_object();
+    json_object_set_new(root, "schema", json_string("gpumem-check/1"));
+    json_object_set_new(root, "tool", json_string("gpumem check"));
+    json_object_set_new(root, "version", json_string(gpumem_version()));
+    json_object_set_new(root, "pid", json_integer((json_int_t)getpid()));
+    json_object_set_new(root, "command", command_json());
+    json_object_set_new(root, "status", json_string(status));
+    if (strcmp(status, "exited") == 0)
+        json_object_set_new(root, "exit_code", json_integer(code));
+    else if (strcmp(status, "signaled") == 0)
+        json_object_set_new(root, "signal", json_integer(code));
+    if (unchecked_why)
+        json_object_set_new(root, "unchecked_because", json_string(unchecked_why));
+    json_t *arr = json_array();
+    for (size_t i = 0; i < nfindings; i++)
+        json_array_append_new(arr, finding_json(&findings[i]));
+    json_object_set_new(root, "findings", arr);
+    json_t *peak = json_object();
+    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++)
+        if (st->count[k].total)
+            json_object_set_new(peak, gpumem_kind_name(k), json_integer((json_int_t)st->bytes[k].peak));
+    json_object_set_new(root, "peak", peak);
+    json_t *sum = json_object();
+    json_object_set_new(sum, "errors", json_integer(atomic_load(&error_count)));
+    json_object_set_new(sum, "leaks", json_integer((json_int_t)leaks));
+    json_object_set_new(sum, "leaked_bytes", json_integer((json_int_t)leaked_bytes));
+    json_object_set_new(sum, "suppressed", json_integer(atomic_load(&suppressed_count)));
+    json_object_set_new(root, "summary", sum);
+    if (json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0)
+        say("gpumem check: warning: cannot write %s", path);
+    json_decref(root);
+}
+#endif
+
+static void write_status(const char *status)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%ld", opt.status, (long)getpid());
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return;
+    fprintf(f, "errors %ld\nstatus %s\n", atomic_load(&error_count), status);
+    fclose(f);
+}
+
+void check_finish(const char *status, int code)
+{
+    if (atomic_exchange(&finished, 1))
+        return;
+    check_setup();
+    check_tls_busy++;
+    int signaled = strcmp(status, "signaled") == 0;
+    /* From a signal handler another thread may hold the lock: write anyway. */
+    int locked = signaled ? pthread_mutex_trylock(&out_lock) == 0
+                          : pthread_mutex_lock(&out_lock) == 0;
+    fflush(NULL);
+    if (signaled)
+        say("Process terminating with the default action of signal %d (%s)", code,
+            signal_name(code));
+    if (unchecked_why)
+        status = "unchecked";
+
+    gpumem__group *g = NULL;
+    int skipped = 0;
+    long ng = gpumem__group_live(0, 1, &g, &skipped);
+    uint64_t leaks = 0, leaked_bytes = 0, leak_blocks = 0;
+    uint64_t by_kind_bytes[GPUMEM_KIND_COUNT_] = {0}, by_kind_count[GPUMEM_KIND_COUNT_] = {0};
+    char b1[32], b2[32];
+    for (long i = 0; opt.leak != LEAK_NO && i < ng; i++) {
+        finding f = {.kind = CHECK_LEAK, .call = g[i].site.func ? g[i].site.func : "?",
+                     .memory = g[i].kind, .bytes = g[i].bytes, .count = g[i].count,
+                     .stack = g[i].stack};
+        int quiet = suppress(&f);
+        keep(&f);
+        if (quiet)
+            continue;
+        leaks++;
+        leaked_bytes += g[i].bytes;
+        leak_blocks += g[i].count;
+        by_kind_bytes[g[i].kind] += g[i].bytes;
+        by_kind_count[g[i].kind] += g[i].count;
+        if (opt.leak == LEAK_FULL) {
+            say("%s bytes in %llu %s allocation%s by %s() still live at exit", grouped(g[i].bytes, b1, sizeof b1),
+                (unsigned long long)g[i].count, gpumem_kind_name(g[i].kind),
+                g[i].count == 1 ? "" : "s", f.call);
+            say_stack(g[i].stack);
+            gen_suppression(&f);
+            say("%s", "");
+        }
+    }
+    if (opt.leak != LEAK_NO) {
+        if (leaks) {
+            char kinds[512];
+            size_t o = 0;
+            kinds[0] = '\0';
+            for (int k = 1; k < GPUMEM_KIND_COUNT_ && o + 64 < sizeof kinds; k++)
+                if (by_kind_count[k])
+                    o += (size_t)snprintf(kinds + o, sizeof kinds - o, "%s%s %s in %llu",
+                                          o ? ", " : "", gpumem_kind_name(k),
+                                          grouped(by_kind_bytes[k], b1, sizeof b1),
+                                          (unsigned long long)by_kind_count[k]);
+            say("LEAK SUMMARY: %s bytes in %llu allocation%s from %llu call site%s (%s)",
+                grouped(leaked_bytes, b2, sizeof b2), (unsigned long long)leak_blocks,
+                leak_blocks == 1 ? "" : "s", (unsigned long long)leaks, leaks == 1 ? "" : "s",
+                kinds);
+            if (opt.leak == LEAK_SUMMARY)
+                say("   --leak-check=full shows where each was allocated");
+        } else {
+            say("LEAK SUMMARY: no CUDA memory left allocated at exit");
+        }
+        if (skipped)
+            say("   (incomplete: %d registry shards were held by a thread)", skipped);
+    }
+    free(g);
+
+    gpumem_stats_t st;
+    gpumem_stats(&st);
+    char peaks[512];
+    size_t o = 0;
+    peaks[0] = '\0';
+    for (int k = 1; k < GPUMEM_KIND_COUNT_ && o + 64 < sizeof peaks; k++)
+        if (st.count[k].total)
+            o += (size_t)snprintf(peaks + o, sizeof peaks - o, "%s%s %s", o ? ", " : "",
+                                  gpumem_kind_name(k), gpumem_format_bytes(st.bytes[k].peak, b1, sizeof b1));
+    say("PEAK: %s", o ? peaks : "no CUDA memory allocated");
+    char used_prefix[64];
+    snprintf(used_prefix, sizeof used_prefix, "%s", prefix);
+    check_supp_print_used(out(), used_prefix);
+    long errors = atomic_load(&error_count), supp = atomic_load(&suppressed_count);
+    say("ERROR SUMMARY: %ld error%s (%llu leak%s), %ld suppressed", errors, errors == 1 ? "" : "s",
+        (unsigned long long)leaks, leaks == 1 ? "" : "s", supp);
+    fflush(out());
+#ifdef GPUMEM_HAVE_JANSSON
+    if (opt.json)
+        write_json(status, code, &st, leaks, leaked_bytes);
+#else
+    if (opt.json)
+        say("gpumem check: warning: --json needs gpumem built with jansson (libjansson-dev)");
+#endif
+    if (opt.status)
+        write_status(status);
+    if (out_file && out_file != stderr)
+        fclose(out_file);
+    out_file = NULL;
+    if (locked)
+        pthread_mutex_unlock(&out_lock);
+    check_tls_busy--;
+}

@@ -1,0 +1,79 @@
+/* gpumem check's engine: what a CUDA program's memory calls do to the registry, the findings
+ * they make, and the reports.
+ *
+ * The engine is the library's registry, stacks and leak grouping (src/) driven by events from
+ * outside: the CUPTI front end (cupti.c) and the host free/delete front end (preload.c) call
+ * these entry points, and so do the host tests, with synthetic events. Every entry point is
+ * thread-safe. Nothing here calls CUDA. */
+#ifndef GPUMEM_CHECK_ENGINE_H
+#define GPUMEM_CHECK_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Finding kinds, as the text and JSON reports and the suppression files name them. */
+typedef enum {
+    CHECK_LEAK,
+    CHECK_MISMATCHED,
+    CHECK_DOUBLE,
+    CHECK_INVALID,
+    CHECK_INTERIOR,
+    CHECK_FAILED_ALLOC,
+    CHECK_KIND_COUNT
+} check_kind;
+
+/* "leak", "mismatched-release", "double-free", "invalid-free", "interior-free",
+ * "failed-alloc"; NULL for a bad value. */
+const char *check_kind_name(int kind);
+/* The kind named so, or -1. */
+int check_kind_from_name(const char *name);
+
+/* Reads the GPUMEM_CHECK_* variables `gpumem check` sets (see launch.c) and sets up the
+ * registry. Idempotent. The first output (a finding, or the report at the end) opens the log. */
+void check_setup(void);
+
+/* Set on a thread while gpumem check itself calls CUDA or the allocator, so that the front
+ * ends let those calls through unobserved. Initial-exec: touching it never allocates. */
+extern _Thread_local int check_tls_busy __attribute__((tls_model("initial-exec")));
+
+/* An allocation call returned. cuda_error 0: [base, base + bytes) of the given gpumem kind is
+ * live now (for virtual memory handles, base is check_handle_key(handle)). Otherwise the call
+ * failed with that CUDA error: a failed-alloc finding. stack: gpumem__stack_capture() id. */
+void check_alloc(const char *call, int kind, uintptr_t base, size_t bytes, int device,
+                 int cuda_error, uint32_t stack);
+
+/* Registry key of a cuMemCreate handle: apart from every address. */
+uintptr_t check_handle_key(unsigned long long handle);
+
+/* What check_release_begin decided. */
+enum { CHECK_GO, CHECK_REPORTED, CHECK_IGNORED };
+/* A release call is about to run on p; kind_mask (1u << gpumem kind) is what it can release.
+ * CHECK_GO: p is a live allocation of a right kind, now taken out of the registry; call
+ * check_release_end when the call returned. CHECK_REPORTED: a finding was made (mismatched,
+ * double, invalid or interior release); the registry is unchanged. CHECK_IGNORED: p is NULL,
+ * which every release call accepts. */
+int check_release_begin(const char *call, unsigned kind_mask, uintptr_t p, uint32_t stack);
+/* The release call of a CHECK_GO returned; unless it succeeded, p is live again. */
+void check_release_end(uintptr_t p, int succeeded);
+
+/* A host release (free, operator delete) of p. Returns 0 when p is no CUDA memory (the caller
+ * releases it as usual). Otherwise a mismatched-release finding was made, p left the registry,
+ * and the return value is the gpumem kind of the memory: the caller releases it with the
+ * matching CUDA call (check_tls_busy set). Cheap when no host-visible CUDA memory is live. */
+int check_host_free(const char *call, uintptr_t p, uint32_t stack);
+
+/* cudaDeviceReset or the destruction of a device's context: its allocations are gone. */
+void check_device_reset(int device);
+
+/* This process runs unchecked (another CUPTI subscriber); why says so in a sentence. */
+void check_unchecked(const char *why);
+
+/* Ends: writes the report (findings so far, leaks, peaks, summary) and the JSON and status
+ * files. status: "exited" with the exit code in code, or "signaled" with the signal in code.
+ * Runs once; later calls do nothing. */
+void check_finish(const char *status, int code);
+
+/* Errors reported so far (not suppressed), for tests. */
+long check_error_count(void);
+
+#endif

@@ -1,0 +1,318 @@
+/* `gpumem check [options] -- PROGRAM [ARGS...]`: runs PROGRAM with libgpumem_check.so injected
+ * into CUDA (CUDA_INJECTION64_PATH) and preloaded (LD_PRELOAD, for host free/delete), and
+ * exits as PROGRAM did, or with --error-exitcode when something was found.
+ *
+ * The options reach the library through GPUMEM_CHECK_* variables, which children of PROGRAM
+ * inherit with the rest: each process that uses CUDA writes its own report, and a status file
+ * ("errors N") into a private folder that is read here once PROGRAM has ended. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "gpumem.h"
+#include "suppress.h"
+#include "tool.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: gpumem check [options] -- PROGRAM [ARGS...]\n"
+            "\n"
+            "Runs PROGRAM, unmodified, and reports what it does wrong with CUDA memory: leaks,\n"
+            "mismatched releases (cudaFree of pinned memory, free() of cudaMallocHost memory,\n"
+            "...), double, invalid and interior releases, and failed allocations, each with the\n"
+            "stacks of the calls involved; then peak usage by memory kind. Only the memory API is\n"
+            "watched (through CUPTI), so PROGRAM runs at native speed. Build it with -g or\n"
+            "-lineinfo for file:line in the stacks.\n"
+            "\n"
+            "options:\n"
+            "  --leak-check=no|summary|full  leaks at exit: none, one summary line, or each\n"
+            "                                with its allocation stack (default: full)\n"
+            "  --error-exitcode=N            exit with N when errors were found (default: exit\n"
+            "                                as PROGRAM did)\n"
+            "  --log-file=PATH               write the report to PATH instead of stderr; %%p is the\n"
+            "                                process id\n"
+            "  --json=PATH                   also write a JSON report (schema gpumem-check/1);\n"
+            "                                %%p is the process id\n"
+            "  --suppressions=FILE           ignore findings that FILE describes (repeatable;\n"
+            "                                format in docs/check.md)\n"
+            "  --gen-suppressions=no|yes     print a suppression for each finding\n"
+            "  --help, --version\n"
+            "\n"
+            "Children PROGRAM starts are checked too, each with its own report: without %%p in\n"
+            "--log-file or --json their files get the suffix .PID.\n"
+            "\n"
+            "exit status: PROGRAM's; --error-exitcode's when errors were found; 128+N when\n"
+            "PROGRAM was killed by signal N; 2 for a usage error, 127 when PROGRAM cannot run.\n");
+}
+
+__attribute__((format(printf, 1, 2))) static int bad_usage(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "gpumem check: error: ");
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n(`gpumem check --help` lists the options)\n");
+    return 2;
+}
+
+/* The library: $GPUMEM_CHECK_LIBRARY, else beside this executable (build tree), else where
+ * `make install` puts it relative to the installed executable. */
+static int find_library(char *out, size_t n)
+{
+    const char *env = getenv("GPUMEM_CHECK_LIBRARY");
+    if (env && *env) {
+        if (!realpath(env, out) || access(out, R_OK) != 0) {
+            fprintf(stderr, "gpumem check: error: GPUMEM_CHECK_LIBRARY=%s cannot be read\n", env);
+            return -1;
+        }
+        return 0;
+    }
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0)
+        return -1;
+    exe[len] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0';
+    const char *rel[] = {"check/libgpumem_check.so", GPUMEM_CHECK_INSTALL_REL "/libgpumem_check.so"};
+    for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) {
+        char path[PATH_MAX + 64];
+        snprintf(path, sizeof path, "%s/%s", exe, rel[i]);
+        if (access(path, R_OK) == 0 && realpath(path, out)) {
+            (void)n;
+            return 0;
+        }
+    }
+    fprintf(stderr,
+            "gpumem check: error: libgpumem_check.so not found beside %s or in %s/%s; set "
+            "GPUMEM_CHECK_LIBRARY to its path\n",
+            exe, exe, GPUMEM_CHECK_INSTALL_REL);
+    return -1;
+}
+
+static pid_t child;
+
+static void forward(int sig)
+{
+    if (child > 0)
+        kill(child, sig);
+}
+
+/* Sums the status files; returns the number of processes that reported. */
+static int read_status(const char *dir, long *errors, int *unchecked)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    *errors = 0;
+    *unchecked = 0;
+    if (!d)
+        return 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f) {
+            long errs = 0;
+            char status[32] = "";
+            if (fscanf(f, "errors %ld\nstatus %31s", &errs, status) >= 1) {
+                *errors += errs;
+                n++;
+                *unchecked += strcmp(status, "unchecked") == 0;
+            }
+            fclose(f);
+        }
+        unlink(path);
+    }
+    closedir(d);
+    rmdir(dir);
+    return n;
+}
+
+static int set_env(const char *name, const char *value)
+{
+    if (setenv(name, value, 1) != 0) {
+        fprintf(stderr, "gpumem check: error: cannot set %s: %s\n", name, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int gpumem_check_main(int argc, char **argv)
+{
+    const char *leak = "full", *log = NULL, *json = NULL, *gen = "no";
+    long error_exitcode = 0;
+    char *supp = NULL; /* newline-separated */
+    size_t supp_len = 0;
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        if (a[0] != '-')
+            break;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            free(supp);
+            return 0;
+        }
+        if (strcmp(a, "--version") == 0) {
+            printf("gpumem check %s\n", gpumem_version());
+            free(supp);
+            return 0;
+        }
+        const char *eq = strchr(a, '=');
+        if (!eq) {
+            free(supp);
+            return bad_usage("unknown option '%s' (options take their value after '=')", a);
+        }
+        size_t nlen = (size_t)(eq - a);
+        const char *v = eq + 1;
+#define IS(name) (nlen == strlen(name) && strncmp(a, name, nlen) == 0)
+        if (IS("--leak-check")) {
+            if (strcmp(v, "no") && strcmp(v, "summary") && strcmp(v, "full")) {
+                free(supp);
+                return bad_usage("--leak-check takes no, summary or full, not '%s'", v);
+            }
+            leak = v;
+        } else if (IS("--error-exitcode")) {
+            char *end;
+            errno = 0;
+            error_exitcode = strtol(v, &end, 10);
+            if (!*v || *end || errno || error_exitcode < 0 || error_exitcode > 255) {
+                free(supp);
+                return bad_usage("--error-exitcode takes a number from 0 to 255, not '%s'", v);
+            }
+        } else if (IS("--log-file") || IS("--json")) {
+            if (!*v) {
+                free(supp);
+                return bad_usage("%s needs a path", IS("--log-file") ? "--log-file" : "--json");
+            }
+            if (IS("--log-file"))
+                log = v;
+            else
+                json = v;
+        } else if (IS("--suppressions")) {
+            char err[512];
+            if (check_supp_load(v, err, sizeof err) != 0) {
+                fprintf(stderr, "gpumem check: error: %s\n", err);
+                free(supp);
+                return 2;
+            }
+            char full[PATH_MAX];
+            if (!realpath(v, full))
+                snprintf(full, sizeof full, "%s", v);
+            size_t add = strlen(full) + 1;
+            char *grown = realloc(supp, supp_len + add + 1);
+            if (!grown) {
+                free(supp);
+                return bad_usage("%s", "out of memory");
+            }
+            supp = grown;
+            snprintf(supp + supp_len, add + 1, "%s\n", full);
+            supp_len += add;
+        } else if (IS("--gen-suppressions")) {
+            if (strcmp(v, "no") && strcmp(v, "yes") && strcmp(v, "all")) {
+                free(supp);
+                return bad_usage("--gen-suppressions takes no or yes, not '%s'", v);
+            }
+            gen = strcmp(v, "no") ? "yes" : "no";
+        } else {
+            free(supp);
+            return bad_usage("unknown option '%s'", a);
+        }
+#undef IS
+    }
+    check_supp_clear();
+    if (i >= argc) {
+        free(supp);
+        return bad_usage("%s", "no PROGRAM to run (gpumem check [options] -- PROGRAM [ARGS...])");
+    }
+    char lib[PATH_MAX];
+    if (find_library(lib, sizeof lib) != 0) {
+        free(supp);
+        return 2;
+    }
+    char status_dir[] = "/tmp/gpumem-check.XXXXXX";
+    if (!mkdtemp(status_dir)) {
+        fprintf(stderr, "gpumem check: error: cannot make a folder in /tmp: %s\n", strerror(errno));
+        free(supp);
+        return 1;
+    }
+    const char *old_injection = getenv("CUDA_INJECTION64_PATH");
+    if (old_injection && *old_injection && strcmp(old_injection, lib) != 0)
+        fprintf(stderr, "gpumem check: warning: CUDA_INJECTION64_PATH=%s is replaced by gpumem "
+                        "check's own\n", old_injection);
+    char preload[PATH_MAX * 2];
+    const char *old_preload = getenv("LD_PRELOAD");
+    snprintf(preload, sizeof preload, "%s%s%s", lib, old_preload && *old_preload ? ":" : "",
+             old_preload ? old_preload : "");
+    char exitcode_text[16];
+    snprintf(exitcode_text, sizeof exitcode_text, "%ld", error_exitcode);
+    if (set_env("CUDA_INJECTION64_PATH", lib) || set_env("LD_PRELOAD", preload) ||
+        set_env("GPUMEM_CHECK_LEAK", leak) || set_env("GPUMEM_CHECK_GEN_SUPPRESSIONS", gen) ||
+        set_env("GPUMEM_CHECK_STATUS", status_dir) ||
+        (log && set_env("GPUMEM_CHECK_LOG", log)) || (json && set_env("GPUMEM_CHECK_JSON", json)) ||
+        (supp && set_env("GPUMEM_CHECK_SUPPRESSIONS", supp))) {
+        free(supp);
+        return 1;
+    }
+    free(supp);
+    fflush(NULL);
+    child = fork();
+    if (child < 0) {
+        fprintf(stderr, "gpumem check: error: fork: %s\n", strerror(errno));
+        return 1;
+    }
+    if (child == 0) {
+        char root[32];
+        snprintf(root, sizeof root, "%ld", (long)getpid());
+        setenv("GPUMEM_CHECK_ROOT", root, 1);
+        execvp(argv[i], argv + i);
+        fprintf(stderr, "gpumem check: error: cannot run %s: %s\n", argv[i], strerror(errno));
+        _exit(127);
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = forward;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    sigaction(SIGQUIT, &sa, NULL);
+    int st;
+    while (waitpid(child, &st, 0) < 0)
+        if (errno != EINTR) {
+            fprintf(stderr, "gpumem check: error: waitpid: %s\n", strerror(errno));
+            return 1;
+        }
+    long errors;
+    int unchecked;
+    int reported = read_status(status_dir, &errors, &unchecked);
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 127 && reported == 0)
+        return 127;
+    if (reported == 0)
+        fprintf(stderr, "gpumem check: %s used no CUDA, so there was nothing to check\n", argv[i]);
+    if (WIFSIGNALED(st))
+        return 128 + WTERMSIG(st);
+    if (errors > 0 && error_exitcode)
+        return (int)error_exitcode;
+    return WEXITSTATUS(st);
+}

@@ -1,0 +1,110 @@
+/* gpumem check's host front end, in LD_PRELOAD: free() and operator delete of CUDA memory.
+ *
+ * Pinned or managed memory handed to free() or delete would crash the allocator or corrupt
+ * its heap. Here it is reported as a mismatched release and released with the CUDA call that
+ * matches it, so that the program runs on and the report covers the whole run. Anything else
+ * goes to the real free() at the cost of two loads and a compare (engine.c's host range). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "engine.h"
+#include "front.h"
+#include "internal.h"
+
+extern void __libc_free(void *p);
+
+static void (*real_free)(void *);
+typedef void (*delete_fn)(void *);
+typedef void (*sized_delete_fn)(void *, size_t);
+static delete_fn real_delete, real_delete_array;
+static sized_delete_fn real_delete_sized, real_delete_array_sized;
+
+__attribute__((constructor)) static void resolve(void)
+{
+    check_tls_busy++; /* dlsym may allocate and free */
+    *(void **)(&real_free) = dlsym(RTLD_NEXT, "free");
+    *(void **)(&real_delete) = dlsym(RTLD_NEXT, "_ZdlPv");
+    *(void **)(&real_delete_array) = dlsym(RTLD_NEXT, "_ZdaPv");
+    *(void **)(&real_delete_sized) = dlsym(RTLD_NEXT, "_ZdlPvm");
+    *(void **)(&real_delete_array_sized) = dlsym(RTLD_NEXT, "_ZdaPvm");
+    check_tls_busy--;
+    check_front_preloaded();
+}
+
+static void pass_free(void *p)
+{
+    if (GPUMEM__LIKELY(real_free != NULL))
+        real_free(p);
+    else
+        __libc_free(p); /* before the constructor ran: glibc's own */
+}
+
+/* Returns 1 when p was CUDA memory, now reported and released as it should have been. */
+static int cuda_memory(const char *call, void *p)
+{
+    if (!p || check_tls_busy)
+        return 0;
+    int kind = check_host_free(call, (uintptr_t)p, 0);
+    if (kind == 0)
+        return 0;
+    if (kind > 0)
+        check_front_release(kind, p, pass_free);
+    /* kind < 0: inside a CUDA allocation, not its start; reported, and left alone. */
+    return 1;
+}
+
+#define EXPORT __attribute__((visibility("default")))
+EXPORT void free(void *p);
+EXPORT void _ZdlPv(void *p);
+EXPORT void _ZdaPv(void *p);
+EXPORT void _ZdlPvm(void *p, size_t n);
+EXPORT void _ZdaPvm(void *p, size_t n);
+
+void free(void *p)
+{
+    if (GPUMEM__UNLIKELY(cuda_memory("free", p)))
+        return;
+    pass_free(p);
+}
+
+void _ZdlPv(void *p)
+{
+    if (cuda_memory("operator delete", p))
+        return;
+    if (real_delete)
+        real_delete(p);
+    else
+        pass_free(p);
+}
+
+void _ZdaPv(void *p)
+{
+    if (cuda_memory("operator delete[]", p))
+        return;
+    if (real_delete_array)
+        real_delete_array(p);
+    else
+        pass_free(p);
+}
+
+void _ZdlPvm(void *p, size_t n)
+{
+    if (cuda_memory("operator delete", p))
+        return;
+    if (real_delete_sized)
+        real_delete_sized(p, n);
+    else
+        pass_free(p);
+}
+
+void _ZdaPvm(void *p, size_t n)
+{
+    if (cuda_memory("operator delete[]", p))
+        return;
+    if (real_delete_array_sized)
+        real_delete_array_sized(p, n);
+    else
+        pass_free(p);
+}

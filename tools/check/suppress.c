@@ -1,0 +1,234 @@
+/* Suppressions: parsing, matching and generation (format in suppress.h and docs/check.md). */
+#define _POSIX_C_SOURCE 200809L
+#include "suppress.h"
+
+#include <ctype.h>
+#include <fnmatch.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+enum { LINE_FUN, LINE_SRC, LINE_OBJ, LINE_ANY };
+
+typedef struct {
+    int type;
+    char *pattern;
+} frame_pat;
+
+typedef struct {
+    char *name;
+    int kind; /* check_kind, or -1 for any */
+    char *call; /* glob, or NULL for any */
+    frame_pat *frames;
+    int nframes;
+    long used;
+} supp;
+
+static supp *supps;
+static size_t nsupps;
+static pthread_mutex_t used_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1]))
+        s[--n] = '\0';
+    return s;
+}
+
+static void supp_free(supp *s)
+{
+    free(s->name);
+    free(s->call);
+    for (int i = 0; i < s->nframes; i++)
+        free(s->frames[i].pattern);
+    free(s->frames);
+}
+
+int check_supp_load(const char *path, char *err, size_t n)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, n, "%s: cannot read the suppression file", path);
+        return -1;
+    }
+    size_t first = nsupps;
+    char *line = NULL;
+    size_t cap = 0;
+    int lineno = 0, state = 0, fail = 0; /* state 0: outside, 1: want name, 2: want kind, 3: body */
+    supp cur = {0};
+    while (!fail && getline(&line, &cap, f) >= 0) {
+        lineno++;
+        char *t = trim(line);
+        if (!*t || *t == '#')
+            continue;
+        const char *why = NULL;
+        if (state == 0) {
+            if (strcmp(t, "{") == 0)
+                state = 1;
+            else
+                why = "expected '{' to start a suppression";
+        } else if (state == 1) {
+            if (strcmp(t, "}") == 0 || strcmp(t, "{") == 0) {
+                why = "a suppression starts with its name";
+            } else {
+                cur = (supp){.kind = -1};
+                cur.name = strdup(t);
+                state = 2;
+            }
+        } else if (state == 2) {
+            if (strncmp(t, "gpumem:", 7) != 0) {
+                why = "the second line must be gpumem:KIND (leak, mismatched-release, "
+                      "double-free, invalid-free, interior-free, failed-alloc or *)";
+            } else if (strcmp(t + 7, "*") != 0 && (cur.kind = check_kind_from_name(t + 7)) < 0) {
+                why = "unknown finding kind after gpumem:";
+            } else {
+                state = 3;
+            }
+        } else if (strcmp(t, "}") == 0) {
+            supp *grown = realloc(supps, (nsupps + 1) * sizeof *grown);
+            if (!grown) {
+                why = "out of memory";
+            } else {
+                supps = grown;
+                supps[nsupps++] = cur;
+                cur = (supp){0};
+                state = 0;
+            }
+        } else if (strncmp(t, "call:", 5) == 0 && cur.nframes == 0 && !cur.call) {
+            cur.call = strdup(trim(t + 5));
+        } else {
+            frame_pat p = {LINE_ANY, NULL};
+            if (strcmp(t, "...") == 0)
+                p.type = LINE_ANY;
+            else if (strncmp(t, "fun:", 4) == 0)
+                p = (frame_pat){LINE_FUN, strdup(trim(t + 4))};
+            else if (strncmp(t, "src:", 4) == 0)
+                p = (frame_pat){LINE_SRC, strdup(trim(t + 4))};
+            else if (strncmp(t, "obj:", 4) == 0)
+                p = (frame_pat){LINE_OBJ, strdup(trim(t + 4))};
+            else
+                why = "expected call:, fun:, src:, obj:, '...' or '}'";
+            if (!why) {
+                frame_pat *grown = realloc(cur.frames, (size_t)(cur.nframes + 1) * sizeof *grown);
+                if (!grown) {
+                    free(p.pattern);
+                    why = "out of memory";
+                } else {
+                    cur.frames = grown;
+                    cur.frames[cur.nframes++] = p;
+                }
+            }
+        }
+        if (why) {
+            snprintf(err, n, "%s:%d: %s", path, lineno, why);
+            fail = 1;
+        }
+    }
+    if (!fail && state != 0) {
+        snprintf(err, n, "%s:%d: the last suppression has no closing '}'", path, lineno);
+        fail = 1;
+    }
+    free(line);
+    fclose(f);
+    if (fail) {
+        supp_free(&cur);
+        while (nsupps > first)
+            supp_free(&supps[--nsupps]);
+        return -1;
+    }
+    return 0;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    return slash ? slash + 1 : path;
+}
+
+static int frame_matches(const frame_pat *p, const gpumem__frame *f)
+{
+    switch (p->type) {
+    case LINE_FUN:
+        return fnmatch(p->pattern, f->func, 0) == 0;
+    case LINE_OBJ:
+        return f->object && fnmatch(p->pattern, f->object, 0) == 0;
+    case LINE_SRC: {
+        if (!f->file)
+            return 0;
+        char where[512];
+        snprintf(where, sizeof where, "%s:%d", base_name(f->file), f->line);
+        /* "file.cu" matches any line of the file; "file.cu:12" one line. */
+        return fnmatch(p->pattern, where, 0) == 0 || fnmatch(p->pattern, base_name(f->file), 0) == 0;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* Frame patterns against frames, from the innermost; the stack may go on past the patterns. */
+static int frames_match(const frame_pat *p, int np, const gpumem__frame *f, int nf)
+{
+    if (np == 0)
+        return 1;
+    if (p->type == LINE_ANY) {
+        for (int skip = 0; skip <= nf; skip++)
+            if (frames_match(p + 1, np - 1, f + skip, nf - skip))
+                return 1;
+        return 0;
+    }
+    return nf > 0 && frame_matches(p, f) && frames_match(p + 1, np - 1, f + 1, nf - 1);
+}
+
+const char *check_supp_match(int kind, const char *call, const gpumem__frame *frames, int n)
+{
+    for (size_t i = 0; i < nsupps; i++) {
+        supp *s = &supps[i];
+        if (s->kind >= 0 && s->kind != kind)
+            continue;
+        if (s->call && (!call || fnmatch(s->call, call, 0) != 0))
+            continue;
+        if (!frames_match(s->frames, s->nframes, frames, n))
+            continue;
+        pthread_mutex_lock(&used_lock);
+        s->used++;
+        pthread_mutex_unlock(&used_lock);
+        return s->name;
+    }
+    return NULL;
+}
+
+void check_supp_generate(FILE *out, int kind, const char *call, const gpumem__frame *frames,
+                         int n)
+{
+    fprintf(out, "{\n   <insert_a_suppression_name_here>\n   gpumem:%s\n", check_kind_name(kind));
+    if (call)
+        fprintf(out, "   call:%s\n", call);
+    for (int i = 0; i < n; i++)
+        fprintf(out, "   fun:%s\n", frames[i].func);
+    fprintf(out, "}\n");
+}
+
+long check_supp_print_used(FILE *out, const char *prefix)
+{
+    long total = 0;
+    for (size_t i = 0; i < nsupps; i++) {
+        if (!supps[i].used)
+            continue;
+        fprintf(out, "%sused suppression: %6ld %s\n", prefix, supps[i].used, supps[i].name);
+        total += supps[i].used;
+    }
+    return total;
+}
+
+void check_supp_clear(void)
+{
+    while (nsupps)
+        supp_free(&supps[--nsupps]);
+    free(supps);
+    supps = NULL;
+}
