@@ -368,8 +368,12 @@ static unsigned char classify(const pc_info *p)
     /* The driver, the shared runtime, and CUPTI calling gpumem check back. */
     if (obj && (strncmp(obj, "libcuda", 7) == 0 || strncmp(obj, "libcupti", 8) == 0))
         return FRAME_CUDA;
-    /* The static runtime lives in the executable, without line information. */
+    /* The static runtime lives in the executable, without line information; the runtime's
+     * C++ conveniences (cudaMalloc<T>) are inline functions of its headers. */
     if (!p->file && is_cuda_name(p->func))
+        return FRAME_CUDA;
+    const char *header = base_name(p->file);
+    if (header && (strcmp(header, "cuda_runtime.h") == 0 || strcmp(header, "cuda_runtime_api.h") == 0))
         return FRAME_CUDA;
     if (is_start_func(p->func))
         return FRAME_START;
@@ -456,6 +460,29 @@ static void lookup_dladdr(uintptr_t addr, pc_info *p)
     }
 }
 
+/* C++ names read as in the source ("solve(float*, int)"), through the C++ runtime's demangler
+ * when the process has one (any C++ program does); otherwise they stay mangled. */
+static void demangle(pc_info *p)
+{
+    typedef char *(*demangler)(const char *, char *, size_t *, int *);
+    static demangler fn;
+    static int looked;
+    if (strncmp(p->func, "_Z", 2) != 0)
+        return;
+    if (!looked) {
+        *(void **)(&fn) = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+        looked = 1;
+    }
+    int status = -1;
+    char *plain = fn ? fn(p->func, NULL, NULL, &status) : NULL;
+    if (plain && status == 0) {
+        const char *kept = intern(plain);
+        if (kept)
+            p->func = kept;
+    }
+    free(plain);
+}
+
 /* Returns a pointer into the cache, valid only until the next lookup (which may grow it). */
 static const pc_info *lookup(uintptr_t pc, int *reported)
 {
@@ -477,6 +504,7 @@ static const pc_info *lookup(uintptr_t pc, int *reported)
 #endif
     if (p->func == unknown_func || !p->object)
         lookup_dladdr(addr, p);
+    demangle(p);
     p->cls = classify(p);
     p->is_main = strcmp(p->func, "main") == 0;
     pcs.key[j] = pc;

@@ -241,6 +241,25 @@ static void test_device_reset(void)
     free(log);
 }
 
+/* One cuMemUnmap over two mappings releases both; a mapping outside the range stays. */
+static void unmap_range(void)
+{
+    check_alloc("cuMemMap", GPUMEM_KIND_VIRTUAL, DEV, 2 << 20, 0, 0, 0);
+    check_alloc("cuMemMap", GPUMEM_KIND_VIRTUAL, DEV + (2 << 20), 2 << 20, 0, 0, 0);
+    check_alloc("cuMemMap", GPUMEM_KIND_VIRTUAL, DEV + (4 << 20), 2 << 20, 0, 0, 0);
+    EXPECT_EQ(check_release_begin("cuMemUnmap", 1u << GPUMEM_KIND_VIRTUAL, DEV, 0), CHECK_GO);
+    check_release_end(DEV, 1);
+    check_unmap_rest(DEV, 4 << 20);
+}
+
+static void test_unmap_range(void)
+{
+    EXPECT_EQ(run_scenario("unmap", unmap_range, NULL), 1);
+    char *log = log_of("unmap");
+    EXPECT_CONTAINS(log, "2,097,152 bytes in 1 virtual allocation by cuMemMap() still live");
+    free(log);
+}
+
 static const char *supp_file;
 
 static void suppressed_leaks(void)
@@ -481,6 +500,7 @@ int main(void)
     RUN(test_refused_release);
     RUN(test_host_free);
     RUN(test_device_reset);
+    RUN(test_unmap_range);
     RUN(test_suppressions);
     RUN(test_suppression_files);
     RUN(test_leak_check_modes);

@@ -317,10 +317,14 @@ static void driver_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int e
             release_exit(cd, dom);
         break;
     case DRV(cuMemUnmap):
-        if (enter)
+        if (enter) {
             release_enter("cuMemUnmap", BIT(VIRTUAL), (uintptr_t)P(cuMemUnmap)->ptr);
-        else
+        } else {
             release_exit(cd, dom);
+            /* One call may unmap several mappings: all of its range goes. */
+            if (returned_ok(cd, dom))
+                check_unmap_rest((uintptr_t)P(cuMemUnmap)->ptr, P(cuMemUnmap)->size);
+        }
         break;
     case DRV(cuDevicePrimaryCtxReset_v2):
         if (!enter && returned_ok(cd, dom))

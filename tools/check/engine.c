@@ -524,6 +524,39 @@ static int reset_collect(const gpumem__rec *r, void *arg)
     return b->n == 256;
 }
 
+typedef struct {
+    uintptr_t lo, hi;
+    uintptr_t bases[256];
+    int n;
+} range_batch;
+
+static int range_collect(const gpumem__rec *r, void *arg)
+{
+    range_batch *b = arg;
+    if (r->kind == GPUMEM_KIND_VIRTUAL && r->base > b->lo && r->base < b->hi && b->n < 256)
+        b->bases[b->n++] = r->base;
+    return b->n == 256;
+}
+
+void check_unmap_rest(uintptr_t p, size_t bytes)
+{
+    check_tls_busy++;
+    for (;;) {
+        range_batch b = {.lo = p, .hi = p + bytes};
+        gpumem__reg_foreach(range_collect, &b, 0);
+        for (int i = 0; i < b.n; i++) {
+            gpumem__rec r;
+            int mismatch = 0;
+            if (gpumem__reg_take((const void *)b.bases[i], (gpumem_site){NULL, "cuMemUnmap", 0},
+                                 1u << GPUMEM_KIND_VIRTUAL, &mismatch, &r) == GPUMEM__TAKEN)
+                forget(&r);
+        }
+        if (b.n < 256)
+            break;
+    }
+    check_tls_busy--;
+}
+
 void check_device_reset(int device)
 {
     check_setup();

@@ -56,6 +56,10 @@ int check_release_begin(const char *call, unsigned kind_mask, uintptr_t p, uint3
 /* The release call of a CHECK_GO returned; unless it succeeded, p is live again. */
 void check_release_end(uintptr_t p, int succeeded);
 
+/* cuMemUnmap of [p, p + bytes) succeeded: every other mapping inside the range is gone too
+ * (the one at p went through check_release_begin). */
+void check_unmap_rest(uintptr_t p, size_t bytes);
+
 /* A host release (free, operator delete) of p. Returns 0 when p is no CUDA memory (the caller
  * releases it as usual). Otherwise a mismatched-release finding was made, p left the registry,
  * and the return value is the gpumem kind of the memory: the caller releases it with the
