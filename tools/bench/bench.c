@@ -1,0 +1,289 @@
+/* `gpumem bench`: the command line, the run, progress and the shared measuring helpers. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+
+#include "../tool.h"
+#include "bench.h"
+#include "gpumem.h"
+
+#define BENCH_USAGE "usage: gpumem bench [--quick] [--json PATH] [--device N]\n"
+
+/* After a usage error: the synopsis and where the rest is. */
+static void bench_usage_short(void)
+{
+    fprintf(stderr, BENCH_USAGE "`gpumem bench --help` describes every option and row.\n");
+}
+
+static void bench_usage(FILE *out)
+{
+    fprintf(out,
+            BENCH_USAGE
+            "\n"
+            "Measures, on the machine at hand, what allocation and every host-device copy path\n"
+            "cost, and prints each bandwidth next to the PCIe link's limit (from NVML).\n"
+            "\n"
+            "  --quick      about 10x fewer repetitions and smaller sizes (seconds, not minutes)\n"
+            "  --json PATH  also write every result to PATH as JSON\n"
+            "  --device N   measure CUDA device N (default 0)\n"
+            "\n"
+            "Allocation: one allocate + release pair, median, at 1 MiB and 64 MiB (16 MiB\n"
+            "with --quick), for each kind, raw and pooled:\n"
+            "  cudaMalloc + cudaFree                 device memory\n"
+            "  cudaMallocAsync + cudaFreeAsync       stream-ordered, CUDA's default pool\n"
+            "  cudaMallocManaged + cudaFree          managed memory\n"
+            "  cudaMallocHost + cudaFreeHost         pinned host memory\n"
+            "  cudaHostAlloc write-combined          pinned, write-combined\n"
+            "  cudaHostAlloc mapped                  pinned, mapped into the device (zero-copy)\n"
+            "  gpumem_device_alloc + gpumem_free     tracked device memory, no pool\n"
+            "  gpumem_pinned_alloc + gpumem_free     tracked pinned memory, no pool\n"
+            "  gpumem device pool                    gpumem_pool_alloc + gpumem_free_async\n"
+            "  gpumem pinned pool                    gpumem_pool_alloc + gpumem_free\n"
+            "\n"
+            "Copies: 256 MiB (32 MiB with --quick) each way, H2D and D2H, median GB/s:\n"
+            "  pageable       cudaMemcpy from and to malloc memory (CUDA stages it itself)\n"
+            "  pinned         cudaMemcpyAsync from and to cudaMallocHost memory\n"
+            "  write-combined cudaMemcpyAsync from and to write-combined pinned memory\n"
+            "  mapped         a kernel reads (H2D) or writes (D2H) mapped host memory: no copy\n"
+            "  managed, first touch\n"
+            "                 H2D: a kernel reads managed memory the host wrote (pages migrate\n"
+            "                 on the GPU's faults); D2H: the host touches each 4 KiB page of\n"
+            "                 managed memory a kernel wrote (pages migrate on the CPU's faults)\n"
+            "  managed, prefetched\n"
+            "                 the same, with gpumem_prefetch before the kernel or the host\n"
+            "  gpumem_copy, gpumem_copy_async\n"
+            "                 pageable memory staged through gpumem's pinned buffers\n"
+            "\n"
+            "Host access: one thread writes (memset) and reads (a sum of 64-bit words) 256 MiB\n"
+            "(32 MiB with --quick) of pinned and of write-combined memory, GB/s.\n"
+            "\n"
+            "Each bandwidth is also shown as a share of one direction of the PCIe link: rate\n"
+            "times lanes times the line code (128b/130b from PCIe 3.0, 8b/10b before). DMA\n"
+            "copies reach about 85-90 %% of it. docs/bench.md explains every row.\n"
+            "Progress goes to stderr, the table to stdout.\n"
+            "\n"
+            "Exit status: 0; 0 with a message when there is no CUDA device; 1 when a\n"
+            "measurement failed; 2 for a usage error.\n");
+}
+
+volatile uint64_t bench_sink;
+
+uint64_t bench_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double bench_median(double *v, int n)
+{
+    if (n <= 0)
+        return BENCH_NOT_MEASURED;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
+int bench_more(const bench_ctx *c, int done, uint64_t t0)
+{
+    if (done < c->min_reps)
+        return 1;
+    return done < c->reps && (double)(bench_now_ns() - t0) < c->budget_ns;
+}
+
+void bench_progress(bench_ctx *c, const char *what)
+{
+    c->step++;
+    /* On a terminal the line is rewritten in place; in a log every step gets its own. */
+    if (isatty(STDERR_FILENO))
+        fprintf(stderr, "\r[%d/%d] %s\033[K", c->step, c->steps, what);
+    else
+        fprintf(stderr, "[%d/%d] %s\n", c->step, c->steps, what);
+    fflush(stderr);
+}
+
+int bench_fail(bench_ctx *c, bench_row *row, const char *call, int status)
+{
+    c->failures++;
+    if (row && !row->note[0]) {
+        if (status > 0)
+            snprintf(row->note, sizeof row->note, "failed: %s: %s: %s", call,
+                     cudaGetErrorName((cudaError_t)status),
+                     cudaGetErrorString((cudaError_t)status));
+        else
+            snprintf(row->note, sizeof row->note, "failed: %s: %s", call,
+                     gpumem_err_name(status));
+    }
+    return -1;
+}
+
+static int parse_int(const char *s, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 0 || v > 1024)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* Everything about the device the run needs, read once. */
+static int device_setup(bench_ctx *c, bench_report *r)
+{
+    struct cudaDeviceProp prop;
+    cudaError_t e = cudaSetDevice(c->device);
+    if (e == cudaSuccess)
+        e = cudaGetDeviceProperties(&prop, c->device);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetPCIBusId(c->pci_bus_id, (int)sizeof c->pci_bus_id, c->device);
+    if (e == cudaSuccess)
+        e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
+    if (e != cudaSuccess) {
+        fprintf(stderr, "gpumem bench: error: device %d: %s: %s\n", c->device,
+                cudaGetErrorName(e), cudaGetErrorString(e));
+        return -1;
+    }
+    snprintf(r->device_name, sizeof r->device_name, "%s", prop.name);
+    r->cc_major = prop.major;
+    r->cc_minor = prop.minor;
+    c->sm_count = prop.multiProcessorCount;
+    c->managed_ok = prop.concurrentManagedAccess;
+#ifdef GPUMEM_BENCH_HAVE_KERNELS
+    c->have_kernels = 1;
+#endif
+    return 0;
+}
+
+int gpumem_bench_main(int argc, char **argv)
+{
+    bench_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    const char *json_path = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            bench_usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--quick") == 0) {
+            ctx.quick = 1;
+        } else if (strcmp(a, "--json") == 0 || strcmp(a, "--device") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "gpumem bench: error: %s needs a value\n", a);
+                bench_usage_short();
+                return 2;
+            }
+            if (a[2] == 'j') {
+                json_path = argv[++i];
+            } else if (parse_int(argv[++i], &ctx.device) != 0) {
+                fprintf(stderr, "gpumem bench: error: --device takes a device number, not '%s'\n",
+                        argv[i]);
+                bench_usage_short();
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "gpumem bench: error: unknown argument '%s'\n", a);
+            bench_usage_short();
+            return 2;
+        }
+    }
+    if (json_path && !bench_have_json()) {
+        fprintf(stderr, "gpumem bench: error: --json: this gpumem was built without jansson, so "
+                        "it cannot write JSON (apt-get install libjansson-dev, then rebuild)\n");
+        return 2;
+    }
+
+    int ndev = 0;
+    cudaError_t e = cudaGetDeviceCount(&ndev);
+    if (e != cudaSuccess || ndev == 0) {
+        if (e != cudaSuccess)
+            printf("gpumem bench: no CUDA device (%s: %s); nothing to measure\n",
+                   cudaGetErrorName(e), cudaGetErrorString(e));
+        else
+            printf("gpumem bench: no CUDA device (the driver found none); nothing to measure\n");
+        return 0;
+    }
+    if (ctx.device >= ndev) {
+        fprintf(stderr, "gpumem bench: error: no device %d: this machine has %d (0 to %d)\n",
+                ctx.device, ndev, ndev - 1);
+        return 2;
+    }
+    FILE *json = NULL;
+    if (json_path && !(json = fopen(json_path, "w"))) {
+        fprintf(stderr, "gpumem bench: error: cannot write %s: %s\n", json_path, strerror(errno));
+        return 1;
+    }
+
+    /* The measurements are of real memory: the simulated device would measure host RAM. */
+    if (gpumem_backend_select("cuda") != GPUMEM_OK || gpumem_init() != GPUMEM_OK) {
+        fprintf(stderr, "gpumem bench: error: gpumem cannot use the device: %s\n",
+                gpumem_last_error()->message);
+        if (json)
+            fclose(json);
+        return 1;
+    }
+
+    static bench_report report;
+    memset(&report, 0, sizeof report);
+    ctx.report = &report;
+    report.version = gpumem_version();
+    report.device = ctx.device;
+    report.quick = ctx.quick;
+    report.alloc_bytes[0] = (size_t)1 << 20;
+    report.alloc_bytes[1] = ctx.quick ? (size_t)16 << 20 : (size_t)64 << 20;
+    report.copy_bytes = ctx.quick ? (size_t)32 << 20 : (size_t)256 << 20;
+    report.host_bytes = report.copy_bytes;
+    ctx.reps = ctx.quick ? 3 : 30;
+    ctx.min_reps = ctx.quick ? 1 : 3;
+    ctx.budget_ns = ctx.quick ? 0.4e9 : 3e9;
+
+    uint64_t t0 = bench_now_ns();
+    if (device_setup(&ctx, &report) != 0) {
+        if (json)
+            fclose(json);
+        return 1;
+    }
+    bench_link_open(ctx.pci_bus_id, &report.link);
+    fprintf(stderr, "gpumem bench: device %d, %s (%s), %s run\n", ctx.device, report.device_name,
+            ctx.pci_bus_id, ctx.quick ? "quick" : "full");
+
+    ctx.steps = bench_alloc_steps(&ctx) + bench_copy_steps(&ctx) + bench_host_steps(&ctx);
+    bench_alloc_run(&ctx);
+    bench_copy_run(&ctx);
+    bench_host_run(&ctx);
+    bench_link_close();
+    if (isatty(STDERR_FILENO))
+        fputc('\n', stderr);
+    report.seconds = (double)(bench_now_ns() - t0) / 1e9;
+
+    int status = ctx.failures ? 1 : 0;
+    if (bench_print_table(stdout, &report) != 0)
+        status = 1;
+    if (json) {
+        char err[200];
+        if (bench_write_json(json, &report, err, sizeof err) != 0) {
+            fprintf(stderr, "gpumem bench: error: %s: %s\n", json_path, err);
+            status = 1;
+        }
+        if (fclose(json) != 0) {
+            fprintf(stderr, "gpumem bench: error: %s: %s\n", json_path, strerror(errno));
+            status = 1;
+        }
+    }
+    if (ctx.failures)
+        fprintf(stderr, "gpumem bench: %d measurement%s failed (see the notes in the table)\n",
+                ctx.failures, ctx.failures == 1 ? "" : "s");
+    cudaStreamDestroy(ctx.stream);
+    return status;
+}
