@@ -1,0 +1,16 @@
+// expect: interior-free cudaFree device bytes=4096 offset=256
+//
+// cudaFree of a pointer 256 bytes into a device block; the block itself is then released
+// properly, so nothing leaks.
+#include "check_prog.h"
+
+int main(void)
+{
+    prog_init();
+    char *d = NULL;
+    CHECK(cudaMalloc(&d, 4096));
+    PLANTED(cudaFree(d + 256));
+    CHECK(cudaFree(d));
+    prog_done("interior_free");
+    return 0;
+}

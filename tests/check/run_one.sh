@@ -1,0 +1,254 @@
+#!/usr/bin/env bash
+# Runs one program of tests/check/progs under `gpumem check` and compares what it reports with
+# the expect lines that open the program's source.
+#
+#   run_one.sh GPUMEM PROGRAM SOURCE
+#
+# Expect lines, in the comment block at the top of SOURCE:
+#   // expect: KIND CALL MEMORY [bytes=N] [offset=N] [error=NAME] [count=N]
+#       One finding of PROGRAM's own process. CALL is the release call, or the allocation call
+#       for a leak or a failed allocation; it may contain spaces ("operator delete[]"): the
+#       first word is the kind, the last word before any key=value is the memory kind ("-" for
+#       a finding without one). key=value pairs are checked when given.
+#   // expect-child: ...   the same, for the findings of PROGRAM's child processes together
+#   // expect-exit: N      PROGRAM's own exit status (default 0)
+#   // expect-status: exited|signaled|unchecked   (default exited)
+#   // expect-signal: N    the signal, with signaled
+# A program without expect lines must get no findings. The findings must match exactly, as a
+# multiset: none missing, none more (suppressed findings do not count). A leak finding is one
+# call site; count=N checks how many blocks it groups (the programs leak one block per site). Every finding but invalid-free must also have a stack frame
+# (in alloc_stack or stack) in SOURCE's file with a line number: the programs are built with
+# -g -lineinfo.
+#
+# gpumem check runs with --error-exitcode=99, so its own exit status must be 99 when findings
+# were reported and PROGRAM's own otherwise; PROGRAM must print "<name>: done" (its closing line)
+# unless it is expected to die of a signal.
+#
+# Exit status: 0 as expected, 1 not, 2 usage, 77 skipped: no GPU (nvidia-smi -L lists none) or
+# GPUMEM has no check command yet (`GPUMEM check --help` fails).
+set -uo pipefail
+
+if [ $# -ne 3 ]; then
+  echo "usage: run_one.sh GPUMEM PROGRAM SOURCE" >&2
+  exit 2
+fi
+gpumem=$1 prog=$2 src=$3
+name=$(basename "$src")
+name=${name%.*}
+
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+  echo "SKIP: no GPU (nvidia-smi -L lists none)"
+  exit 77
+fi
+if ! "$gpumem" check --help >/dev/null 2>&1; then
+  echo "SKIP: $gpumem has no check command ('$gpumem check --help' fails)"
+  exit 77
+fi
+if ! command -v python3 >/dev/null 2>&1; then
+  echo "run_one.sh: python3 is needed to read the JSON reports" >&2
+  exit 1
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-check-$name.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+# The program runs in the scratch folder, so that anything it writes stays there.
+(cd "$tmp" && exec "$gpumem" check --error-exitcode=99 --leak-check=full \
+  "--json=$tmp/out.%p.json" -- "$prog") >"$tmp/output.txt" 2>&1
+rc=$?
+
+if python3 - "$src" "$prog" "$rc" "$tmp" "$name" <<'PYTHON'
+import glob, json, os, re, sys
+from collections import Counter
+
+src, prog, rc, tmp, name = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+problems = []
+
+# ---- The expect lines ----
+expect = {"expect": [], "expect-child": []}
+exit_code, status, signal = 0, "exited", None
+with open(src) as f:
+    for line in f:
+        if not line.startswith("//"):
+            break
+        m = re.match(r"//\s*(expect(?:-child|-exit|-status|-signal)?):\s*(.*?)\s*$", line)
+        if not m:
+            continue
+        key, value = m.groups()
+        if key in expect:
+            words = value.split()
+            pairs = {}
+            while words and "=" in words[-1]:
+                k, v = words.pop().split("=", 1)
+                pairs[k] = v
+            if len(words) < 3:
+                sys.exit(f"run_one.sh: {src}: bad expect line: {line.strip()}")
+            expect[key].append(((words[0], " ".join(words[1:-1]), words[-1]), pairs))
+        elif key == "expect-exit":
+            exit_code = int(value)
+        elif key == "expect-status":
+            status = value
+        else:
+            signal = int(value)
+if status not in ("exited", "signaled", "unchecked"):
+    sys.exit(f"run_one.sh: {src}: expect-status must be exited, signaled or unchecked")
+
+# ---- The JSON documents: PROGRAM's own, and its children's ----
+docs = []
+for path in sorted(glob.glob(os.path.join(tmp, "out.*.json"))):
+    try:
+        with open(path) as f:
+            docs.append((path, json.load(f)))
+    except (OSError, ValueError) as e:
+        problems.append(f"{os.path.basename(path)} is not valid JSON: {e}")
+        with open(path, errors="replace") as f:
+            print(f"--- {path} ---\n{f.read()}")
+
+def is_top(doc):
+    cmd = doc.get("command") or []
+    return bool(cmd) and os.path.basename(str(cmd[0])) == os.path.basename(prog) and len(cmd) == 1
+
+tops = [d for d in docs if is_top(d[1])]
+if len(tops) != 1 and len(docs) == 1:
+    tops = docs
+top = tops[0][1] if len(tops) == 1 else None
+children = [d for d in docs if top is None or d[1] is not top]
+if top is None:
+    problems.append(f"expected one JSON document for the program itself ({prog} with no "
+                    f"arguments), found {len(tops)} among {len(docs)}: " +
+                    ", ".join(f"{os.path.basename(p)} {d.get('command')}" for p, d in docs))
+    top = {}
+
+def triple(finding):
+    kind = finding.get("kind", "?")
+    call = finding.get("alloc_call") if kind == "leak" else finding.get("call")
+    return (kind, call or "?", finding.get("memory", "-"))
+
+def satisfies(finding, pairs):
+    for k, v in pairs.items():
+        have = finding.get(k, 1 if k == "count" else None)
+        if str(have) != v:
+            return False
+    return True
+
+def compare(what, findings, expected):
+    """Matches findings to expectations one to one; returns whether all matched."""
+    left = list(findings)
+    missing = []
+    for exp in sorted(expected, key=lambda e: -len(e[1])):
+        for i, f in enumerate(left):
+            if triple(f) == exp[0] and satisfies(f, exp[1]):
+                del left[i]
+                break
+        else:
+            missing.append(exp)
+    if not missing and not left:
+        return True
+    def fmt_exp(e):
+        return " ".join(e[0]) + "".join(f" {k}={v}" for k, v in sorted(e[1].items()))
+    def fmt_found(f):
+        extra = {k: f[k] for k in ("bytes", "count", "offset", "error", "address") if k in f}
+        return " ".join(triple(f)) + "".join(f" {k}={v}" for k, v in extra.items())
+    problems.append(f"{what}: the findings differ from the expect lines")
+    print(f"{what}: expected ({len(expected)}):")
+    for e in expected:
+        print(f"    {fmt_exp(e)}")
+    print(f"{what}: reported ({len(findings)}):")
+    for f in findings:
+        print(f"    {fmt_found(f)}")
+    for e in missing:
+        print(f"{what}: missing: {fmt_exp(e)}")
+    for f in left:
+        print(f"{what}: not expected: {fmt_found(f)}")
+    return False
+
+def check_shape(what, doc):
+    if doc.get("schema") != "gpumem-check/1":
+        problems.append(f"{what}: schema is {doc.get('schema')!r}, not 'gpumem-check/1'")
+    findings = doc.get("findings")
+    if not isinstance(findings, list):
+        problems.append(f"{what}: no findings list")
+        return []
+    base = os.path.basename(src)
+    for f in findings:
+        kind = f.get("kind")
+        if kind == "leak" and "call" in f:
+            problems.append(f"{what}: a leak has a call ({f['call']}); leaks name only alloc_call")
+        if kind == "failed-alloc" and not str(f.get("error", "")).startswith("cudaError"):
+            problems.append(f"{what}: failed-alloc without a CUDA error name: {f.get('error')!r}")
+        if kind == "invalid-free":
+            continue
+        frames = (f.get("alloc_stack") or []) + (f.get("stack") or [])
+        if not any(os.path.basename(str(fr.get("file") or "")) == base
+                   and isinstance(fr.get("line"), int) and fr["line"] > 0 for fr in frames):
+            problems.append(f"{what}: {' '.join(triple(f))}: no stack frame in {base} with a "
+                            f"line number (-g -lineinfo); frames: " +
+                            "; ".join(f"{fr.get('function')} {fr.get('file')}:{fr.get('line')}"
+                                      for fr in frames))
+    # Suppressed findings are listed too, marked; they count for nothing.
+    findings = [f for f in findings if not f.get("suppressed")]
+    # The summary counts findings (a leak finding is a call site, of "count" blocks), leaks
+    # among them, and the bytes of all the leaks.
+    summary = doc.get("summary") or {}
+    leaks = [f for f in findings if f.get("kind") == "leak"]
+    said = (summary.get("errors"), summary.get("leaks"), summary.get("leaked_bytes"))
+    found = (len(findings), len(leaks), sum(f.get("bytes", 0) for f in leaks))
+    if said != found:
+        problems.append(f"{what}: summary says errors, leaks, leaked_bytes = {said}; the "
+                        f"findings make {found}")
+    return findings
+
+# ---- The program's own process ----
+if top:
+    findings = check_shape("program", top)
+    compare("program", findings, expect["expect"])
+    if top.get("status") != status:
+        problems.append(f"status is {top.get('status')!r}, expected {status!r}")
+    elif status == "exited" and top.get("exit_code") != exit_code:
+        problems.append(f"exit_code is {top.get('exit_code')!r}, expected {exit_code}")
+    elif status == "signaled" and signal is not None and top.get("signal") != signal:
+        problems.append(f"signal is {top.get('signal')!r}, expected {signal}")
+
+# ---- Its children, all together ----
+child_findings = []
+for path, doc in children:
+    child_findings += check_shape(f"child {os.path.basename(path)}", doc)
+if expect["expect-child"] and not children:
+    problems.append("expect-child lines, but no JSON document from a child process")
+compare("children", child_findings, expect["expect-child"])
+
+# ---- gpumem check's own exit status ----
+# (Dying of the program's signal itself, as a shell sees it, is allowed too.)
+if status == "signaled":
+    allowed, said = {99} | ({128 + signal} if signal else set(range(129, 160))), \
+        f"99 or {128 + signal if signal else '128 + the signal'}"
+elif expect["expect"]:
+    allowed, said = {99}, "99 (--error-exitcode)"
+else:
+    allowed, said = {exit_code}, f"{exit_code} (the program's own)"
+if rc not in allowed:
+    problems.append(f"gpumem check exited with {rc}, expected {said}")
+
+# ---- The closing line ----
+with open(os.path.join(tmp, "output.txt"), errors="replace") as f:
+    output = f.read()
+if status != "signaled" and not re.search(rf"^{re.escape(name)}: done$", output, re.M):
+    problems.append(f"the program did not print its closing line '{name}: done'")
+
+if problems:
+    for p in problems:
+        print(f"FAIL: {p}")
+    if top:
+        print("--- the program's JSON ---")
+        print(json.dumps(top, indent=1))
+    sys.exit(1)
+n = len(expect["expect"]) + len(expect["expect-child"])
+print(f"{name}: ok ({n} finding{'s' if n != 1 else ''} as expected, status {status}, "
+      f"gpumem check exited with {rc})")
+PYTHON
+then
+  exit 0
+fi
+echo "--- the output of gpumem check and the program (gpumem check exited with $rc) ---"
+cat "$tmp/output.txt"
+exit 1
