@@ -169,6 +169,8 @@ def check_shape(what, doc):
     if not isinstance(findings, list):
         problems.append(f"{what}: no findings list")
         return []
+    # Suppressed findings are listed too, marked; they count for nothing.
+    findings = [f for f in findings if not f.get("suppressed")]
     base = os.path.basename(src)
     for f in findings:
         kind = f.get("kind")
@@ -185,8 +187,6 @@ def check_shape(what, doc):
                             f"line number (-g -lineinfo); frames: " +
                             "; ".join(f"{fr.get('function')} {fr.get('file')}:{fr.get('line')}"
                                       for fr in frames))
-    # Suppressed findings are listed too, marked; they count for nothing.
-    findings = [f for f in findings if not f.get("suppressed")]
     # The summary counts findings (a leak finding is a call site, of "count" blocks), leaks
     # among them, and the bytes of all the leaks.
     summary = doc.get("summary") or {}

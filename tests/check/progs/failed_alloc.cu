@@ -1,4 +1,4 @@
-// expect: failed-alloc cudaMalloc device error=cudaErrorMemoryAllocation
+// expect: failed-alloc cudaMalloc device bytes=1125899906842624 error=cudaErrorMemoryAllocation
 //
 // cudaMalloc of 1 PiB (1 << 50 bytes), which no GPU has: the program checks the error, says
 // so and goes on with a reasonable size.
