@@ -50,55 +50,68 @@ int bench_alloc_steps(const bench_ctx *c)
     return NCASES;
 }
 
+/* One raw pair of each kind: the CUDA runtime's calls, nothing else. */
+static cudaError_t pair_device(size_t bytes)
+{
+    void *p = NULL;
+    cudaError_t e = cudaMalloc(&p, bytes);
+    return e != cudaSuccess ? e : cudaFree(p);
+}
+
+static cudaError_t pair_async(size_t bytes, cudaStream_t stream)
+{
+    void *p = NULL;
+    cudaError_t e = cudaMallocAsync(&p, bytes, stream);
+    return e != cudaSuccess ? e : cudaFreeAsync(p, stream);
+}
+
+static cudaError_t pair_managed(size_t bytes)
+{
+    void *p = NULL;
+    cudaError_t e = cudaMallocManaged(&p, bytes, cudaMemAttachGlobal);
+    return e != cudaSuccess ? e : cudaFree(p);
+}
+
+/* @flags 0: cudaMallocHost; else cudaHostAlloc with them. */
+static cudaError_t pair_host(size_t bytes, unsigned flags)
+{
+    void *p = NULL;
+    cudaError_t e = flags ? cudaHostAlloc(&p, bytes, flags) : cudaMallocHost(&p, bytes);
+    return e != cudaSuccess ? e : cudaFreeHost(p);
+}
+
+/* One gpumem pair: tracked, or from @pool. Returns a gpumem status. */
+static int pair_gpumem(int kind, gpumem_pool *pool, size_t bytes, cudaStream_t stream)
+{
+    void *p = kind == K_GPUMEM_DEVICE   ? gpumem_device_alloc(1, bytes)
+              : kind == K_GPUMEM_PINNED ? gpumem_pinned_alloc(1, bytes)
+                                        : gpumem_pool_alloc(pool, 1, bytes, stream);
+    if (!p)
+        return gpumem_last_error()->code;
+    /* The device pool caches a block for the stream it is released on. */
+    return kind == K_POOL_DEVICE ? gpumem_free_async(p, stream) : gpumem_free(p);
+}
+
 /* @n allocate + release pairs of @bytes. Returns 0, or -1 with the row's note set. */
 static int pairs(bench_ctx *c, bench_row *row, int kind, gpumem_pool *pool, size_t bytes, int n)
 {
     for (int i = 0; i < n; i++) {
-        void *p = NULL;
         cudaError_t e = cudaSuccess;
         int st = GPUMEM_OK;
-        switch (kind) {
-        case K_MALLOC:
-            e = cudaMalloc(&p, bytes);
-            if (e == cudaSuccess)
-                e = cudaFree(p);
-            break;
-        case K_MALLOC_ASYNC:
-            e = cudaMallocAsync(&p, bytes, c->stream);
-            if (e == cudaSuccess)
-                e = cudaFreeAsync(p, c->stream);
-            break;
-        case K_MANAGED:
-            e = cudaMallocManaged(&p, bytes, cudaMemAttachGlobal);
-            if (e == cudaSuccess)
-                e = cudaFree(p);
-            break;
-        case K_HOST:
-            e = cudaMallocHost(&p, bytes);
-            if (e == cudaSuccess)
-                e = cudaFreeHost(p);
-            break;
-        case K_HOST_WC:
-        case K_HOST_MAPPED:
-            e = cudaHostAlloc(&p, bytes,
-                              kind == K_HOST_WC ? cudaHostAllocWriteCombined : cudaHostAllocMapped);
-            if (e == cudaSuccess)
-                e = cudaFreeHost(p);
-            break;
-        case K_GPUMEM_DEVICE:
-        case K_GPUMEM_PINNED:
-            p = kind == K_GPUMEM_DEVICE ? gpumem_device_alloc(1, bytes) : gpumem_pinned_alloc(1, bytes);
-            st = p ? gpumem_free(p) : gpumem_last_error()->code;
-            break;
-        case K_POOL_DEVICE:
-            p = gpumem_pool_alloc(pool, 1, bytes, c->stream);
-            st = p ? gpumem_free_async(p, c->stream) : gpumem_last_error()->code;
-            break;
-        default:
-            p = gpumem_pool_alloc(pool, 1, bytes, NULL);
-            st = p ? gpumem_free(p) : gpumem_last_error()->code;
-            break;
-        }
+        if (kind == K_MALLOC)
+            e = pair_device(bytes);
+        else if (kind == K_MALLOC_ASYNC)
+            e = pair_async(bytes, c->stream);
+        else if (kind == K_MANAGED)
+            e = pair_managed(bytes);
+        else if (kind == K_HOST)
+            e = pair_host(bytes, 0);
+        else if (kind == K_HOST_WC)
+            e = pair_host(bytes, cudaHostAllocWriteCombined);
+        else if (kind == K_HOST_MAPPED)
+            e = pair_host(bytes, cudaHostAllocMapped);
+        else
+            st = pair_gpumem(kind, pool, bytes, c->stream);
         if (e != cudaSuccess)
             return bench_fail(c, row, "allocate + release", (int)e);
         if (st != GPUMEM_OK)
@@ -146,7 +159,9 @@ static void measure(bench_ctx *c, int i, bench_row *row)
         row->samples[s] = n;
     }
     if (pool) {
-        cudaStreamSynchronize(c->stream);
+        cudaError_t e = cudaStreamSynchronize(c->stream);
+        if (e != cudaSuccess)
+            bench_fail(c, row, "cudaStreamSynchronize", (int)e);
         int st = gpumem_pool_destroy(pool);
         if (st != GPUMEM_OK)
             bench_fail(c, row, "gpumem_pool_destroy", st);

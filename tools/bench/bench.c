@@ -57,8 +57,6 @@ static void bench_usage(FILE *out)
             "                 managed memory a kernel wrote (pages migrate on the CPU's faults)\n"
             "  managed, prefetched\n"
             "                 the same, with gpumem_prefetch before the kernel or the host\n"
-            "  gpumem_copy, gpumem_copy_async\n"
-            "                 pageable memory staged through gpumem's pinned buffers\n"
             "\n"
             "Host access: one thread writes (memset) and reads (a sum of 64-bit words) 256 MiB\n"
             "(32 MiB with --quick) of pinned and of write-combined memory, GB/s.\n"
@@ -284,6 +282,7 @@ int gpumem_bench_main(int argc, char **argv)
     if (ctx.failures)
         fprintf(stderr, "gpumem bench: %d measurement%s failed (see the notes in the table)\n",
                 ctx.failures, ctx.failures == 1 ? "" : "s");
-    cudaStreamDestroy(ctx.stream);
+    if (cudaStreamDestroy(ctx.stream) != cudaSuccess)
+        status = 1;
     return status;
 }

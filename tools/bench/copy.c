@@ -232,7 +232,9 @@ static void read_busy_link(bench_ctx *c, const buffers *b)
             cudaSuccess)
             break;
     bench_link_busy(&c->report->link);
-    cudaStreamSynchronize(c->stream);
+    cudaError_t e = cudaStreamSynchronize(c->stream);
+    if (e != cudaSuccess)
+        bench_fail(c, NULL, "cudaStreamSynchronize", (int)e);
 }
 
 static void measure(bench_ctx *c, const copy_path *p, bench_row *row, const buffers *b, int dir)
