@@ -836,6 +836,54 @@ GPUMEM_API int gpumem_pool_destroy_at(gpumem_pool *pool, gpumem_site site);
 #define gpumem_pool_destroy(pool) gpumem_pool_destroy_at((pool), GPUMEM_SITE_HERE)
 /**@}*/
 
+/* ---- Copies (issue 7) ---- */
+/** @name Copies
+ * cudaMemcpy without the direction argument, checked against what gpumem knows, and fast from
+ * pageable memory. The direction comes from both pointers: a pointer into a live gpumem
+ * allocation (interior pointers and pool blocks included) has its allocation's kind; any
+ * other pointer is what CUDA says it is (cudaPointerGetAttributes: device, pinned host,
+ * managed, or unregistered, which is pageable host memory). Copies of at least
+ * GPUMEM_COPY_STAGE_MIN bytes (default 1 MiB) between pageable host memory and device memory
+ * go through a ring of pinned staging slots, filled and drained by worker threads while the
+ * DMA engine moves the slot before; all others are one cuMemcpyAsync. docs/copies.md has the
+ * rules, the options and the numbers.
+ *
+ * Threads: thread-safe; concurrent copies in the same direction on one device share that
+ * direction's staging ring one at a time (one copy already fills the link). The staging rings
+ * (pinned memory, events and sleeping worker threads) are made at the first staged copy, per
+ * device and direction, and kept until the process ends. The device is the caller's current
+ * one; the error record is per thread. */
+/**@{*/
+/**
+ * Copies @p bytes from @p src to @p dst and returns once the data is in @p dst, like
+ * cudaMemcpy with cudaMemcpyDefault: the copy is queued on the legacy default stream, so it
+ * also waits for the work that stream waits for. Errors (nothing copied, record and handler):
+ * - GPUMEM_EINVAL: @p dst or @p src NULL with @p bytes > 0; the ranges overlap; the range
+ *   from a pointer into a gpumem allocation runs past its end (the message names the
+ *   allocation's kind, size and site, the offset, and by how many bytes it overruns);
+ * - GPUMEM_ECUDA / GPUMEM_ESTICKY / GPUMEM_ENODEV: CUDA refused (the message names the CUDA
+ *   call); after a failed transfer the destination may hold part of the data.
+ * @p bytes 0 does nothing and returns GPUMEM_OK (NULL pointers allowed). The record is reset
+ * to GPUMEM_OK on success; requested holds @p bytes on failure.
+ */
+GPUMEM_API int gpumem_copy_at(void *dst, const void *src, size_t bytes, gpumem_site site);
+#define gpumem_copy(dst, src, bytes) gpumem_copy_at((dst), (src), (bytes), GPUMEM_SITE_HERE)
+
+/**
+ * As gpumem_copy(), in order on @p stream, returning as cudaMemcpyAsync does: @p src may be
+ * reused (overwritten, freed) as soon as the call returns; a pageable @p dst is complete on
+ * return; any other @p dst is complete once @p stream reaches the copy (synchronize the
+ * stream or an event recorded after it). A staged copy from pageable memory returns once its
+ * last slot is filled and queued, so at most GPUMEM_COPY_SLOTS transfers are still in flight.
+ * Like cudaMemcpyAsync from or to pageable memory, the call may wait for work already queued
+ * on @p stream. Errors as gpumem_copy().
+ */
+GPUMEM_API int gpumem_copy_async_at(void *dst, const void *src, size_t bytes,
+                                    cudaStream_t stream, gpumem_site site);
+#define gpumem_copy_async(dst, src, bytes, stream)                                              \
+    gpumem_copy_async_at((dst), (src), (bytes), (stream), GPUMEM_SITE_HERE)
+/**@}*/
+
 #ifdef __cplusplus
 }
 #endif

@@ -42,7 +42,14 @@
       "write reports to this file instead of stderr; %p is the process id")                     \
     X(REPORT_FORMAT, CHOICE, "text|json", "text", "format of reports: text or json")         \
     X(BACKTRACE, BOOL, "", "0",                                                                  \
-      "keep each allocation's stack, shown in reports and release errors (costs time)")
+      "keep each allocation's stack, shown in reports and release errors (costs time)")          \
+    X(COPY_STAGE_MIN, SIZE, "", "1MiB",                                                          \
+      "copies between pageable host and device memory this large go through pinned staging "    \
+      "slots (0: never)")                                                                        \
+    X(COPY_SLOT_BYTES, SIZE, "", "16MiB", "bytes of each pinned staging slot of gpumem_copy")    \
+    X(COPY_SLOTS, SIZE, "", "4", "pinned staging slots per device and direction (2 to 64)")      \
+    X(COPY_THREADS, SIZE, "", "0",                                                               \
+      "threads that fill and drain staging slots, the caller included (0: one a core, up to 16)")
 
 enum {
 #define GPUMEM__OPTION_ENUM(name, type, choices, def, help) GPUMEM__OPT_##name,
@@ -142,6 +149,17 @@ int gpumem__reg_foreach(int (*fn)(const gpumem__rec *r, void *arg), void *arg, i
  * reports it and puts the record back. */
 int gpumem__pool_release(struct gpumem_pool *pool, const gpumem__rec *r, int async,
                          cudaStream_t stream);
+
+/* ---- copy.c ---- */
+/* What gpumem_copy did since the process started (for tests and benchmarks). */
+typedef struct gpumem__copy_counts {
+    uint64_t direct;      /* copies handed to one cuMemcpyAsync */
+    uint64_t staged;      /* copies through a staging ring */
+    uint64_t chunks;      /* slot fills (to the device) and drains (from it) */
+    uint64_t slot_waits;  /* times a slot's previous transfer had to be waited for */
+    uint64_t fallbacks;   /* copies that would have been staged but went direct (no ring) */
+} gpumem__copy_counts;
+void gpumem__copy_counts_get(gpumem__copy_counts *out);
 
 /* ---- query.c ---- */
 /* One sentence on what CUDA says an address gpumem does not own is, with the release call

@@ -24,7 +24,11 @@
     X(cuMemPoolCreate, CUmemoryPool *a, const CUmemPoolProps *b)                                 \
     X(cuMemPoolSetAttribute, CUmemoryPool a, CUmemPool_attribute b, void *c)                     \
     X(cuMemAllocFromPoolAsync, CUdeviceptr *a, size_t b, CUmemoryPool c, CUstream d)             \
-    X(cuMemPoolTrimTo, CUmemoryPool a, size_t b) X(cuMemPoolDestroy, CUmemoryPool a)
+    X(cuMemPoolTrimTo, CUmemoryPool a, size_t b) X(cuMemPoolDestroy, CUmemoryPool a)            \
+    X(cuMemcpyAsync, CUdeviceptr a, CUdeviceptr b, size_t c, CUstream d)                         \
+    X(cuStreamSynchronize, CUstream a) X(cuEventCreate, CUevent *a, unsigned b)                  \
+    X(cuEventRecord, CUevent a, CUstream b) X(cuEventSynchronize, CUevent a)                     \
+    X(cuEventDestroy_v2, CUevent a)
 
 #define DEFINE(name, ...)                                                                        \
     CUresult name(__VA_ARGS__);                                                                  \

@@ -46,6 +46,16 @@ typedef struct gpumem__backend {
     int (*mempool_alloc)(void *pool, void **p, size_t bytes, cudaStream_t stream);
     int (*mempool_trim)(void *pool, size_t keep_bytes);                  /* cuMemPoolTrimTo */
     int (*mempool_destroy)(void *pool);                                   /* cuMemPoolDestroy */
+    /* Copies (issue 7). cuMemcpyAsync with unified addressing: the direction comes from the
+     * addresses. As CUDA documents, a copy from pageable memory returns once the source was
+     * read, and one to pageable memory or between two host buffers returns once done. */
+    int (*memcpy_async)(void *dst, const void *src, size_t bytes, cudaStream_t stream);
+    int (*stream_sync)(cudaStream_t stream);                              /* cuStreamSynchronize */
+    /* Events in the current context, without timing (cuEventCreate, CU_EVENT_DISABLE_TIMING). */
+    int (*event_create)(void **event);
+    int (*event_record)(void *event, cudaStream_t stream);                /* cuEventRecord */
+    int (*event_sync)(void *event);                                       /* cuEventSynchronize */
+    int (*event_destroy)(void *event);                                    /* cuEventDestroy */
 } gpumem__backend;
 
 extern const gpumem__backend gpumem__backend_cuda;
@@ -62,5 +72,8 @@ int gpumem__cuda_error_is_sticky(int err);
  * and count what the simulated driver holds. */
 void gpumem__sim_poison(int cuda_error);
 size_t gpumem__sim_live_count(void);
+/* Simulated device, for tests: after `after` more successful copies (memcpy_async), the next
+ * one fails with cuda_error, once; cuda_error 0 cancels. Not sticky, unlike a poison. */
+void gpumem__sim_fail_copy(unsigned after, int cuda_error);
 
 #endif

@@ -52,7 +52,13 @@
     X(cuMemPoolSetAttribute, (CUmemoryPool, CUmemPool_attribute, void *))                        \
     X(cuMemAllocFromPoolAsync, (CUdeviceptr *, size_t, CUmemoryPool, CUstream))                  \
     X(cuMemPoolTrimTo, (CUmemoryPool, size_t))                                                   \
-    X(cuMemPoolDestroy, (CUmemoryPool))
+    X(cuMemPoolDestroy, (CUmemoryPool))                                                          \
+    X(cuMemcpyAsync, (CUdeviceptr, CUdeviceptr, size_t, CUstream))                               \
+    X(cuStreamSynchronize, (CUstream))                                                           \
+    X(cuEventCreate, (CUevent *, unsigned))                                                      \
+    X(cuEventRecord, (CUevent, CUstream))                                                        \
+    X(cuEventSynchronize, (CUevent))                                                             \
+    X(cuEventDestroy_v2, (CUevent))
 
 static struct {
 #define GPUMEM__DRIVER_FIELD(name, args) CUresult(*name) args;
@@ -356,6 +362,50 @@ static int cuda_mempool_destroy(void *pool)
     return (int)drv.cuMemPoolDestroy((CUmemoryPool)pool);
 }
 
+/* Copies: with unified addressing cuMemcpyAsync tells host from device memory by address, as
+ * cudaMemcpyAsync with cudaMemcpyDefault does, pageable host memory included. */
+static int cuda_memcpy_async(void *dst, const void *src, size_t bytes, cudaStream_t stream)
+{
+    CUresult r = ensure_ctx();
+    if (r == CUDA_SUCCESS && bytes)
+        r = drv.cuMemcpyAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, bytes,
+                              (CUstream)stream);
+    return (int)r;
+}
+
+static int cuda_stream_sync(cudaStream_t stream)
+{
+    CUresult r = ensure_ctx();
+    if (r == CUDA_SUCCESS)
+        r = drv.cuStreamSynchronize((CUstream)stream);
+    return (int)r;
+}
+
+static int cuda_event_create(void **event)
+{
+    CUevent ev = NULL;
+    CUresult r = ensure_ctx();
+    if (r == CUDA_SUCCESS)
+        r = drv.cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING);
+    *event = ev;
+    return (int)r;
+}
+
+static int cuda_event_record(void *event, cudaStream_t stream)
+{
+    return (int)drv.cuEventRecord((CUevent)event, (CUstream)stream);
+}
+
+static int cuda_event_sync(void *event)
+{
+    return (int)drv.cuEventSynchronize((CUevent)event);
+}
+
+static int cuda_event_destroy(void *event)
+{
+    return (int)drv.cuEventDestroy_v2((CUevent)event);
+}
+
 const gpumem__backend gpumem__backend_cuda = {
     "cuda",
     cuda_init,
@@ -378,4 +428,10 @@ const gpumem__backend gpumem__backend_cuda = {
     cuda_mempool_alloc,
     cuda_mempool_trim,
     cuda_mempool_destroy,
+    cuda_memcpy_async,
+    cuda_stream_sync,
+    cuda_event_create,
+    cuda_event_record,
+    cuda_event_sync,
+    cuda_event_destroy,
 };

@@ -343,6 +343,73 @@ static int sim_mempool_destroy(void *pool)
     return 0;
 }
 
+/* Copies run at once on the calling thread, so every copy is complete when the call returns:
+ * the strictest reading of CUDA's stream order, under which events and streams have nothing
+ * left to wait for. Addresses are not checked against the simulated device's table: gpumem
+ * checks ranges it owns before calling, and a linear search per copy would slow the tests. */
+static atomic_uint copies_until_failure; /* 0: no failure planned, else copies left + 1 */
+static atomic_int copy_failure;
+
+void gpumem__sim_fail_copy(unsigned after, int cuda_error)
+{
+    atomic_store(&copy_failure, cuda_error);
+    atomic_store(&copies_until_failure, cuda_error ? after + 1 : 0);
+}
+
+static int sim_memcpy_async(void *dst, const void *src, size_t bytes, cudaStream_t stream)
+{
+    (void)stream;
+    int err = atomic_load(&poisoned);
+    if (err)
+        return err;
+    unsigned left = atomic_load(&copies_until_failure);
+    while (left && !atomic_compare_exchange_weak(&copies_until_failure, &left, left - 1)) {
+    }
+    if (left == 1)
+        return atomic_load(&copy_failure);
+    if (bytes && (!dst || !src))
+        return cudaErrorInvalidValue;
+    if (bytes)
+        memcpy(dst, src, bytes);
+    return 0;
+}
+
+static int sim_stream_sync(cudaStream_t stream)
+{
+    (void)stream;
+    return atomic_load(&poisoned);
+}
+
+/* An event is only a token: everything it could wait for is done already. */
+static int sim_event_create(void **event)
+{
+    *event = NULL;
+    int err = atomic_load(&poisoned);
+    if (err)
+        return err;
+    *event = malloc(1);
+    return *event ? 0 : cudaErrorMemoryAllocation;
+}
+
+static int sim_event_record(void *event, cudaStream_t stream)
+{
+    (void)stream;
+    return event ? atomic_load(&poisoned) : cudaErrorInvalidResourceHandle;
+}
+
+static int sim_event_sync(void *event)
+{
+    return event ? atomic_load(&poisoned) : cudaErrorInvalidResourceHandle;
+}
+
+static int sim_event_destroy(void *event)
+{
+    if (!event)
+        return cudaErrorInvalidResourceHandle;
+    free(event);
+    return 0;
+}
+
 const gpumem__backend gpumem__backend_sim = {
     "sim",
     sim_init,
@@ -365,4 +432,10 @@ const gpumem__backend gpumem__backend_sim = {
     sim_mempool_alloc,
     sim_mempool_trim,
     sim_mempool_destroy,
+    sim_memcpy_async,
+    sim_stream_sync,
+    sim_event_create,
+    sim_event_record,
+    sim_event_sync,
+    sim_event_destroy,
 };

@@ -1,0 +1,176 @@
+/* bench_copy: host <-> device copy bandwidth, direct against staged (issue 7).
+ *
+ * For each size from 4 KiB to 1 GiB (64 MiB with --quick) and each direction:
+ *   pinned: one cuMemcpyAsync from or to pinned memory, the physical ceiling;
+ *   direct: one cuMemcpyAsync from or to pageable memory, what cudaMemcpy does (6.2 GB/s to
+ *           an H200 in CUDA-FACTS.md);
+ *   staged: gpumem_copy from or to pageable memory through the pinned staging ring (forced at
+ *           every size here: GPUMEM_COPY_STAGE_MIN=1 unless set in the environment).
+ * Each figure is the median of repeated synchronous copies (at least 3, for at least 0.2 s;
+ * 0.05 s with --quick), with the pageable buffer touched beforehand so no page fault is timed.
+ * The threshold: the smallest size from which staging beats the direct copy at that size and
+ * every larger one, per direction; GPUMEM_COPY_STAGE_MIN should be the larger of the two.
+ *
+ * Backends: `cuda` (the default; needs a GPU, else it says so and exits 0) or `sim` (the
+ * simulated device: only the staging machinery's own cost over host memory, not a link).
+ *
+ * Usage: bench_copy [cuda|sim] [--quick]
+ * Prints a markdown table and `RESULT ...` lines. Exits 1 when a copy fails or is wrong. */
+#define _DEFAULT_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_util.h"
+#include "gpumem.h"
+#include "internal.h"
+
+enum { PINNED, DIRECT, STAGED, NPATHS };
+enum { H2D, D2H };
+#define MAX_SIZES 24
+
+static double min_seconds = 0.2;
+static int failed;
+
+/* One synchronous copy by path p in direction dir; 0 on success. */
+static int copy_once(int p, int dir, void *dev, void *host, void *pinned, size_t n)
+{
+    if (p == STAGED)
+        return dir == H2D ? gpumem_copy(dev, host, n) : gpumem_copy(host, dev, n);
+    void *h = p == PINNED ? pinned : host;
+    int err = dir == H2D ? gpumem__be->memcpy_async(dev, h, n, NULL)
+                         : gpumem__be->memcpy_async(h, dev, n, NULL);
+    return err ? err : gpumem__be->stream_sync(NULL);
+}
+
+/* GB/s (1e9 bytes a second): the median over the repetitions. */
+static double measure(int p, int dir, void *dev, void *host, void *pinned, size_t n)
+{
+    double v[512];
+    size_t k = 0;
+    if (copy_once(p, dir, dev, host, pinned, n) != 0) /* warm: rings, contexts, caches */
+        failed = 1;
+    uint64_t start = bench_now_ns();
+    while (k < sizeof v / sizeof *v &&
+           (k < 3 || (double)(bench_now_ns() - start) < min_seconds * 1e9)) {
+        uint64_t t0 = bench_now_ns();
+        if (copy_once(p, dir, dev, host, pinned, n) != 0) {
+            failed = 1;
+            break;
+        }
+        v[k++] = (double)n / (double)(bench_now_ns() - t0);
+    }
+    return bench_median(v, k);
+}
+
+int main(int argc, char **argv)
+{
+    const char *backend = "cuda";
+    size_t max_bytes = (size_t)1 << 30;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            max_bytes = (size_t)64 << 20;
+            min_seconds = 0.05;
+        } else {
+            backend = argv[i];
+        }
+    }
+    setenv("GPUMEM_COPY_STAGE_MIN", "1", 0); /* measure staging at every size */
+    if (gpumem_backend_select(backend) != GPUMEM_OK) {
+        fprintf(stderr, "usage: %s [cuda|sim] [--quick]\n", argv[0]);
+        return 2;
+    }
+    if (gpumem_init() != GPUMEM_OK) {
+        printf("bench_copy: no usable CUDA device here (%s); nothing measured. Run it on a GPU "
+               "machine, or `bench_copy sim` for the staging machinery's own cost.\n",
+               gpumem_last_error()->message);
+        return 0;
+    }
+    unsigned char *host = malloc(max_bytes), *check = malloc(4096);
+    unsigned char *pinned = gpumem_pinned_alloc(max_bytes, 1);
+    unsigned char *dev = gpumem_device_alloc(max_bytes, 1);
+    if (!host || !check || !pinned || !dev) {
+        fprintf(stderr, "bench_copy: cannot allocate %zu bytes: %s\n", max_bytes,
+                gpumem_last_error()->message);
+        free(host);
+        free(check);
+        gpumem_free(pinned);
+        gpumem_free(dev);
+        return 1;
+    }
+    for (size_t i = 0; i < max_bytes; i++)
+        host[i] = (unsigned char)(i * 7 + (i >> 12));
+    memcpy(pinned, host, max_bytes);
+
+    char cpu[128];
+    printf("# bench_copy on %s (%s, %ld cores); staging: GPUMEM_COPY_SLOTS=%llu x "
+           "GPUMEM_COPY_SLOT_BYTES=%llu, GPUMEM_COPY_THREADS=%llu (0: one a core, up to 16)\n\n",
+           gpumem_backend(), bench_cpu_model(cpu, sizeof cpu), bench_cores(),
+           (unsigned long long)gpumem__opt_u64(GPUMEM__OPT_COPY_SLOTS),
+           (unsigned long long)gpumem__opt_u64(GPUMEM__OPT_COPY_SLOT_BYTES),
+           (unsigned long long)gpumem__opt_u64(GPUMEM__OPT_COPY_THREADS));
+    printf("| direction | bytes | pinned GB/s | pageable direct GB/s | pageable staged GB/s | "
+           "staged / pinned | staged / direct |\n");
+    printf("|---|---:|---:|---:|---:|---:|---:|\n");
+
+    static const char *const dir_names[] = {"h2d", "d2h"};
+    size_t sizes[MAX_SIZES];
+    int nsizes = 0;
+    for (size_t n = 4096; n <= max_bytes && nsizes < MAX_SIZES; n *= 4)
+        sizes[nsizes++] = n;
+    if (sizes[nsizes - 1] != max_bytes && nsizes < MAX_SIZES)
+        sizes[nsizes++] = max_bytes;
+    double gbps[2][MAX_SIZES][NPATHS];
+    for (int dir = 0; dir < 2; dir++) {
+        for (int z = 0; z < nsizes; z++) {
+            size_t n = sizes[z];
+            for (int p = 0; p < NPATHS; p++)
+                gbps[dir][z][p] = measure(p, dir, dev, host, pinned, n);
+            const double *g = gbps[dir][z];
+            printf("| %s | %zu | %.2f | %.2f | %.2f | %.2f | %.2fx |\n", dir_names[dir], n,
+                   g[PINNED], g[DIRECT], g[STAGED], g[STAGED] / g[PINNED], g[STAGED] / g[DIRECT]);
+            printf("RESULT bench=copy dir=%s bytes=%zu pinned_gbps=%.3f direct_gbps=%.3f "
+                   "staged_gbps=%.3f staged_vs_pinned=%.3f staged_vs_direct=%.3f\n",
+                   dir_names[dir], n, g[PINNED], g[DIRECT], g[STAGED], g[STAGED] / g[PINNED],
+                   g[STAGED] / g[DIRECT]);
+            fflush(stdout);
+        }
+    }
+    /* The data made the round trip: the device holds host's bytes after the last h2d copy
+     * of the largest size, read back here through the staged path. */
+    memset(host, 0, 4096);
+    if (gpumem_copy(host, dev, 4096) != GPUMEM_OK || memcmp(host, pinned, 4096) != 0) {
+        fprintf(stderr, "bench_copy: the data read back is wrong\n");
+        failed = 1;
+    }
+    printf("\n");
+    size_t suggest = 0;
+    for (int dir = 0; dir < 2; dir++) {
+        int from = nsizes; /* staged wins from sizes[from] up */
+        while (from > 0 && gbps[dir][from - 1][STAGED] > gbps[dir][from - 1][DIRECT])
+            from--;
+        size_t t = from < nsizes ? sizes[from] : 0;
+        if (from == nsizes)
+            printf("RESULT bench=copy key=threshold_%s bytes=none\n", dir_names[dir]);
+        else
+            printf("RESULT bench=copy key=threshold_%s bytes=%zu\n", dir_names[dir], t);
+        if (t > suggest)
+            suggest = t;
+        const double *g = gbps[dir][nsizes - 1];
+        printf("RESULT bench=copy key=largest_%s bytes=%zu staged_gbps=%.3f staged_vs_pinned=%.3f "
+               "target_vs_pinned=0.90 meets_target=%s\n",
+               dir_names[dir], sizes[nsizes - 1], g[STAGED], g[STAGED] / g[PINNED],
+               g[STAGED] >= 0.9 * g[PINNED] ? "yes" : "no");
+    }
+    if (suggest)
+        printf("RESULT bench=copy key=stage_min_suggested bytes=%zu\n", suggest);
+    else
+        printf("RESULT bench=copy key=stage_min_suggested bytes=none (staging never won: keep "
+               "GPUMEM_COPY_STAGE_MIN=0)\n");
+    free(host);
+    free(check);
+    gpumem_free(pinned);
+    gpumem_free(dev);
+    return failed;
+}
