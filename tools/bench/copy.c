@@ -86,6 +86,29 @@ static int cross_wc(bench_ctx *c, bench_row *row, const buffers *b, int dir, dou
     return cross_async(c, row, b, b->wc, dir, ns);
 }
 
+/* gpumem's own copy: pageable memory staged through its pinned slots. */
+static int cross_staged(bench_ctx *c, bench_row *row, const buffers *b, int dir, double *ns)
+{
+    void *dst = dir == H2D ? b->dev : b->pageable;
+    const void *src = dir == H2D ? b->pageable : b->dev;
+    uint64_t t = bench_now_ns();
+    CK_GPUMEM(row, gpumem_copy(dst, src, b->bytes));
+    *ns = (double)(bench_now_ns() - t);
+    return 0;
+}
+
+static int cross_staged_async(bench_ctx *c, bench_row *row, const buffers *b, int dir,
+                              double *ns)
+{
+    void *dst = dir == H2D ? b->dev : b->pageable;
+    const void *src = dir == H2D ? b->pageable : b->dev;
+    uint64_t t = bench_now_ns();
+    CK_GPUMEM(row, gpumem_copy_async(dst, src, b->bytes, c->stream));
+    CK_CUDA(row, cudaStreamSynchronize(c->stream));
+    *ns = (double)(bench_now_ns() - t);
+    return 0;
+}
+
 #ifdef GPUMEM_BENCH_HAVE_KERNELS
 /* The host reads one word of every 4 KiB page: enough to fault each page in, little enough
  * that the time is the migration's, not the reading's. */
@@ -175,6 +198,8 @@ static const copy_path paths[] = {
     {"mapped", "mapped zero-copy, kernel access", KERNEL_PATH(cross_mapped), 1, 0},
     {"managed_first_touch", "managed, first touch (faults)", KERNEL_PATH(cross_first_touch), 1, 1},
     {"managed_prefetch", "managed, gpumem_prefetch first", KERNEL_PATH(cross_prefetched), 1, 1},
+    {"gpumem_copy", "gpumem_copy staged (pageable)", cross_staged, 0, 0},
+    {"gpumem_copy_async", "gpumem_copy_async staged (pageable)", cross_staged_async, 0, 0},
 };
 enum { NPATHS = sizeof paths / sizeof paths[0] };
 

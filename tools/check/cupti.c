@@ -165,9 +165,14 @@ static void runtime_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int 
                        P(cudaMallocHost_v3020)->size);
         break;
     case RT(cudaHostAlloc_v3020):
-        if (!enter)
-            alloc_exit(cd, dom, "cudaHostAlloc", GPUMEM_KIND_HOST, (uintptr_t)*P(cudaHostAlloc_v3020)->pHost,
-                       P(cudaHostAlloc_v3020)->size);
+        /* The runtime header's C++ cudaMallocHost(&p, n) is cudaHostAlloc(&p, n, 0), and
+         * cudaHostAlloc without flags is cudaMallocHost: name it as the program wrote it. */
+        if (!enter && P(cudaHostAlloc_v3020)->flags == 0)
+            alloc_exit(cd, dom, "cudaMallocHost", GPUMEM_KIND_PINNED,
+                       (uintptr_t)*P(cudaHostAlloc_v3020)->pHost, P(cudaHostAlloc_v3020)->size);
+        else if (!enter)
+            alloc_exit(cd, dom, "cudaHostAlloc", GPUMEM_KIND_HOST,
+                       (uintptr_t)*P(cudaHostAlloc_v3020)->pHost, P(cudaHostAlloc_v3020)->size);
         break;
     case RT(cudaMallocManaged_v6000):
         if (!enter)
