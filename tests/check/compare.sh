@@ -25,6 +25,9 @@ while [ $# -gt 0 ]; do
 done
 case $runtime in static|shared) ;; *) usage ;; esac
 
+# The programs run in a scratch folder: the build folder must be an absolute path there.
+abs=$(cd "$build" 2>/dev/null && pwd) || { echo "compare.sh: no folder $build" >&2; exit 2; }
+build=$abs
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 gpumem=$build/tools/gpumem
@@ -54,8 +57,9 @@ if command -v nvidia-smi >/dev/null 2>&1; then
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)
   driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n1)
 fi
-commit=$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)
-if [ "$commit" != unknown ] && [ -n "$(git -C "$repo" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+# GPUMEM_COMMIT names the commit where the tree was copied without its history.
+commit=${GPUMEM_COMMIT:-$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)}
+if [ -z "${GPUMEM_COMMIT:-}" ] && [ "$commit" != unknown ] && [ -n "$(git -C "$repo" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
   commit="$commit (with uncommitted changes to tracked files)"
 fi
 sanitizer_version=$("$sanitizer" --version 2>&1 | grep -i version | head -n1)
