@@ -101,8 +101,10 @@ static void release_untracked(int kind, void *p)
         gpumem__be->free(p);
 }
 
-static void *alloc_any(int kind, size_t count, size_t size, unsigned flags, cudaStream_t stream,
-                       gpumem_site site)
+/* Named gpumem__*: callers reach it by a tail call, so it is the frame that tells a stack's
+ * reader (backtrace.c) where gpumem's own frames end. */
+static void *gpumem__alloc_any(int kind, size_t count, size_t size, unsigned flags,
+                               cudaStream_t stream, gpumem_site site)
 {
     size_t bytes;
     if (GPUMEM__UNLIKELY(__builtin_mul_overflow(count, size, &bytes)))
@@ -177,26 +179,26 @@ static void *alloc_any(int kind, size_t count, size_t size, unsigned flags, cuda
 
 void *gpumem_device_alloc_at(size_t count, size_t size, gpumem_site site)
 {
-    return alloc_any(GPUMEM_KIND_DEVICE, count, size, 0, NULL, site);
+    return gpumem__alloc_any(GPUMEM_KIND_DEVICE, count, size, 0, NULL, site);
 }
 
 void *gpumem_managed_alloc_at(size_t count, size_t size, unsigned flags, gpumem_site site)
 {
-    return alloc_any(GPUMEM_KIND_MANAGED, count, size, flags, NULL, site);
+    return gpumem__alloc_any(GPUMEM_KIND_MANAGED, count, size, flags, NULL, site);
 }
 
 void *gpumem_pinned_alloc_at(size_t count, size_t size, gpumem_site site)
 {
-    return alloc_any(GPUMEM_KIND_PINNED, count, size, 0, NULL, site);
+    return gpumem__alloc_any(GPUMEM_KIND_PINNED, count, size, 0, NULL, site);
 }
 
 void *gpumem_host_alloc_at(size_t count, size_t size, unsigned flags, gpumem_site site)
 {
-    return alloc_any(GPUMEM_KIND_HOST, count, size, flags, NULL, site);
+    return gpumem__alloc_any(GPUMEM_KIND_HOST, count, size, flags, NULL, site);
 }
 
 void *gpumem_device_alloc_async_at(size_t count, size_t size, cudaStream_t stream,
                                    gpumem_site site)
 {
-    return alloc_any(GPUMEM_KIND_DEVICE_ASYNC, count, size, 0, stream, site);
+    return gpumem__alloc_any(GPUMEM_KIND_DEVICE_ASYNC, count, size, 0, stream, site);
 }

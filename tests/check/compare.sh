@@ -57,9 +57,9 @@ if command -v nvidia-smi >/dev/null 2>&1; then
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)
   driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n1)
 fi
-# GPUMEM_COMMIT names the commit where the tree was copied without its history.
-commit=${GPUMEM_COMMIT:-$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)}
-if [ -z "${GPUMEM_COMMIT:-}" ] && [ "$commit" != unknown ] && [ -n "$(git -C "$repo" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+# SOURCE_COMMIT names the commit where the tree was copied without its history.
+commit=${SOURCE_COMMIT:-$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)}
+if [ -z "${SOURCE_COMMIT:-}" ] && [ "$commit" != unknown ] && [ -n "$(git -C "$repo" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
   commit="$commit (with uncommitted changes to tracked files)"
 fi
 sanitizer_version=$("$sanitizer" --version 2>&1 | grep -i version | head -n1)
