@@ -43,7 +43,7 @@
     X(REPORT_FORMAT, CHOICE, "text|json", "text", "format of reports: text or json")         \
     X(BACKTRACE, BOOL, "", "0",                                                                  \
       "keep each allocation's stack, shown in reports and release errors (costs time)")          \
-    X(COPY_STAGE_MIN, SIZE, "", "1MiB",                                                          \
+    X(COPY_STAGE_MIN, SIZE, "", "16MiB",                                                         \
       "copies between pageable host and device memory this large go through pinned staging "    \
       "slots (0: never)")                                                                        \
     X(COPY_SLOT_BYTES, SIZE, "", "16MiB", "bytes of each pinned staging slot of gpumem_copy")    \
