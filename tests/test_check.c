@@ -141,8 +141,12 @@ static void every_finding(void)
     EXPECT_EQ(check_release_begin("cudaFree", (1u << GPUMEM_KIND_MANAGED), MAN, 0), CHECK_GO);
     check_release_end(MAN, 1);
     EXPECT_EQ(check_release_begin("cudaFree", (1u << GPUMEM_KIND_MANAGED), MAN, 0), CHECK_REPORTED);
-    /* Never allocated; inside an allocation; NULL. */
-    EXPECT_EQ(check_release_begin("cudaFree", ~0u, 0x1234500, 0), CHECK_REPORTED);
+    /* Never allocated (CUDA refuses it too); inside an allocation; NULL. */
+    EXPECT_EQ(check_release_begin("cudaFree", ~0u, 0x1234500, 0), CHECK_UNKNOWN);
+    check_release_unknown_end("cudaFree", 0x1234500, 0, 0);
+    /* Unknown to gpumem check but accepted by CUDA (a graph's memory node): no finding. */
+    EXPECT_EQ(check_release_begin("cudaFree", ~0u, 0x2345600, 0), CHECK_UNKNOWN);
+    check_release_unknown_end("cudaFree", 0x2345600, 0, 1);
     EXPECT_EQ(check_release_begin("cudaFree", ~0u, DEV + 256, 0), CHECK_REPORTED);
     EXPECT_EQ(check_release_begin("cudaFree", ~0u, 0, 0), CHECK_IGNORED);
     /* Out of memory (cudaErrorMemoryAllocation is 2). */
@@ -393,6 +397,21 @@ static void test_child_file_names(void)
     free(count);
 }
 
+/* A forked child that does not exec writes nothing: the registry it has is its parent's. */
+static void forked_child(void)
+{
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEV, 4096, 0, 0, 0);
+    check_forked();
+}
+
+static void test_forked_child(void)
+{
+    EXPECT_EQ(run_scenario("forked", forked_child, NULL), 0);
+    char *log = log_of("forked");
+    EXPECT_NULL(log);
+    free(log);
+}
+
 static void status_and_unchecked(void)
 {
     check_unchecked("another CUPTI subscriber is present");
@@ -505,6 +524,7 @@ int main(void)
     RUN(test_suppression_files);
     RUN(test_leak_check_modes);
     RUN(test_child_file_names);
+    RUN(test_forked_child);
     RUN(test_status_files);
 #ifdef GPUMEM_HAVE_JANSSON
     RUN(test_json);

@@ -10,6 +10,7 @@
 #include <cuda.h>
 #include <cupti.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,8 +81,10 @@ static const unsigned free_async_mask = BIT(DEVICE) | BIT(DEVICE_ASYNC);
 /* Per thread: how deep inside watched runtime calls, and the releases in flight. */
 static _Thread_local int rt_depth __attribute__((tls_model("initial-exec")));
 typedef struct {
+    const char *call;
     uintptr_t p;
-    int go;
+    uint32_t stack;
+    int state; /* check_release_begin's answer */
 } pending_release;
 static _Thread_local pending_release pending[8] __attribute__((tls_model("initial-exec")));
 static _Thread_local int npending __attribute__((tls_model("initial-exec")));
@@ -117,10 +120,10 @@ static void alloc_exit(const CUpti_CallbackData *cd, CUpti_CallbackDomain dom, c
 
 static void release_enter(const char *call, unsigned mask, uintptr_t p)
 {
-    int go = check_release_begin(call, mask, p,
-                                 p ? gpumem__stack_capture(0) : 0) == CHECK_GO;
+    uint32_t stack = p ? gpumem__stack_capture(0) : 0;
+    int state = check_release_begin(call, mask, p, stack);
     if (npending < 8)
-        pending[npending] = (pending_release){p, go};
+        pending[npending] = (pending_release){call, p, stack, state};
     npending++;
 }
 
@@ -129,8 +132,13 @@ static void release_exit(const CUpti_CallbackData *cd, CUpti_CallbackDomain dom)
     if (npending <= 0)
         return;
     npending--;
-    if (npending < 8 && pending[npending].go)
-        check_release_end(pending[npending].p, returned_ok(cd, dom));
+    if (npending >= 8)
+        return;
+    const pending_release *r = &pending[npending];
+    if (r->state == CHECK_GO)
+        check_release_end(r->p, returned_ok(cd, dom));
+    else if (r->state == CHECK_UNKNOWN)
+        check_release_unknown_end(r->call, r->p, r->stack, returned_ok(cd, dom));
 }
 
 #define P(type) ((const type##_params *)cd->functionParams)
@@ -446,9 +454,15 @@ void check_front_preloaded(void)
 
 __attribute__((visibility("default"))) int InitializeInjection(void);
 
+static void after_fork_in_child(void)
+{
+    check_forked();
+}
+
 int InitializeInjection(void)
 {
     injected = 1;
+    pthread_atfork(NULL, NULL, after_fork_in_child);
     check_setup();
     load_driver();
     CUpti_SubscriberHandle sub;

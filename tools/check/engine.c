@@ -426,7 +426,8 @@ void check_alloc(const char *call, int kind, uintptr_t base, size_t bytes, int d
 }
 
 /* Classifies a release of p by call; CHECK_GO leaves the record taken (r filled). */
-static int classify(const char *call, unsigned mask, uintptr_t p, uint32_t stack, gpumem__rec *r)
+static int classify(const char *call, unsigned mask, uintptr_t p, uint32_t stack, gpumem__rec *r,
+                    int defer_unknown)
 {
     int mismatch = 0;
     gpumem__take_result t =
@@ -447,11 +448,23 @@ static int classify(const char *call, unsigned mask, uintptr_t p, uint32_t stack
     } else if (t == GPUMEM__INTERIOR) {
         f.kind = CHECK_INTERIOR;
         f.offset = p - r->base;
+    } else if (defer_unknown) {
+        return CHECK_UNKNOWN;
     } else {
         f = (finding){.kind = CHECK_INVALID, .call = call, .address = p, .stack = stack};
     }
     report(&f);
     return CHECK_REPORTED;
+}
+
+void check_release_unknown_end(const char *call, uintptr_t p, uint32_t stack, int succeeded)
+{
+    if (succeeded)
+        return;
+    check_tls_busy++;
+    finding f = {.kind = CHECK_INVALID, .call = call, .address = p, .stack = stack};
+    report(&f);
+    check_tls_busy--;
 }
 
 int check_release_begin(const char *call, unsigned kind_mask, uintptr_t p, uint32_t stack)
@@ -461,7 +474,7 @@ int check_release_begin(const char *call, unsigned kind_mask, uintptr_t p, uint3
     check_setup();
     check_tls_busy++;
     gpumem__rec r;
-    int res = classify(call, kind_mask ? kind_mask : ~0u, p, stack, &r);
+    int res = classify(call, kind_mask ? kind_mask : ~0u, p, stack, &r, 1);
     check_tls_busy--;
     return res;
 }
@@ -495,14 +508,14 @@ int check_host_free(const char *call, uintptr_t p, uint32_t stack)
             stack = capture();
         if (r.base == p) {
             /* Take it out as released by this call, then report the mismatch. */
-            classify(call, 1u << r.kind, p, stack, &r);
+            classify(call, 1u << r.kind, p, stack, &r, 0);
             finding f = {.kind = CHECK_MISMATCHED, .call = call, .address = p, .stack = stack,
                          .memory = r.kind, .bytes = r.bytes, .alloc_call = r.site.func,
                          .alloc_stack = r.stack};
             report(&f);
             kind = r.kind;
         } else {
-            classify(call, 0, p, stack, &r); /* interior: reported, nothing released */
+            classify(call, 0, p, stack, &r, 0); /* interior: reported, nothing released */
             kind = -1;
         }
     }
@@ -582,6 +595,11 @@ void check_device_reset(int device)
 
 static atomic_int finished;
 static const char *unchecked_why;
+
+void check_forked(void)
+{
+    atomic_store(&finished, 1);
+}
 
 void check_unchecked(const char *why)
 {

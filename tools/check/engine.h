@@ -46,15 +46,20 @@ void check_alloc(const char *call, int kind, uintptr_t base, size_t bytes, int d
 uintptr_t check_handle_key(unsigned long long handle);
 
 /* What check_release_begin decided. */
-enum { CHECK_GO, CHECK_REPORTED, CHECK_IGNORED };
+enum { CHECK_GO, CHECK_REPORTED, CHECK_IGNORED, CHECK_UNKNOWN };
 /* A release call is about to run on p; kind_mask (1u << gpumem kind) is what it can release.
  * CHECK_GO: p is a live allocation of a right kind, now taken out of the registry; call
  * check_release_end when the call returned. CHECK_REPORTED: a finding was made (mismatched,
- * double, invalid or interior release); the registry is unchanged. CHECK_IGNORED: p is NULL,
- * which every release call accepts. */
+ * double or interior release); the registry is unchanged. CHECK_IGNORED: p is NULL, which
+ * every release call accepts. CHECK_UNKNOWN: no allocation gpumem check saw; call
+ * check_release_unknown_end when the call returned, which reports an invalid release only if
+ * CUDA refused it too (memory from calls gpumem check does not watch, such as a graph's
+ * memory nodes, is released without a false report). */
 int check_release_begin(const char *call, unsigned kind_mask, uintptr_t p, uint32_t stack);
 /* The release call of a CHECK_GO returned; unless it succeeded, p is live again. */
 void check_release_end(uintptr_t p, int succeeded);
+/* The release call of a CHECK_UNKNOWN returned: an invalid-free finding unless it succeeded. */
+void check_release_unknown_end(const char *call, uintptr_t p, uint32_t stack, int succeeded);
 
 /* cuMemUnmap of [p, p + bytes) succeeded: every other mapping inside the range is gone too
  * (the one at p went through check_release_begin). */
@@ -68,6 +73,10 @@ int check_host_free(const char *call, uintptr_t p, uint32_t stack);
 
 /* cudaDeviceReset or the destruction of a device's context: its allocations are gone. */
 void check_device_reset(int device);
+
+/* This process is a child forked from a checked one, which will not exec: its copy of the
+ * parent's registry is not its own, so it writes no report (CUDA does not work after fork). */
+void check_forked(void);
 
 /* This process runs unchecked (another CUPTI subscriber); why says so in a sentence. */
 void check_unchecked(const char *why);
