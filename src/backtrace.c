@@ -466,12 +466,17 @@ static void demangle(pc_info *p)
 {
     typedef char *(*demangler)(const char *, char *, size_t *, int *);
     static demangler fn;
-    static int looked;
     if (strncmp(p->func, "_Z", 2) != 0)
         return;
-    if (!looked) {
+    if (!fn) {
+        /* A C program (python) may load the C++ runtime only inside RTLD_LOCAL libraries,
+         * out of RTLD_DEFAULT's reach: ask for it by name too. Looked up until found. */
         *(void **)(&fn) = dlsym(RTLD_DEFAULT, "__cxa_demangle");
-        looked = 1;
+        void *cxx = fn ? NULL : dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
+        if (cxx) {
+            *(void **)(&fn) = dlsym(cxx, "__cxa_demangle");
+            dlclose(cxx); /* NOLOAD took a reference to a library that stays loaded */
+        }
     }
     int status = -1;
     char *plain = fn ? fn(p->func, NULL, NULL, &status) : NULL;
