@@ -7,6 +7,7 @@
  * ("errors N") into a private folder that is read here once PROGRAM has ended. */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -247,6 +248,14 @@ int gpumem_check_main(int argc, char **argv)
     }
     char lib[PATH_MAX];
     if (find_library(lib, sizeof lib) != 0) {
+        free(supp);
+        return 2;
+    }
+    /* A library the loader cannot load (CUPTI missing, say) would be skipped with a warning
+     * and the program would run unchecked: find out here. It stays loaded in this process,
+     * where it only waits to see whether CUDA was used, which it is not. */
+    if (!dlopen(lib, RTLD_NOW | RTLD_LOCAL)) {
+        fprintf(stderr, "gpumem check: error: cannot load %s: %s\n", lib, dlerror());
         free(supp);
         return 2;
     }
