@@ -78,6 +78,9 @@ static int run_scenario(const char *name, void (*fn)(void), const char *extra_en
     if (pid == 0) {
         harness_failures = 0; /* the child's own checks only */
         char path[256];
+        snprintf(path, sizeof path, "%s/%s.err", dir, name);
+        if (!freopen(path, "w", stderr))
+            _exit(201);
         snprintf(path, sizeof path, "%s/%s.log", dir, name);
         setenv("GPUMEM_CHECK_LOG", path, 1);
         snprintf(path, sizeof path, "%s/%s.json", dir, name);
@@ -105,6 +108,14 @@ static char *log_of(const char *name)
 {
     char path[256];
     snprintf(path, sizeof path, "%s/%s.log", dir, name);
+    return normalize(read_file(path));
+}
+
+/* What the scenario's process wrote to stderr. */
+static char *stderr_of(const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s.err", dir, name);
     return normalize(read_file(path));
 }
 
@@ -412,6 +423,30 @@ static void test_forked_child(void)
     free(log);
 }
 
+/* Files that cannot be written: the report goes to stderr, and each failure says which file
+ * and why. */
+static void test_unwritable_files(void)
+{
+    EXPECT_EQ(run_scenario("nolog", suppressed_leaks,
+                           "GPUMEM_CHECK_LOG=/nonexistent/dir/check.log;"
+                           "GPUMEM_CHECK_JSON=/nonexistent/dir/check.json;"
+                           "GPUMEM_CHECK_STATUS=/nonexistent/dir"),
+              3);
+    char *err = stderr_of("nolog");
+    EXPECT_CONTAINS(err, "==PID== gpumem check: warning: cannot write the log to "
+                         "/nonexistent/dir/check.log (No such file or directory); writing it "
+                         "here\n");
+    EXPECT_CONTAINS(err, "==PID== Mismatched release: cudaFree() of 4,096 bytes");
+#ifdef GPUMEM_HAVE_JANSSON
+    EXPECT_CONTAINS(err, "==PID== gpumem check: warning: cannot write the JSON report to "
+                         "/nonexistent/dir/check.json (No such file or directory)\n");
+#endif
+    EXPECT_CONTAINS(err, "==PID== gpumem check: warning: cannot write /nonexistent/dir/");
+    EXPECT_CONTAINS(err, "(No such file or directory): gpumem check's exit status will not "
+                         "count this process\n");
+    free(err);
+}
+
 static void status_and_unchecked(void)
 {
     check_unchecked("another CUPTI subscriber is present");
@@ -525,6 +560,7 @@ int main(void)
     RUN(test_leak_check_modes);
     RUN(test_child_file_names);
     RUN(test_forked_child);
+    RUN(test_unwritable_files);
     RUN(test_status_files);
 #ifdef GPUMEM_HAVE_JANSSON
     RUN(test_json);

@@ -724,8 +724,10 @@ static void write_json(const char *status, int code, const gpumem_stats_t *st, u
     json_object_set_new(sum, "leaked_bytes", json_integer((json_int_t)leaked_bytes));
     json_object_set_new(sum, "suppressed", json_integer(atomic_load(&suppressed_count)));
     json_object_set_new(root, "summary", sum);
+    errno = 0;
     if (json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0)
-        say("gpumem check: warning: cannot write %s", path);
+        say("gpumem check: warning: cannot write the JSON report to %s (%s)", path,
+            errno ? strerror(errno) : "jansson failed");
     json_decref(root);
 }
 #endif
@@ -735,8 +737,11 @@ static void write_status(const char *status)
     char path[4096];
     snprintf(path, sizeof path, "%s/%ld", opt.status, (long)getpid());
     FILE *f = fopen(path, "w");
-    if (!f)
+    if (!f) {
+        say("gpumem check: warning: cannot write %s (%s): gpumem check's exit status will not "
+            "count this process", path, strerror(errno));
         return;
+    }
     fprintf(f, "errors %ld\nstatus %s\n", atomic_load(&error_count), status);
     fclose(f);
 }
@@ -837,6 +842,7 @@ void check_finish(const char *status, int code)
 #endif
     if (opt.status)
         write_status(status);
+    fflush(out()); /* a process killed by its signal next writes nothing more */
     if (out_file && out_file != stderr)
         fclose(out_file);
     out_file = NULL;
