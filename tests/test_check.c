@@ -187,9 +187,6 @@ static void test_clean_run(void)
 {
     EXPECT_EQ(run_scenario("clean", clean_run, NULL), 0);
     expect_golden("clean");
-    char path[256];
-    snprintf(path, sizeof path, "%s/%s", dir, "status-check");
-    (void)path;
 }
 
 /* A release CUDA refused leaves the memory live: a leak at exit, not a double free later. */
@@ -275,8 +272,6 @@ static void test_unmap_range(void)
     free(log);
 }
 
-static const char *supp_file;
-
 static void suppressed_leaks(void)
 {
     check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEV, 4096, 0, 0, 0);
@@ -301,7 +296,6 @@ static void test_suppressions(void)
                      "{\n   framework device cache\n   gpumem:leak\n   call:cudaMalloc\n"
                      "   ...\n}\n"
                      "{\n  any mismatch\n  gpumem:mismatched-release\n  call:cuda*\n}\n");
-    supp_file = path;
     snprintf(env, sizeof env, "GPUMEM_CHECK_SUPPRESSIONS=%s", path);
     /* The pinned leak stays; the device leak and the mismatch are suppressed. */
     EXPECT_EQ(run_scenario("suppressed", suppressed_leaks, env), 1);

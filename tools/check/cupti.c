@@ -90,22 +90,19 @@ static _Thread_local pending_release pending[8] __attribute__((tls_model("initia
 static _Thread_local int npending __attribute__((tls_model("initial-exec")));
 static _Thread_local int reset_device __attribute__((tls_model("initial-exec")));
 
-static int returned_ok(const CUpti_CallbackData *cd, CUpti_CallbackDomain dom)
-{
-    /* NULL for calls returning void: never dereference it blindly. */
-    if (!cd->functionReturnValue)
-        return 1;
-    return dom == CUPTI_CB_DOMAIN_RUNTIME_API
-               ? *(const cudaError_t *)cd->functionReturnValue == cudaSuccess
-               : *(const CUresult *)cd->functionReturnValue == CUDA_SUCCESS;
-}
-
+/* The call's status: a cudaError_t or a CUresult, 0 for success in both. */
 static int return_code(const CUpti_CallbackData *cd, CUpti_CallbackDomain dom)
 {
+    /* NULL for calls returning void: never dereference it blindly. */
     if (!cd->functionReturnValue)
         return 0;
     return dom == CUPTI_CB_DOMAIN_RUNTIME_API ? (int)*(const cudaError_t *)cd->functionReturnValue
                                               : (int)*(const CUresult *)cd->functionReturnValue;
+}
+
+static int returned_ok(const CUpti_CallbackData *cd, CUpti_CallbackDomain dom)
+{
+    return return_code(cd, dom) == 0;
 }
 
 static void alloc_exit(const CUpti_CallbackData *cd, CUpti_CallbackDomain dom, const char *call,

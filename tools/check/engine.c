@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #ifdef GPUMEM_HAVE_JANSSON
@@ -139,7 +138,7 @@ static void say(const char *fmt, ...)
 }
 
 /* 8192 -> "8,192". */
-static const char *grouped(uint64_t v, char *buf, size_t n)
+static char *grouped(uint64_t v, char *buf, size_t n)
 {
     char digits[32];
     int len = snprintf(digits, sizeof digits, "%llu", (unsigned long long)v);
@@ -153,12 +152,6 @@ static const char *grouped(uint64_t v, char *buf, size_t n)
     return buf;
 }
 
-static const char *base_name(const char *path)
-{
-    const char *slash = path ? strrchr(path, '/') : NULL;
-    return slash ? slash + 1 : path;
-}
-
 /* " at file.cu:12" (or " in func") for the innermost frame of a stack; "" without one. */
 static const char *where(uint32_t stack, char *buf, size_t n)
 {
@@ -166,7 +159,7 @@ static const char *where(uint32_t stack, char *buf, size_t n)
     buf[0] = '\0';
     if (stack && gpumem__stack_frames(stack, &f, 1) == 1) {
         if (f.file)
-            snprintf(buf, n, " at %s:%d", base_name(f.file), f.line);
+            snprintf(buf, n, " at %s:%d", basename(f.file), f.line); /* GNU: no copy */
         else
             snprintf(buf, n, " in %s", f.func);
     }
@@ -268,23 +261,23 @@ static void gen_suppression(const finding *f)
     check_supp_generate(out(), f->kind, f->call, frames, n);
 }
 
-/* Live memory by kind, one line: "12 MiB device in 3, 8.0 KiB pinned in 1". */
-static void live_line(char *buf, size_t n)
+/* "device 8.0 KiB in 2, pinned 4.0 KiB in 1": the kinds with a non-zero present[k], each with
+ * its bytes (formatted by fmt) and, when count is given, how many allocations; "" for none. */
+static const char *kind_list(char *buf, size_t n, const uint64_t *present, const uint64_t *bytes,
+                             const uint64_t *count, char *(*fmt)(uint64_t, char *, size_t))
 {
-    gpumem_live live;
-    gpumem__reg_live(&live);
     size_t o = 0;
     buf[0] = '\0';
     for (int k = 1; k < GPUMEM_KIND_COUNT_ && o + 64 < n; k++) {
-        if (!live.count[k])
+        if (!present[k])
             continue;
         char b[32];
-        o += (size_t)snprintf(buf + o, n - o, "%s%s %s in %llu", o ? ", " : "",
-                              gpumem_format_bytes(live.bytes[k], b, sizeof b), gpumem_kind_name(k),
-                              (unsigned long long)live.count[k]);
+        o += (size_t)snprintf(buf + o, n - o, "%s%s %s", o ? ", " : "", gpumem_kind_name(k),
+                              fmt(bytes[k], b, sizeof b));
+        if (count)
+            o += (size_t)snprintf(buf + o, n - o, " in %llu", (unsigned long long)count[k]);
     }
-    if (!o)
-        snprintf(buf, n, "nothing");
+    return buf;
 }
 
 static void print_finding(const finding *f)
@@ -332,13 +325,18 @@ static void print_finding(const finding *f)
     case CHECK_FAILED_ALLOC: {
         const char *name = gpumem__cuda_error_name(f->error);
         const char *text = gpumem__cuda_error_string(f->error);
+        gpumem_live l;
+        gpumem__reg_live(&l);
         char live[512];
-        live_line(live, sizeof live);
+        uint64_t live_count[GPUMEM_KIND_COUNT_];
+        for (int k = 0; k < GPUMEM_KIND_COUNT_; k++)
+            live_count[k] = l.count[k];
+        kind_list(live, sizeof live, live_count, l.bytes, live_count, gpumem_format_bytes);
         say("Failed allocation: %s() of %s bytes of %s memory: %s (%s)", f->call,
             grouped(f->bytes, b1, sizeof b1), mem, name ? name : "unknown CUDA error",
             text ? text : "?");
         say_stack(f->stack);
-        say(" Live then (seen by gpumem check): %s", live);
+        say(" Live then (seen by gpumem check): %s", *live ? live : "nothing");
         break;
     }
     default:
@@ -523,72 +521,67 @@ int check_host_free(const char *call, uintptr_t p, uint32_t stack)
     return kind;
 }
 
+/* Takes every live record that chosen() picks out of the registry, as released by call:
+ * memory that went with a context or a range without a release call of its own. Records are
+ * collected a batch at a time (the registry is walked under its locks) and taken after. */
 typedef struct {
-    int device;
+    int (*chosen)(const gpumem__rec *r, const void *arg);
+    const void *arg;
     uintptr_t bases[256];
     int n;
-} reset_batch;
+} take_batch;
 
-static int reset_collect(const gpumem__rec *r, void *arg)
+static int batch_collect(const gpumem__rec *r, void *arg)
 {
-    reset_batch *b = arg;
-    if (r->device == b->device && r->kind != GPUMEM_KIND_REGISTERED && b->n < 256)
+    take_batch *b = arg;
+    if (b->chosen(r, b->arg))
         b->bases[b->n++] = r->base;
-    return b->n == 256;
+    return b->n == (int)(sizeof b->bases / sizeof *b->bases);
 }
 
-typedef struct {
-    uintptr_t lo, hi;
-    uintptr_t bases[256];
-    int n;
-} range_batch;
-
-static int range_collect(const gpumem__rec *r, void *arg)
+static void take_all(int (*chosen)(const gpumem__rec *, const void *), const void *arg,
+                     const char *call)
 {
-    range_batch *b = arg;
-    if (r->kind == GPUMEM_KIND_VIRTUAL && r->base > b->lo && r->base < b->hi && b->n < 256)
-        b->bases[b->n++] = r->base;
-    return b->n == 256;
+    check_tls_busy++;
+    take_batch b;
+    do {
+        b = (take_batch){.chosen = chosen, .arg = arg};
+        gpumem__reg_foreach(batch_collect, &b, 0);
+        for (int i = 0; i < b.n; i++) {
+            gpumem__rec r;
+            int mismatch = 0;
+            if (gpumem__reg_take((const void *)b.bases[i], (gpumem_site){NULL, call, 0}, 0,
+                                 &mismatch, &r) == GPUMEM__TAKEN)
+                forget(&r);
+        }
+    } while (b.n == (int)(sizeof b.bases / sizeof *b.bases));
+    check_tls_busy--;
+}
+
+/* Mappings strictly inside (p, p + bytes): the one at p went through check_release_begin. */
+static int in_unmapped_range(const gpumem__rec *r, const void *arg)
+{
+    const uintptr_t *range = arg;
+    return r->kind == GPUMEM_KIND_VIRTUAL && r->base > range[0] && r->base < range[1];
 }
 
 void check_unmap_rest(uintptr_t p, size_t bytes)
 {
-    check_tls_busy++;
-    for (;;) {
-        range_batch b = {.lo = p, .hi = p + bytes};
-        gpumem__reg_foreach(range_collect, &b, 0);
-        for (int i = 0; i < b.n; i++) {
-            gpumem__rec r;
-            int mismatch = 0;
-            if (gpumem__reg_take((const void *)b.bases[i], (gpumem_site){NULL, "cuMemUnmap", 0},
-                                 1u << GPUMEM_KIND_VIRTUAL, &mismatch, &r) == GPUMEM__TAKEN)
-                forget(&r);
-        }
-        if (b.n < 256)
-            break;
-    }
-    check_tls_busy--;
+    const uintptr_t range[2] = {p, p + bytes};
+    take_all(in_unmapped_range, range, "cuMemUnmap");
+}
+
+/* What a device's context held: everything of it but registered host memory, which is the
+ * program's own memory and stays registered until it says otherwise. */
+static int of_device(const gpumem__rec *r, const void *arg)
+{
+    return r->device == *(const int *)arg && r->kind != GPUMEM_KIND_REGISTERED;
 }
 
 void check_device_reset(int device)
 {
     check_setup();
-    check_tls_busy++;
-    for (;;) {
-        reset_batch b = {.device = device};
-        gpumem__reg_foreach(reset_collect, &b, 0);
-        for (int i = 0; i < b.n; i++) {
-            gpumem__rec r;
-            int mismatch = 0;
-            if (gpumem__reg_take((const void *)b.bases[i],
-                                 (gpumem_site){NULL, "cudaDeviceReset", 0}, 0, &mismatch,
-                                 &r) == GPUMEM__TAKEN)
-                forget(&r);
-        }
-        if (b.n < 256)
-            break;
-    }
-    check_tls_busy--;
+    take_all(of_device, &device, "cudaDeviceReset");
 }
 
 /* ---- the end ---- */
@@ -794,14 +787,7 @@ void check_finish(const char *status, int code)
     if (opt.leak != LEAK_NO) {
         if (leaks) {
             char kinds[512];
-            size_t o = 0;
-            kinds[0] = '\0';
-            for (int k = 1; k < GPUMEM_KIND_COUNT_ && o + 64 < sizeof kinds; k++)
-                if (by_kind_count[k])
-                    o += (size_t)snprintf(kinds + o, sizeof kinds - o, "%s%s %s in %llu",
-                                          o ? ", " : "", gpumem_kind_name(k),
-                                          grouped(by_kind_bytes[k], b1, sizeof b1),
-                                          (unsigned long long)by_kind_count[k]);
+            kind_list(kinds, sizeof kinds, by_kind_count, by_kind_bytes, by_kind_count, grouped);
             say("LEAK SUMMARY: %s bytes in %llu allocation%s from %llu call site%s (%s)",
                 grouped(leaked_bytes, b2, sizeof b2), (unsigned long long)leak_blocks,
                 leak_blocks == 1 ? "" : "s", (unsigned long long)leaks, leaks == 1 ? "" : "s",
@@ -819,16 +805,14 @@ void check_finish(const char *status, int code)
     gpumem_stats_t st;
     gpumem_stats(&st);
     char peaks[512];
-    size_t o = 0;
-    peaks[0] = '\0';
-    for (int k = 1; k < GPUMEM_KIND_COUNT_ && o + 64 < sizeof peaks; k++)
-        if (st.count[k].total)
-            o += (size_t)snprintf(peaks + o, sizeof peaks - o, "%s%s %s", o ? ", " : "",
-                                  gpumem_kind_name(k), gpumem_format_bytes(st.bytes[k].peak, b1, sizeof b1));
-    say("PEAK: %s", o ? peaks : "no CUDA memory allocated");
-    char used_prefix[64];
-    snprintf(used_prefix, sizeof used_prefix, "%s", prefix);
-    check_supp_print_used(out(), used_prefix);
+    uint64_t made[GPUMEM_KIND_COUNT_], peak[GPUMEM_KIND_COUNT_];
+    for (int k = 0; k < GPUMEM_KIND_COUNT_; k++) {
+        made[k] = st.count[k].total;
+        peak[k] = st.bytes[k].peak;
+    }
+    kind_list(peaks, sizeof peaks, made, peak, NULL, gpumem_format_bytes);
+    say("PEAK: %s", *peaks ? peaks : "no CUDA memory allocated");
+    check_supp_print_used(out(), prefix);
     long errors = atomic_load(&error_count), supp = atomic_load(&suppressed_count);
     say("ERROR SUMMARY: %ld error%s (%llu leak%s), %ld suppressed", errors, errors == 1 ? "" : "s",
         (unsigned long long)leaks, leaks == 1 ? "" : "s", supp);

@@ -70,7 +70,7 @@ __attribute__((format(printf, 1, 2))) static int bad_usage(const char *fmt, ...)
 
 /* The library: $GPUMEM_CHECK_LIBRARY, else beside this executable (build tree), else where
  * `make install` puts it relative to the installed executable. */
-static int find_library(char *out, size_t n)
+static int find_library(char out[PATH_MAX])
 {
     const char *env = getenv("GPUMEM_CHECK_LIBRARY");
     if (env && *env) {
@@ -92,10 +92,8 @@ static int find_library(char *out, size_t n)
     for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) {
         char path[PATH_MAX + 64];
         snprintf(path, sizeof path, "%s/%s", exe, rel[i]);
-        if (access(path, R_OK) == 0 && realpath(path, out)) {
-            (void)n;
+        if (access(path, R_OK) == 0 && realpath(path, out))
             return 0;
-        }
     }
     fprintf(stderr,
             "gpumem check: error: libgpumem_check.so not found beside %s or in %s/%s; set "
@@ -247,7 +245,7 @@ int gpumem_check_main(int argc, char **argv)
         return bad_usage("%s", "no PROGRAM to run (gpumem check [options] -- PROGRAM [ARGS...])");
     }
     char lib[PATH_MAX];
-    if (find_library(lib, sizeof lib) != 0) {
+    if (find_library(lib) != 0) {
         free(supp);
         return 2;
     }

@@ -69,42 +69,44 @@ void free(void *p)
     pass_free(p);
 }
 
-void _ZdlPv(void *p)
+/* operator delete and delete[], plain and sized: CUDA memory is handled as in free(),
+ * anything else goes to the C++ runtime's own (or to free() where there is none). */
+static void pass_delete(const char *call, void *p, delete_fn real)
 {
-    if (cuda_memory("operator delete", p))
+    if (cuda_memory(call, p))
         return;
-    if (real_delete)
-        real_delete(p);
+    if (real)
+        real(p);
     else
         pass_free(p);
+}
+
+static void pass_sized_delete(const char *call, void *p, size_t n, sized_delete_fn real)
+{
+    if (cuda_memory(call, p))
+        return;
+    if (real)
+        real(p, n);
+    else
+        pass_free(p);
+}
+
+void _ZdlPv(void *p)
+{
+    pass_delete("operator delete", p, real_delete);
 }
 
 void _ZdaPv(void *p)
 {
-    if (cuda_memory("operator delete[]", p))
-        return;
-    if (real_delete_array)
-        real_delete_array(p);
-    else
-        pass_free(p);
+    pass_delete("operator delete[]", p, real_delete_array);
 }
 
 void _ZdlPvm(void *p, size_t n)
 {
-    if (cuda_memory("operator delete", p))
-        return;
-    if (real_delete_sized)
-        real_delete_sized(p, n);
-    else
-        pass_free(p);
+    pass_sized_delete("operator delete", p, n, real_delete_sized);
 }
 
 void _ZdaPvm(void *p, size_t n)
 {
-    if (cuda_memory("operator delete[]", p))
-        return;
-    if (real_delete_array_sized)
-        real_delete_array_sized(p, n);
-    else
-        pass_free(p);
+    pass_sized_delete("operator delete[]", p, n, real_delete_array_sized);
 }

@@ -1,5 +1,5 @@
 /* Suppressions: parsing, matching and generation (format in suppress.h and docs/check.md). */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* basename() that does not modify its argument */
 #include "suppress.h"
 
 #include <ctype.h>
@@ -144,12 +144,6 @@ int check_supp_load(const char *path, char *err, size_t n)
     return 0;
 }
 
-static const char *base_name(const char *path)
-{
-    const char *slash = path ? strrchr(path, '/') : NULL;
-    return slash ? slash + 1 : path;
-}
-
 static int frame_matches(const frame_pat *p, const gpumem__frame *f)
 {
     switch (p->type) {
@@ -161,9 +155,9 @@ static int frame_matches(const frame_pat *p, const gpumem__frame *f)
         if (!f->file)
             return 0;
         char where[512];
-        snprintf(where, sizeof where, "%s:%d", base_name(f->file), f->line);
+        snprintf(where, sizeof where, "%s:%d", basename(f->file), f->line);
         /* "file.cu" matches any line of the file; "file.cu:12" one line. */
-        return fnmatch(p->pattern, where, 0) == 0 || fnmatch(p->pattern, base_name(f->file), 0) == 0;
+        return fnmatch(p->pattern, where, 0) == 0 || fnmatch(p->pattern, basename(f->file), 0) == 0;
     }
     default:
         return 0;
