@@ -40,6 +40,7 @@ expect 127 "cannot run $tmp/none" -- -- "$tmp/none"
 expect 143 "sh used no CUDA" -- -- sh -c 'kill -TERM $$'
 expect 0 "sh used no CUDA" -- -- sh -c 'test -n "$CUDA_INJECTION64_PATH" && test -n "$LD_PRELOAD"'
 GPUMEM_CHECK_LIBRARY=$tmp/none expect 2 "GPUMEM_CHECK_LIBRARY=$tmp/none cannot be read" -- -- true
+CUDA_INJECTION64_PATH=/opt/other/libinject.so expect 0 "CUDA_INJECTION64_PATH=/opt/other/libinject.so is replaced by gpumem check's own" -- -- true
 echo "not a library" > "$tmp/libbroken.so"
 GPUMEM_CHECK_LIBRARY=$tmp/libbroken.so expect 2 "cannot load $tmp/libbroken.so" -- -- true
 [ "$fails" -eq 0 ] || { echo "$fails failed"; exit 1; }
