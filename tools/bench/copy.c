@@ -220,23 +220,31 @@ static void buffers_free(buffers *b)
     memset(b, 0, sizeof *b);
 }
 
+/* Returns 0, or the status of what failed (a gpumem status or a cudaError_t, as bench_fail()
+ * takes it); on failure nothing is left allocated. */
 static int buffers_make(bench_ctx *c, buffers *b)
 {
     size_t n = c->report->copy_bytes;
     memset(b, 0, sizeof *b);
     b->bytes = n;
+    /* Each call only once the one before succeeded, so that gpumem_last_error() is the
+     * failed call's: the record is overwritten by the thread's next gpumem call. */
     b->dev = gpumem_device_alloc(1, n);
-    b->pageable = malloc(n);
-    b->pinned = gpumem_pinned_alloc(1, n);
-    b->wc = gpumem_host_alloc(1, n, GPUMEM_HOST_WRITE_COMBINED);
-    b->mapped = gpumem_host_alloc(1, n, GPUMEM_HOST_MAPPED);
+    b->pinned = b->dev ? gpumem_pinned_alloc(1, n) : NULL;
+    b->wc = b->pinned ? gpumem_host_alloc(1, n, GPUMEM_HOST_WRITE_COMBINED) : NULL;
+    b->mapped = b->wc ? gpumem_host_alloc(1, n, GPUMEM_HOST_MAPPED) : NULL;
     b->mapped_dev = b->mapped ? gpumem_device_ptr(b->mapped) : NULL;
-    if (c->managed_ok)
+    if (b->mapped_dev && c->managed_ok)
         b->managed = gpumem_managed_alloc(1, n, GPUMEM_ATTACH_GLOBAL);
-    if (!b->dev || !b->pageable || !b->pinned || !b->wc || !b->mapped_dev ||
-        (c->managed_ok && !b->managed)) {
+    if (!b->mapped_dev || (c->managed_ok && !b->managed)) {
+        int status = gpumem_last_error()->code;
         buffers_free(b);
-        return -1;
+        return status != GPUMEM_OK ? status : GPUMEM_ENOMEM; /* never 0: that is success */
+    }
+    b->pageable = malloc(n);
+    if (!b->pageable) {
+        buffers_free(b);
+        return GPUMEM_ENOMEM;
     }
     /* Every host page exists before the first copy: first-use faults are not the link's. */
     memset(b->pageable, 1, n);
@@ -246,11 +254,15 @@ static int buffers_make(bench_ctx *c, buffers *b)
     cudaError_t e = cudaMemset(b->dev, 1, n);
     if (e == cudaSuccess)
         e = cudaDeviceSynchronize();
-    return e == cudaSuccess ? 0 : -1;
+    if (e != cudaSuccess) {
+        buffers_free(b);
+        return (int)e;
+    }
+    return 0;
 }
 
 /* While copies are in flight, the link runs at its working speed: ask NVML then. */
-static void read_busy_link(bench_ctx *c, const buffers *b)
+static void read_busy_link(bench_ctx *c, bench_row *row, const buffers *b)
 {
     for (int i = 0; i < 8; i++)
         if (cudaMemcpyAsync(b->dev, b->pinned, b->bytes, cudaMemcpyHostToDevice, c->stream) !=
@@ -259,7 +271,7 @@ static void read_busy_link(bench_ctx *c, const buffers *b)
     bench_link_busy(&c->report->link);
     cudaError_t e = cudaStreamSynchronize(c->stream);
     if (e != cudaSuccess)
-        bench_fail(c, NULL, "cudaStreamSynchronize", (int)e);
+        bench_fail(c, row, "cudaStreamSynchronize", (int)e);
 }
 
 static void measure(bench_ctx *c, const copy_path *p, bench_row *row, const buffers *b, int dir)
@@ -287,14 +299,14 @@ void bench_copy_run(bench_ctx *c)
     buffers b;
     char size[32], what[128];
     gpumem_format_bytes(c->report->copy_bytes, size, sizeof size);
-    int have_buffers = buffers_make(c, &b) == 0;
+    int buffers_status = buffers_make(c, &b);
     for (int i = 0; i < NPATHS; i++) {
         const copy_path *p = &paths[i];
         bench_row *row = bench_row_add(c->report, BENCH_COPY, p->key, p->label);
         if (!row)
-            return;
-        if (!have_buffers) {
-            bench_fail(c, row, "allocating the buffers", gpumem_last_error()->code);
+            break; /* a full table: the buffers are still freed below */
+        if (buffers_status != 0) {
+            bench_fail(c, row, "allocating and filling the buffers", buffers_status);
         } else if (p->needs_kernels && !c->have_kernels) {
             snprintf(row->note, sizeof row->note, "not measured: built without nvcc (it needs a kernel)");
         } else if (p->needs_managed && !c->managed_ok) {
@@ -307,9 +319,9 @@ void bench_copy_run(bench_ctx *c)
             bench_progress(c, what);
             measure(c, p, row, &b, dir);
         }
-        if (have_buffers && strcmp(p->key, "pinned") == 0)
-            read_busy_link(c, &b);
+        if (buffers_status == 0 && strcmp(p->key, "pinned") == 0)
+            read_busy_link(c, row, &b);
     }
-    if (have_buffers)
+    if (buffers_status == 0)
         buffers_free(&b);
 }
