@@ -93,14 +93,10 @@ void lint_report(struct lint_ctx *c, int rule, int severity, TSNode at, TSNode r
     if (suppressed(c, rule, p.row))
         return;
     struct lint_file_result *r = c->out;
-    if (r->n == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 16;
-        struct lint_finding *nf = realloc(r->f, cap * sizeof *nf);
-        if (!nf)
-            return;
-        r->f = nf;
-        r->cap = cap;
-    }
+    struct lint_finding *nf = lint_array_grow(r->f, r->n, &r->cap, sizeof *nf);
+    if (!nf)
+        return;
+    r->f = nf;
     struct lint_finding *f = &r->f[r->n];
     memset(f, 0, sizeof *f);
     f->rule = rule;

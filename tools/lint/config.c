@@ -46,16 +46,25 @@ const struct lint_rule_info lint_rules[LINT_RULE_COUNT] = {
      "without the flag where the host must read."},
 };
 
+void *lint_array_grow(void *arr, size_t n, size_t *cap, size_t size)
+{
+    if (n < *cap)
+        return arr;
+    size_t want = *cap ? *cap * 2 : 16;
+    if (want > SIZE_MAX / size)
+        return NULL;
+    void *p = realloc(arr, want * size);
+    if (p)
+        *cap = want;
+    return p;
+}
+
 void lint_strlist_add(struct lint_strlist *l, const char *s)
 {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 8;
-        char **v = realloc(l->v, cap * sizeof *v);
-        if (!v)
-            return;
-        l->v = v;
-        l->cap = cap;
-    }
+    char **v = lint_array_grow(l->v, l->n, &l->cap, sizeof *v);
+    if (!v)
+        return;
+    l->v = v;
     char *d = strdup(s);
     if (d)
         l->v[l->n++] = d;

@@ -43,6 +43,10 @@ struct lint_strlist {
     size_t n, cap;
 };
 void lint_strlist_add(struct lint_strlist *l, const char *s);
+/** Makes room for element @p n of the array @p arr of @p *cap elements of @p size bytes:
+ *  returns the array (moved, and @p *cap doubled, when it had to grow), or NULL when memory
+ *  runs out, with @p arr and @p *cap unchanged. */
+void *lint_array_grow(void *arr, size_t n, size_t *cap, size_t size);
 /** Adds each comma- or space-separated item of @p s. */
 void lint_strlist_add_split(struct lint_strlist *l, const char *s);
 int lint_strlist_has(const struct lint_strlist *l, const char *s, size_t len);

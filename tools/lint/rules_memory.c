@@ -257,14 +257,10 @@ static void add_leak(struct fx *f, int alloc, int exit)
     for (size_t i = 0; i < f->nleaks; i++)
         if (f->leaks[i].alloc == alloc && f->leaks[i].exit == exit)
             return;
-    if (f->nleaks == f->capleaks) {
-        size_t cap = f->capleaks ? f->capleaks * 2 : 16;
-        struct leak *p = realloc(f->leaks, cap * sizeof *p);
-        if (!p)
-            return;
-        f->leaks = p;
-        f->capleaks = cap;
-    }
+    struct leak *p = lint_array_grow(f->leaks, f->nleaks, &f->capleaks, sizeof *p);
+    if (!p)
+        return;
+    f->leaks = p;
     f->leaks[f->nleaks].alloc = alloc;
     f->leaks[f->nleaks].exit = exit;
     f->nleaks++;
@@ -460,14 +456,10 @@ static bool far_key(struct fx *f, TSNode target, char *key, size_t cap)
 
 static void add_far(struct lint_ctx *c, const char *key, int kind, const char *fn, TSNode node)
 {
-    if (c->n_far == c->cap_far) {
-        size_t cap = c->cap_far ? c->cap_far * 2 : 32;
-        struct lint_far *p = realloc(c->far, cap * sizeof *p);
-        if (!p)
-            return;
-        c->far = p;
-        c->cap_far = cap;
-    }
+    struct lint_far *p = lint_array_grow(c->far, c->n_far, &c->cap_far, sizeof *p);
+    if (!p)
+        return;
+    c->far = p;
     struct lint_far *r = &c->far[c->n_far++];
     snprintf(r->key, sizeof r->key, "%s", key);
     r->kind = kind;
@@ -1279,16 +1271,12 @@ static void do_goto(struct fx *f, TSNode n, struct state *s)
     }
     int e = add_exit(f, n);
     st_mark_exit(f, s, e, (TSNode){0}, false);
-    if (f->ngotos == f->capgotos) {
-        size_t cap = f->capgotos ? f->capgotos * 2 : 8;
-        struct pending_goto *p = realloc(f->gotos, cap * sizeof *p);
-        if (!p) {
-            st_dead(s);
-            return;
-        }
-        f->gotos = p;
-        f->capgotos = cap;
+    struct pending_goto *p = lint_array_grow(f->gotos, f->ngotos, &f->capgotos, sizeof *p);
+    if (!p) {
+        st_dead(s);
+        return;
     }
+    f->gotos = p;
     snprintf(f->gotos[f->ngotos].label, sizeof f->gotos[0].label, "%s", label);
     f->gotos[f->ngotos].s = *s;
     f->ngotos++;
@@ -1572,14 +1560,11 @@ void lint_rules_memory_free(struct lint_ctx *c)
 
 static void add_wrapper(struct lint_ctx *c, const char *name, int param, const char *rel)
 {
-    if (c->n_wrappers == c->cap_wrappers) {
-        size_t cap = c->cap_wrappers ? c->cap_wrappers * 2 : 16;
-        struct lint_wrapper *p = realloc(c->wrappers, cap * sizeof *p);
-        if (!p)
-            return;
-        c->wrappers = p;
-        c->cap_wrappers = cap;
-    }
+    struct lint_wrapper *p =
+        lint_array_grow(c->wrappers, c->n_wrappers, &c->cap_wrappers, sizeof *p);
+    if (!p)
+        return;
+    c->wrappers = p;
     struct lint_wrapper *w = &c->wrappers[c->n_wrappers++];
     snprintf(w->name, sizeof w->name, "%s", name);
     w->param = param;
@@ -1588,14 +1573,11 @@ static void add_wrapper(struct lint_ctx *c, const char *name, int param, const c
 
 static void add_allocator(struct lint_ctx *c, const char *name, int kind)
 {
-    if (c->n_allocators == c->cap_allocators) {
-        size_t cap = c->cap_allocators ? c->cap_allocators * 2 : 16;
-        struct lint_allocator *p = realloc(c->allocators, cap * sizeof *p);
-        if (!p)
-            return;
-        c->allocators = p;
-        c->cap_allocators = cap;
-    }
+    struct lint_allocator *p =
+        lint_array_grow(c->allocators, c->n_allocators, &c->cap_allocators, sizeof *p);
+    if (!p)
+        return;
+    c->allocators = p;
     struct lint_allocator *a = &c->allocators[c->n_allocators++];
     snprintf(a->name, sizeof a->name, "%s", name);
     a->kind = kind;

@@ -124,14 +124,10 @@ static TSNode declarator_levels(TSNode d, int *levels)
 static void add_sym(struct lint_sym **v, size_t *n, size_t *cap, const char *name, int elem,
                     int levels, TSNode init)
 {
-    if (*n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 32;
-        struct lint_sym *p = realloc(*v, nc * sizeof *p);
-        if (!p)
-            return;
-        *v = p;
-        *cap = nc;
-    }
+    struct lint_sym *p = lint_array_grow(*v, *n, cap, sizeof *p);
+    if (!p)
+        return;
+    *v = p;
     snprintf((*v)[*n].name, sizeof(*v)[*n].name, "%s", name);
     (*v)[*n].elem = elem;
     (*v)[*n].levels = levels;
