@@ -109,7 +109,7 @@ typedef struct bench_ctx {
     int failures;
 } bench_ctx;
 
-/* Progress on stderr: "[7/31] pinned H2D 256.0 MiB". */
+/* Progress on stderr: "[13/28] pinned (cudaMallocHost) H2D 256.0 MiB". */
 void bench_progress(bench_ctx *c, const char *what);
 /* Records a failed CUDA or gpumem call in @row's note and counts it; returns -1. */
 int bench_fail(bench_ctx *c, bench_row *row, const char *call, int status);
