@@ -12,7 +12,7 @@
 # nvidia-smi) and the git commit, then each benchmark's tables and its RESULT lines.
 set -euo pipefail
 
-usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [ $# -ge 2 ] || usage
 build=$1 out=$2
 shift 2
@@ -22,7 +22,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=(--quick) ;;
     --backend) [ $# -ge 2 ] || usage; backend=$2; shift ;;
     --threads) [ $# -ge 2 ] || usage; threads=(--threads "$2"); shift ;;
-    *) usage ;;
+    *) echo "run.sh: unknown argument '$1'" >&2; usage ;;
   esac
   shift
 done
