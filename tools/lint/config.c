@@ -70,20 +70,29 @@ void lint_strlist_add(struct lint_strlist *l, const char *s)
         l->v[l->n++] = d;
 }
 
+/** The next item of a comma- or space-separated list: its start and @p len, or NULL when
+ *  the list at *@p s is used up. Moves *@p s past the item. */
+static const char *list_next(const char **s, size_t *len)
+{
+    const char *b = *s;
+    while (*b == ',' || isspace((unsigned char)*b))
+        b++;
+    const char *e = b;
+    while (*e && *e != ',' && !isspace((unsigned char)*e))
+        e++;
+    *s = e;
+    *len = (size_t)(e - b);
+    return e > b ? b : NULL;
+}
+
 void lint_strlist_add_split(struct lint_strlist *l, const char *s)
 {
-    while (*s) {
-        while (*s == ',' || isspace((unsigned char)*s))
-            s++;
-        const char *e = s;
-        while (*e && *e != ',' && !isspace((unsigned char)*e))
-            e++;
-        if (e > s) {
-            char buf[256];
-            snprintf(buf, sizeof buf, "%.*s", (int)(e - s), s);
-            lint_strlist_add(l, buf);
-        }
-        s = e;
+    const char *item;
+    size_t len;
+    while ((item = list_next(&s, &len)) != NULL) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%.*s", (int)len, item);
+        lint_strlist_add(l, buf);
     }
 }
 
@@ -219,22 +228,15 @@ static char *trim(char *s)
 /** Sets rules from "GM001,GM004" to @p v; returns -1 when one is not a rule. */
 static int set_rules(int *flags, const char *list, int v)
 {
-    const char *s = list;
+    const char *item;
+    size_t len;
     int any = 0;
-    while (*s) {
-        while (*s == ',' || isspace((unsigned char)*s))
-            s++;
-        const char *e = s;
-        while (*e && *e != ',' && !isspace((unsigned char)*e))
-            e++;
-        if (e > s) {
-            int r = lint_rule_parse(s, (size_t)(e - s));
-            if (r < 0)
-                return -1;
-            flags[r] = v;
-            any = 1;
-        }
-        s = e;
+    while ((item = list_next(&list, &len)) != NULL) {
+        int r = lint_rule_parse(item, len);
+        if (r < 0)
+            return -1;
+        flags[r] = v;
+        any = 1;
     }
     return any ? 0 : -1;
 }
