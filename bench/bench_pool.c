@@ -13,10 +13,12 @@
  * the cache hit path never reaches CUDA, so sim and GPU numbers of the hit path are close).
  *
  * Usage: bench_pool [cuda|sim] [--quick]
- * Prints a markdown table and `RESULT ...` lines. Exits 1 when an allocation fails. */
+ * Prints a markdown table and `RESULT ...` lines. Exits 1 when an allocation or a release
+ * fails, after saying which on stderr. */
 #define _DEFAULT_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +32,7 @@
 
 static int use_sim;
 static long pairs = 2000000;
-static int failed;
+static atomic_int failed;
 
 typedef struct {
     gpumem_pool *pool; /* NULL: the stream-ordered pair without a pool */
@@ -41,6 +43,14 @@ typedef struct {
     pthread_barrier_t *start;
 } job;
 
+/* Says what failed from the thread it failed in: gpumem's error record is per thread. */
+static void fail(const char *what, size_t bytes)
+{
+    fprintf(stderr, "bench_pool: error: %s of %zu bytes failed: %s\n", what, bytes,
+            gpumem_last_error()->message);
+    failed = 1;
+}
+
 static void *run_pairs(void *arg)
 {
     job *j = arg;
@@ -48,18 +58,17 @@ static void *run_pairs(void *arg)
     void *p = j->pool ? gpumem_pool_alloc(j->pool, 1, j->bytes, j->stream)
                       : gpumem_device_alloc_async(1, j->bytes, j->stream);
     if (!p || gpumem_free_async(p, j->stream) != GPUMEM_OK)
-        failed = 1;
+        fail(p ? "the first release" : "the first allocation", j->bytes);
     if (j->start)
         pthread_barrier_wait(j->start);
     uint64_t t0 = bench_now_ns();
     for (long i = 0; i < j->n; i++) {
         p = j->pool ? gpumem_pool_alloc(j->pool, 1, j->bytes, j->stream)
                     : gpumem_device_alloc_async(1, j->bytes, j->stream);
-        if (!p) {
-            failed = 1;
+        if (!p || gpumem_free_async(p, j->stream) != GPUMEM_OK) {
+            fail(p ? "a release" : "an allocation", j->bytes);
             break;
         }
-        gpumem_free_async(p, j->stream);
     }
     j->ns = bench_now_ns() - t0;
     return NULL;
@@ -71,17 +80,16 @@ static void *run_pinned_pairs(void *arg)
     job *j = arg;
     void *p = gpumem_pool_alloc(j->pool, 1, j->bytes, NULL);
     if (!p || gpumem_free(p) != GPUMEM_OK)
-        failed = 1;
+        fail(p ? "the first pinned release" : "the first pinned allocation", j->bytes);
     if (j->start)
         pthread_barrier_wait(j->start);
     uint64_t t0 = bench_now_ns();
     for (long i = 0; i < j->n; i++) {
         p = gpumem_pool_alloc(j->pool, 1, j->bytes, NULL);
-        if (!p) {
-            failed = 1;
+        if (!p || gpumem_free(p) != GPUMEM_OK) {
+            fail(p ? "a pinned release" : "a pinned allocation", j->bytes);
             break;
         }
-        gpumem_free(p);
     }
     j->ns = bench_now_ns() - t0;
     return NULL;
@@ -92,8 +100,12 @@ static cudaStream_t stream_for(int i)
     if (use_sim)
         return (cudaStream_t)(uintptr_t)(0x1000 * (i + 1)); /* handles only */
     cudaStream_t s = NULL;
-    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess)
+    cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    if (e != cudaSuccess) {
+        fprintf(stderr, "bench_pool: error: cudaStreamCreateWithFlags for thread %d: %s: %s\n", i,
+                cudaGetErrorName(e), cudaGetErrorString(e));
         failed = 1;
+    }
     return s;
 }
 
@@ -160,9 +172,11 @@ int main(int argc, char **argv)
            "ns, 16 thr agg", "16 thr");
     printf("|------------------------------------|---------:|-----------:|-------------:|---------:|\n");
     gpumem_pool *dev = gpumem_pool_create(GPUMEM_KIND_DEVICE, 0, NULL);
-    gpumem_pool *pin = gpumem_pool_create(GPUMEM_KIND_PINNED, 0, NULL);
+    /* The second only after the first: a success would overwrite the first's error record. */
+    gpumem_pool *pin = dev ? gpumem_pool_create(GPUMEM_KIND_PINNED, 0, NULL) : NULL;
     if (!dev || !pin) {
-        fprintf(stderr, "bench_pool: %s\n", gpumem_last_error()->message);
+        fprintf(stderr, "bench_pool: error: gpumem_pool_create(%s) failed: %s\n",
+                dev ? "GPUMEM_KIND_PINNED" : "GPUMEM_KIND_DEVICE", gpumem_last_error()->message);
         return 1;
     }
     measure("device_pool_4k", "device pool, alloc + free", dev, 0, 4096, 1);
@@ -176,7 +190,7 @@ int main(int argc, char **argv)
     gpumem_pool_destroy(dev);
     gpumem_pool_destroy(pin);
     if (failed)
-        fprintf(stderr, "bench_pool: an allocation or release failed: %s\n",
-                gpumem_last_error()->message);
+        fprintf(stderr, "bench_pool: error: a measurement failed (see above); its numbers are not "
+                        "valid\n");
     return failed;
 }
