@@ -1,6 +1,7 @@
 /* A stand-in for libnvidia-ml.so.1: the functions tools/bench/link.c loads, answering as
  * FAKE_NVML says: "ok" (PCIe 5.0 x16 at most, 1.0 x16 at rest, 5.0 x16 once asked again),
- * "hidden" (no link information, as in some virtual machines) or "nodevice". */
+ * "hidden" (no link information, as in some virtual machines), "nodevice" or "noinit" (NVML
+ * does not start, as without the driver). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,7 +29,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t dev, unsigned int
 nvmlReturn_t nvmlInit_v2(void)
 {
     current_reads = 0;
-    return NVML_SUCCESS;
+    return strcmp(mode(), "noinit") == 0 ? NVML_ERROR_DRIVER_NOT_LOADED : NVML_SUCCESS;
 }
 
 nvmlReturn_t nvmlShutdown(void)
@@ -38,9 +39,10 @@ nvmlReturn_t nvmlShutdown(void)
 
 const char *nvmlErrorString(nvmlReturn_t rc)
 {
-    return rc == NVML_ERROR_NOT_SUPPORTED ? "Not Supported"
-           : rc == NVML_ERROR_NOT_FOUND   ? "Not Found"
-                                          : "Unknown Error";
+    return rc == NVML_ERROR_NOT_SUPPORTED      ? "Not Supported"
+           : rc == NVML_ERROR_NOT_FOUND         ? "Not Found"
+           : rc == NVML_ERROR_DRIVER_NOT_LOADED ? "Driver Not Loaded"
+                                                : "Unknown Error";
 }
 
 nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *id, nvmlDevice_t *dev)

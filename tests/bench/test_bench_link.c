@@ -1,6 +1,7 @@
 /* tools/bench/link.c against a fake NVML (fake_nvml.c, found as libnvidia-ml.so.1 through
  * LD_LIBRARY_PATH): what it reads, and what it says when NVML cannot tell.
- * Usage: test_bench_link ok|hidden|nodevice (the fake's answers, passed on in FAKE_NVML). */
+ * Usage: test_bench_link ok|hidden|nodevice|noinit (the fake's answers, passed on in
+ * FAKE_NVML). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -32,17 +33,19 @@ static void test_link(void)
         EXPECT_EQ(link.busy_gen, 0);
         EXPECT_STR_EQ(text, "link limit unknown (NVML has no PCIe link for 0000:3B:00.0: "
                             "Not Supported)");
-    } else {
+    } else if (strcmp(mode, "nodevice") == 0) {
         EXPECT_EQ(link.known, 0);
         EXPECT_STR_EQ(text, "link limit unknown (NVML does not know PCI device 0000:3B:00.0: "
                             "Not Found)");
+    } else {
+        EXPECT_EQ(link.known, 0);
+        EXPECT_EQ(link.cur_gen, 0);
+        EXPECT_STR_EQ(text, "link limit unknown (NVML did not start: Driver Not Loaded)");
     }
     /* Closed: a busy read changes nothing. */
-    unsigned before = link.busy_gen;
     link.busy_gen = 0;
     bench_link_busy(&link);
     EXPECT_EQ(link.busy_gen, 0);
-    link.busy_gen = before;
 }
 
 int main(int argc, char **argv)

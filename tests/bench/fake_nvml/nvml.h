@@ -10,7 +10,8 @@ typedef enum nvmlReturn_enum {
     NVML_ERROR_UNINITIALIZED = 1,
     NVML_ERROR_INVALID_ARGUMENT = 2,
     NVML_ERROR_NOT_SUPPORTED = 3,
-    NVML_ERROR_NOT_FOUND = 6
+    NVML_ERROR_NOT_FOUND = 6,
+    NVML_ERROR_DRIVER_NOT_LOADED = 9
 } nvmlReturn_t;
 
 #endif
