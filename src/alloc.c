@@ -85,9 +85,7 @@ static void *fail_cuda(int kind, size_t bytes, int cuda_error, int injected, gpu
     } else {
         gpumem__err_append(e, "%s of %s failed at %s: %s: %s", fn_name[kind], size_text, where,
                            e->cuda_name, e->cuda_string);
-        if (code == GPUMEM_ESTICKY)
-            gpumem__err_append(e, "\n  this error is sticky: the CUDA context is unusable and "
-                                  "every later CUDA call fails too; restart the process");
+        gpumem__err_sticky_hint(e);
     }
     gpumem__err_raise(e);
     return NULL;

@@ -157,6 +157,15 @@ void gpumem_default_error_handler(const gpumem_error *err, void *arg)
         abort();
 }
 
+int gpumem__err_sticky_hint(gpumem_error *e)
+{
+    if (e->code != GPUMEM_ESTICKY)
+        return 0;
+    gpumem__err_append(e, "\n  this error is sticky: the CUDA context is unusable and every "
+                          "later CUDA call fails too; restart the process");
+    return 1;
+}
+
 int gpumem__err_raise(gpumem_error *e)
 {
     pthread_mutex_lock(&handler_lock);
@@ -239,9 +248,7 @@ int gpumem_check_at(int status, const char *expr, gpumem_site site)
              site.line, site.func, expr, e->cuda_name, e->cuda_string);
     if (status == cudaErrorMemoryAllocation)
         gpumem__err_oom(e);
-    if (e->code == GPUMEM_ESTICKY)
-        gpumem__err_append(e, "\n  this error is sticky: the CUDA context is unusable and every "
-                              "later CUDA call fails too; restart the process");
+    gpumem__err_sticky_hint(e);
     gpumem__err_raise(e);
     return status;
 }

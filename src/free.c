@@ -93,10 +93,7 @@ static int release_cuda_error(const char *fn, int err, const gpumem__rec *r, gpu
     describe_alloc(e, r);
     gpumem__err_append(e, ": CUDA failed with %s: %s", e->cuda_name, e->cuda_string);
     append_sites(e, "released at", site, r, 0);
-    if (e->code == GPUMEM_ESTICKY)
-        gpumem__err_append(e, "\n  this error is sticky: the CUDA context is unusable and every "
-                              "later CUDA call fails too; restart the process");
-    else
+    if (!gpumem__err_sticky_hint(e))
         gpumem__err_append(e, "\n  the allocation is still live and owned by the caller");
     return gpumem__err_raise(e);
 }

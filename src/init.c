@@ -139,9 +139,7 @@ static int device_query_failed(const char *fn, int ordinal, int err)
                            e->cuda_string);
     else
         gpumem__err_append(e, "%s: CUDA failed with %s: %s", fn, e->cuda_name, e->cuda_string);
-    if (e->code == GPUMEM_ESTICKY)
-        gpumem__err_append(e, "\n  this error is sticky: the CUDA context is unusable and every "
-                              "later CUDA call fails too; restart the process");
+    gpumem__err_sticky_hint(e);
     return gpumem__err_raise(e);
 }
 

@@ -205,6 +205,9 @@ void gpumem__err_append(gpumem_error *e, const char *fmt, ...) GPUMEM__FORMAT(2,
 /* Adds device free/total, gpumem's live bytes by kind and the largest holders (out-of-memory
  * context). */
 void gpumem__err_oom(gpumem_error *e);
+/* When e->code is GPUMEM_ESTICKY, appends what that means for the process and returns 1;
+ * else returns 0. */
+int gpumem__err_sticky_hint(gpumem_error *e);
 /* Calls the handler; returns e->code. */
 int gpumem__err_raise(gpumem_error *e);
 /* Resets the record's code to GPUMEM_OK (a call that returned without failing). */

@@ -119,9 +119,7 @@ static int cuda_failed(const op *o, int err, const void *p, size_t bytes, const 
     append_range(e, p, bytes, r);
     gpumem__err_append(e, ": CUDA failed with %s: %s", e->cuda_name, e->cuda_string);
     append_sites(e, o, r);
-    if (e->code == GPUMEM_ESTICKY)
-        gpumem__err_append(e, "\n  this error is sticky: the CUDA context is unusable and every "
-                              "later CUDA call fails too; restart the process");
+    gpumem__err_sticky_hint(e);
     return gpumem__err_raise(e);
 }
 
