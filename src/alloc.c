@@ -157,7 +157,7 @@ static void *gpumem__alloc_any(int kind, size_t count, size_t size, unsigned fla
         .bytes = bytes,
         .stream = kind == GPUMEM_KIND_DEVICE_ASYNC ? stream : NULL,
         .site = site,
-        .seq = atomic_fetch_add_explicit(&next_seq, 1, memory_order_relaxed),
+        .seq = gpumem__seq_take(),
         .flags = kind == GPUMEM_KIND_PINNED ? 0 : flags,
         .thread = gpumem__thread_id(),
         .device = dev,
