@@ -268,6 +268,17 @@ void gpumem_scope_cleanup(void *scope)
         close_scope(s, s->site);
 }
 
+#define NOT_HELD SIZE_MAX
+
+/* Index of p's entry when s is a scope that holds p, else NOT_HELD. */
+static size_t held_at(gpumem_scope *s, const void *p)
+{
+    if (!s || s->magic != SCOPE_MAGIC)
+        return NOT_HELD;
+    size_t i = find_entry(s, p);
+    return i < s->count ? i : NOT_HELD;
+}
+
 static int not_held(const char *fn, const gpumem_scope *s, const void *p, gpumem_site site)
 {
     char where[256], decl[256] = "(not a scope)";
@@ -284,9 +295,9 @@ int gpumem_scope_release_at(gpumem_scope *s, void *p, gpumem_site site)
 {
     if (!p)
         return GPUMEM_OK;
-    if (!s || s->magic != SCOPE_MAGIC || find_entry(s, p) == s->count)
+    size_t i = held_at(s, p);
+    if (i == NOT_HELD)
         return not_held("gpumem_scope_release", s, p, site);
-    size_t i = find_entry(s, p);
     gpumem_scope_entry en = entries(s)[i];
     remove_entry(s, i);
     return release_entry("gpumem_scope_release", s, &en, site);
@@ -296,10 +307,11 @@ void *gpumem_scope_steal_at(gpumem_scope *s, void *p, gpumem_site site)
 {
     if (!p)
         return NULL;
-    if (!s || s->magic != SCOPE_MAGIC || find_entry(s, p) == s->count) {
+    size_t i = held_at(s, p);
+    if (i == NOT_HELD) {
         not_held("gpumem_scope_steal", s, p, site);
         return NULL;
     }
-    remove_entry(s, find_entry(s, p));
+    remove_entry(s, i);
     return p;
 }
