@@ -161,6 +161,20 @@ static void table_delete(table *t, size_t i)
     t->count--;
 }
 
+/* Index of the first large allocation whose base is not below base. Locked. */
+static size_t large_lower_bound(uintptr_t base)
+{
+    size_t lo = 0, hi = large.len;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (large.base[mid] < base)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 static void large_add(uintptr_t base, size_t bytes)
 {
     pthread_rwlock_wrlock(&large.lock);
@@ -178,14 +192,7 @@ static void large_add(uintptr_t base, size_t bytes)
         }
         large.cap = n;
     }
-    size_t lo = 0, hi = large.len;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (large.base[mid] < base)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = large_lower_bound(base);
     memmove(large.base + lo + 1, large.base + lo, (large.len - lo) * sizeof *large.base);
     memmove(large.bytes + lo + 1, large.bytes + lo, (large.len - lo) * sizeof *large.bytes);
     large.base[lo] = base;
@@ -197,14 +204,7 @@ static void large_add(uintptr_t base, size_t bytes)
 static void large_remove(uintptr_t base)
 {
     pthread_rwlock_wrlock(&large.lock);
-    size_t lo = 0, hi = large.len;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (large.base[mid] < base)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = large_lower_bound(base);
     if (lo < large.len && large.base[lo] == base) {
         memmove(large.base + lo, large.base + lo + 1, (large.len - lo - 1) * sizeof *large.base);
         memmove(large.bytes + lo, large.bytes + lo + 1,
