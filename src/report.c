@@ -66,16 +66,16 @@ static int grow_index(grouping *gr)
 
 static void note_seq(gpumem__group *g, uint64_t seq)
 {
-    /* Keep the five smallest, ascending. */
-    size_t have = g->count < 5 ? (size_t)g->count : 5; /* count already includes this one */
-    size_t n = have;
-    if (g->count > 5 && seq >= g->first_seq[4])
-        return;
-    if (g->count > 5)
-        n = 4; /* the largest of the five drops out */
-    else
-        n = have - 1;
-    size_t pos = n;
+    /* Keep the five smallest, ascending. count already includes this one; pos starts at the
+     * slot it takes if it is the largest kept. */
+    size_t pos;
+    if (g->count > 5) {
+        if (seq >= g->first_seq[4])
+            return;
+        pos = 4; /* the largest of the five drops out */
+    } else {
+        pos = (size_t)g->count - 1;
+    }
     while (pos > 0 && g->first_seq[pos - 1] > seq) {
         g->first_seq[pos] = g->first_seq[pos - 1];
         pos--;
