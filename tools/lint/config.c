@@ -241,6 +241,23 @@ static int set_rules(int *flags, const char *list, int v)
     return any ? 0 : -1;
 }
 
+/** What @p key accepts, for the message about a bad value. */
+static const char *option_values(const char *key)
+{
+    static const char *const values[][2] = {
+        {"severity", "RULES:LEVEL, LEVEL one of note, warning, error; e.g. GM002:error"},
+        {"fail-on", "note, warning, error or never"},
+        {"max-file-size", "a size such as 1000, 512k or 16MiB"},
+        {"notes", "on or off"},
+        {"jobs", "a number from 1 to 256"},
+        {"format", "text, json or sarif"},
+    };
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
+        if (strcmp(values[i][0], key) == 0)
+            return values[i][1];
+    return "a value listed by gpumem lint --help";
+}
+
 /** Applies one `key = value` option (shared by the config file and the command line).
  *  Returns 0, or -1 after printing an error that names @p where. */
 int lint_option_set(struct lint_options *o, const char *key, const char *value, const char *where)
@@ -339,7 +356,8 @@ bad_rule:
             value, LINT_RULE_COUNT);
     return -1;
 bad_value:
-    fprintf(stderr, "gpumem lint: error: %s: bad value '%s' for '%s'\n", where, value, key);
+    fprintf(stderr, "gpumem lint: error: %s: bad value '%s' for '%s' (use %s)\n", where, value,
+            key, option_values(key));
     return -1;
 }
 
