@@ -393,16 +393,20 @@ static void test_sarif(void)
     EXPECT_EQ(json_array_size(json_object_get(inv, "toolExecutionNotifications")), 1);
     json_decref(doc);
 
-    /* The fingerprint survives lines added above the finding. */
+    /* The fingerprint survives lines added above the finding, and differs in another file. */
     char shifted[1024];
     snprintf(shifted, sizeof shifted, "// a new comment\n\n%s", mismatch_src);
-    write_file("shifted.cu", shifted);
     write_file("mismatch2.cu", mismatch_src);
     lint("--format=sarif", path("mismatch2.cu"), NULL);
     json_t *a = json_loads(r.out, 0, &e);
+    write_file("mismatch2.cu", shifted);
+    lint("--format=sarif", path("mismatch2.cu"), NULL);
+    json_t *same = json_loads(r.out, 0, &e);
+    write_file("shifted.cu", shifted);
     lint("--format=sarif", path("shifted.cu"), NULL);
     json_t *b = json_loads(r.out, 0, &e);
     ASSERT_NOT_NULL(a);
+    ASSERT_NOT_NULL(same);
     ASSERT_NOT_NULL(b);
 #define FP(doc)                                                                                  \
     json_string_value(json_object_get(                                                           \
@@ -413,8 +417,13 @@ static void test_sarif(void)
                                        0),                                                      \
                         "partialFingerprints"),                                                 \
         "gpumemLintHash/v1"))
-    EXPECT_TRUE(FP(a) && FP(b) && strcmp(FP(a), FP(b)) != 0); /* the path differs */
+    ASSERT_NOT_NULL(FP(a));
+    ASSERT_NOT_NULL(FP(same));
+    ASSERT_NOT_NULL(FP(b));
+    EXPECT_STR_EQ(FP(a), FP(same));
+    EXPECT_TRUE(strcmp(FP(a), FP(b)) != 0); /* the path differs */
     json_decref(a);
+    json_decref(same);
     json_decref(b);
 }
 
