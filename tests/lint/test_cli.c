@@ -290,8 +290,7 @@ static void test_config(void)
 
     /* ./.gpumem-lint is read by default, and --no-config skips it */
     char cwd[512];
-    if (!getcwd(cwd, sizeof cwd))
-        return;
+    ASSERT_NOT_NULL(getcwd(cwd, sizeof cwd));
     ASSERT_EQ(chdir(dir), 0);
     write_file(".gpumem-lint", "disable = GM002\n");
     lint("mismatch.cu", NULL);
@@ -533,10 +532,11 @@ int main(int argc, char **argv)
     }
     write_file("mismatch.cu", mismatch_src);
     write_file("clean.cu", clean_src);
-    write_file("bin.cu", "");
     FILE *b = fopen(path("bin.cu"), "wb");
-    fwrite("\x7f" "ELF\0\0\0\1cudaFree(p);", 1, 20, b);
-    fclose(b);
+    if (!b || fwrite("\x7f" "ELF\0\0\0\1cudaFree(p);", 1, 20, b) != 20 || fclose(b) != 0) {
+        perror("bin.cu");
+        return 1;
+    }
     /* a copy of the corpus makes the -j comparison meaningful */
     char copy[512];
     snprintf(copy, sizeof copy, "%s/corpus-copy", dir);
