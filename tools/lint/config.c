@@ -282,7 +282,6 @@ int lint_option_set(struct lint_options *o, const char *key, const char *value, 
         /* "GLOB: GM001, GM004" -> "GLOB:GM001,GM004" */
         const char *colon = strrchr(value, ':');
         char buf[600];
-        int k = 0;
         if (colon) {
             char glob[512];
             snprintf(glob, sizeof glob, "%.*s", (int)(colon - value), value);
@@ -292,13 +291,13 @@ int lint_option_set(struct lint_options *o, const char *key, const char *value, 
                 rules++;
             if (*rules && set_rules(tmp, rules, 1) != 0)
                 goto bad_rule;
-            k = snprintf(buf, sizeof buf, "%s:", trim(glob));
+            int k = snprintf(buf, sizeof buf, "%s:", trim(glob));
             for (int r = 0; r < LINT_RULE_COUNT && k > 0 && (size_t)k < sizeof buf; r++)
                 if (tmp[r])
                     k += snprintf(buf + k, sizeof buf - (size_t)k, "%s%s",
                                   buf[k - 1] == ':' ? "" : ",", lint_rules[r].id);
         } else {
-            k = snprintf(buf, sizeof buf, "%s:", value);
+            snprintf(buf, sizeof buf, "%s:", value);
         }
         lint_strlist_add(&o->file_suppress, buf);
     } else if (strcmp(key, "severity") == 0) {
