@@ -168,6 +168,16 @@ static void test_usage_errors(void)
     lint("-o", "/nonexistent-dir/report.txt", path("clean.cu"), NULL);
     EXPECT_EQ(r.rc, 2);
     EXPECT_CONTAINS(r.err, "cannot write");
+    /* A report that fails while it is written (SARIF, bigger than a stdio buffer) or when it
+     * is closed (text) names the file and why. */
+    if (access("/dev/full", W_OK) == 0) {
+        lint("--format=sarif", "-o", "/dev/full", path("mismatch.cu"), NULL);
+        EXPECT_EQ(r.rc, 2);
+        EXPECT_CONTAINS(r.err, "cannot write /dev/full: No space left on device");
+        lint("-o", "/dev/full", path("mismatch.cu"), NULL);
+        EXPECT_EQ(r.rc, 2);
+        EXPECT_CONTAINS(r.err, "cannot write /dev/full: No space left on device");
+    }
 }
 
 static void test_text_output(void)

@@ -325,7 +325,8 @@ int gpumem_lint_main(int argc, char **argv)
         }
     }
     if (lint_write(&o, res, files.n, &sum, out) != 0) {
-        fprintf(stderr, "gpumem lint: error: writing the report failed\n");
+        fprintf(stderr, "gpumem lint: error: cannot write %s: %s\n",
+                out == stdout ? "the report to stdout" : output, strerror(errno));
         status = 2;
     }
     if (out == stdout) {
