@@ -158,7 +158,7 @@ static void *gpumem__alloc_any(int kind, size_t count, size_t size, unsigned fla
         .stream = kind == GPUMEM_KIND_DEVICE_ASYNC ? stream : NULL,
         .site = site,
         .seq = gpumem__seq_take(),
-        .flags = kind == GPUMEM_KIND_PINNED ? 0 : flags,
+        .flags = (unsigned short)(kind == GPUMEM_KIND_PINNED ? 0 : flags), /* validated above */
         .thread = gpumem__thread_id(),
         .device = dev,
         .kind = (unsigned char)kind,

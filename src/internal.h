@@ -89,13 +89,13 @@ typedef struct gpumem__rec {
     gpumem_site site;
     gpumem_site freed_site;
     uint64_t seq;
-    unsigned flags;
+    unsigned short flags; /* the allocation's flags (GPUMEM_HOST_*, GPUMEM_ATTACH_*) */
+    unsigned char kind;
     unsigned thread;
     unsigned freed_thread;
     int device;
     uint32_t stack; /* allocation stack (backtrace.h) with GPUMEM_BACKTRACE=1, else 0 */
     uint32_t freed_stack; /* release stack, kept by gpumem check (quarantined records) */
-    unsigned char kind;
     struct gpumem_pool *pool; /* the pool a block belongs to, else NULL (released by CUDA) */
 } gpumem__rec;
 
