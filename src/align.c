@@ -34,9 +34,7 @@ static void append_where(gpumem_error *e, gpumem_site site, const gpumem__rec *r
     char where[256];
     gpumem__err_append(e, "\n    %-18s %s", "view made at", gpumem__site_str(site, where, sizeof where));
     if (r)
-        gpumem__err_append(e, "\n    %-18s %s, thread %u, #%llu", "allocated at",
-                           gpumem__site_str(r->site, where, sizeof where), r->thread,
-                           (unsigned long long)r->seq);
+        gpumem__err_alloc_site(e, r);
 }
 
 /* Bad arguments: a width that is no vector width, or no base at all. */

@@ -442,7 +442,7 @@ static int fail_arg(const op *o, size_t bytes, const char *what)
 
 static int fail_overrun(const op *o, const end *x, size_t bytes)
 {
-    char size_text[32], alloc_text[32], where[256];
+    char size_text[32], alloc_text[32];
     size_t off = (size_t)((uintptr_t)x->p - x->r.base), room = x->r.bytes - off;
     gpumem_error *e = gpumem__err_begin(GPUMEM_EINVAL, o->fn, o->site);
     e->requested = bytes;
@@ -456,9 +456,7 @@ static int fail_overrun(const op *o, const end *x, size_t bytes)
                        gpumem_format_bytes(x->r.bytes, alloc_text, sizeof alloc_text),
                        gpumem_kind_name(x->r.kind), room);
     append_called(e, o);
-    gpumem__err_append(e, "\n    %-18s %s, thread %u, #%llu", "allocated at",
-                       gpumem__site_str(x->r.site, where, sizeof where), x->r.thread,
-                       (unsigned long long)x->r.seq);
+    gpumem__err_alloc_site(e, &x->r);
     gpumem__err_append(e, "\n  hint: bytes counts bytes, not elements; at most %zu bytes fit "
                           "from %p; nothing was copied", room, x->p);
     return gpumem__err_raise(e);
@@ -488,10 +486,7 @@ static int fail_cuda(const op *o, const end *d, const end *s, size_t bytes, int 
                        staged ? " (through the pinned staging ring)" : "", e->cuda_name,
                        e->cuda_string);
     append_called(e, o);
-    if (e->code == GPUMEM_ESTICKY)
-        gpumem__err_append(e, "\n  this error is sticky: the CUDA context is unusable and every "
-                              "later CUDA call fails too; restart the process");
-    else if (d && s)
+    if (!gpumem__err_sticky_hint(e) && d && s)
         gpumem__err_append(e, "\n  hint: the destination may hold part of the data; copy again "
                               "once the cause is fixed");
     return gpumem__err_raise(e);

@@ -157,6 +157,14 @@ void gpumem_default_error_handler(const gpumem_error *err, void *arg)
         abort();
 }
 
+void gpumem__err_alloc_site(gpumem_error *e, const gpumem__rec *r)
+{
+    char where[256];
+    gpumem__err_append(e, "\n    %-18s %s, thread %u, #%llu", "allocated at",
+                       gpumem__site_str(r->site, where, sizeof where), r->thread,
+                       (unsigned long long)r->seq);
+}
+
 int gpumem__err_sticky_hint(gpumem_error *e)
 {
     if (e->code != GPUMEM_ESTICKY)

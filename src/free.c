@@ -41,9 +41,7 @@ static void append_sites(gpumem_error *e, const char *verb, gpumem_site site,
     if (with_first_release)
         gpumem__err_append(e, "\n    %-18s %s, thread %u", "first released at",
                            gpumem__site_str(r->freed_site, where, sizeof where), r->freed_thread);
-    gpumem__err_append(e, "\n    %-18s %s, thread %u, #%llu", "allocated at",
-                       gpumem__site_str(r->site, where, sizeof where), r->thread,
-                       (unsigned long long)r->seq);
+    gpumem__err_alloc_site(e, r);
     append_stack(e, r->stack);
 }
 

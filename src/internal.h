@@ -208,6 +208,8 @@ void gpumem__err_oom(gpumem_error *e);
 /* When e->code is GPUMEM_ESTICKY, appends what that means for the process and returns 1;
  * else returns 0. */
 int gpumem__err_sticky_hint(gpumem_error *e);
+/* Appends the "allocated at FILE:LINE (FUNC), thread T, #SEQ" line of r. */
+void gpumem__err_alloc_site(gpumem_error *e, const gpumem__rec *r);
 /* Calls the handler; returns e->code. */
 int gpumem__err_raise(gpumem_error *e);
 /* Resets the record's code to GPUMEM_OK (a call that returned without failing). */

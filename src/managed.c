@@ -20,9 +20,7 @@ static void append_sites(gpumem_error *e, const op *o, const gpumem__rec *r)
     char where[256];
     gpumem__err_append(e, "\n    %-18s %s", "called at", gpumem__site_str(o->site, where, sizeof where));
     if (r)
-        gpumem__err_append(e, "\n    %-18s %s, thread %u, #%llu", "allocated at",
-                           gpumem__site_str(r->site, where, sizeof where), r->thread,
-                           (unsigned long long)r->seq);
+        gpumem__err_alloc_site(e, r);
 }
 
 /* "managed memory at 0x... (1.0 MiB, 4096 bytes into it)" */
