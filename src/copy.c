@@ -428,7 +428,7 @@ static void append_called(gpumem_error *e, const op *o)
     gpumem__err_append(e, "\n    %-18s %s", "called at", gpumem__site_str(o->site, where, sizeof where));
 }
 
-static int fail_arg(const op *o, size_t bytes, const char *what)
+static int fail_arg(const op *o, size_t bytes, const char *what, const char *hint)
 {
     char size_text[32];
     gpumem_error *e = gpumem__err_begin(GPUMEM_EINVAL, o->fn, o->site);
@@ -436,7 +436,7 @@ static int fail_arg(const op *o, size_t bytes, const char *what)
     gpumem__err_append(e, "%s of %s: %s", o->fn,
                        gpumem_format_bytes(bytes, size_text, sizeof size_text), what);
     append_called(e, o);
-    gpumem__err_append(e, "\n  hint: nothing was copied");
+    gpumem__err_append(e, "\n  hint: nothing was copied; %s", hint);
     return gpumem__err_raise(e);
 }
 
@@ -534,15 +534,18 @@ static int copy(const op *o, void *dst, const void *src, size_t bytes)
         return GPUMEM_OK;
     }
     if (!dst || !src)
-        return fail_arg(o, bytes, !dst && !src ? "the destination and the source are NULL"
-                                  : !dst      ? "the destination is NULL"
-                                              : "the source is NULL");
+        return fail_arg(o, bytes,
+                        !dst && !src ? "the destination and the source are NULL"
+                        : !dst       ? "the destination is NULL"
+                                     : "the source is NULL",
+                        "a NULL pointer here is often an allocation whose failure went "
+                        "unchecked");
     uintptr_t a = (uintptr_t)dst, b = (uintptr_t)src;
     if ((a > b ? a - b : b - a) < bytes) {
         char what[160];
         snprintf(what, sizeof what, "the destination %p and the source %p overlap (%zu bytes "
                  "apart); CUDA's copies do not allow that", dst, src, a > b ? a - b : b - a);
-        return fail_arg(o, bytes, what);
+        return fail_arg(o, bytes, what, "copy through a separate buffer");
     }
     int rc = gpumem__ready(o->fn, o->site);
     if (rc != GPUMEM_OK)

@@ -343,6 +343,8 @@ static void test_bad_arguments(void)
     EXPECT_EQ(gpumem_copy(NULL, h, 16), GPUMEM_EINVAL);
     EXPECT_CONTAINS(seen.message, "gpumem: error: gpumem_copy of 16 B: the destination is NULL");
     EXPECT_CONTAINS(seen.message, "test_copy.c");
+    EXPECT_CONTAINS(seen.message, "hint: nothing was copied; a NULL pointer here is often an "
+                                  "allocation whose failure went unchecked");
     EXPECT_EQ(gpumem_last_error()->code, GPUMEM_EINVAL);
     EXPECT_EQ(gpumem_copy_async(d, NULL, 16, s1), GPUMEM_EINVAL);
     EXPECT_CONTAINS(seen.message, "gpumem_copy_async of 16 B: the source is NULL");
@@ -392,6 +394,7 @@ static void test_bad_arguments(void)
     /* Overlapping ranges. */
     EXPECT_EQ(gpumem_copy(h + 10, h, 100), GPUMEM_EINVAL);
     EXPECT_CONTAINS(seen.message, "overlap (10 bytes apart)");
+    EXPECT_CONTAINS(seen.message, "hint: nothing was copied; copy through a separate buffer");
     EXPECT_EQ(gpumem_copy(h + 100, h, 100), GPUMEM_OK);
 
     free(h);
