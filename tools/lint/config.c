@@ -9,41 +9,57 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 const struct lint_rule_info lint_rules[LINT_RULE_COUNT] = {
-    {"GM001", "allocation-never-released",
+    {"GM001", "gpumem.NeverReleased", "allocation-never-released",
      "A CUDA (or gpumem) allocation is not released, returned, stored outside the function or "
      "handed to an owner on some path to the end of the function.",
      "Release it with the matching call (cudaFree, cudaFreeHost, gpumem_free) on every path, "
      "or give it an owner (GPUMEM_AUTO, gpumem_adopt, a smart pointer)."},
-    {"GM002", "mismatched-release",
+    {"GM002", "gpumem.MismatchedRelease", "mismatched-release",
      "Memory is released with a call that does not match its allocator (pinned memory with "
      "cudaFree, device memory with cudaFreeHost or free, malloc memory with cudaFree).",
      "Pair cudaMalloc/cudaMallocManaged/cudaMallocAsync with cudaFree, cudaMallocHost/"
      "cudaHostAlloc with cudaFreeHost, malloc with free, gpumem_*_alloc with gpumem_free."},
-    {"GM003", "misaligned-vector-view",
-     "A pointer is cast to a vector type (float4, int2, half2, ...) at an offset that is not a "
-     "multiple of the vector's alignment.",
+    {"GM003", "gpumem.VectorAlignment", "misaligned-vector-view",
+     "A pointer is cast to a vector type (float4, int2, half2, ...) at a byte offset the "
+     "analyzer knows is not a multiple of the vector's alignment.",
      "Offset vector views by whole vectors (a multiple of the vector width in elements), or "
      "load the misaligned part element by element."},
-    {"GM004", "unchecked-cuda-call",
-     "A cudaError_t is ignored, or stored and not checked before the next CUDA call; or a "
-     "kernel launch is not followed by cudaGetLastError before the next CUDA call.",
-     "Wrap the call in a check macro (CUDA_CHECK, GPUMEM_CHECK) right away; after a launch, "
-     "check cudaGetLastError() (or GPUMEM_CHECK_LAUNCH())."},
-    {"GM005", "allocation-in-loop",
-     "An allocation inside a loop body is not released in the same iteration, so each "
+    {"GM004", "gpumem.UncheckedStatus", "unchecked-cuda-call",
+     "A cudaError_t or CUresult is discarded, or a kernel launch's error state is not read "
+     "before the next CUDA call on some path.",
+     "Check the status at once (CUDA_CHECK, GPUMEM_CHECK); after a launch, check "
+     "cudaGetLastError() (or GPUMEM_CHECK_LAUNCH())."},
+    {"GM005", "gpumem.LoopAllocation", "allocation-in-loop",
+     "An allocation inside a loop body is not released before the next iteration, so each "
      "iteration leaks the previous one's memory.",
      "Hoist the allocation out of the loop, or release it before the iteration ends."},
-    {"GM006", "early-exit-leak",
-     "A return, goto, break, continue or throw leaves after an allocation and before its "
-     "release.",
+    {"GM006", "gpumem.EarlyExitLeak", "early-exit-leak",
+     "A return, goto, break or throw leaves after an allocation and before its release.",
      "Release on the early path too (a cleanup label, GPUMEM_AUTO, GPUMEM_SCOPE or RAII)."},
-    {"GM007", "write-combined-host-read",
+    {"GM007", "gpumem.WriteCombinedRead", "write-combined-host-read",
      "The host reads memory allocated write-combined (cudaHostAllocWriteCombined, "
      "GPUMEM_HOST_WRITE_COMBINED): such reads are uncached and very slow.",
      "Use write-combined memory only for data the host writes and the device reads; allocate "
      "without the flag where the host must read."},
+    {"GM008", "gpumem.DoubleRelease", "double-release",
+     "Memory is released twice on some path.",
+     "Release once; set the pointer to NULL after releasing it if the code may run twice."},
+    {"GM009", "gpumem.UseAfterRelease", "use-after-release",
+     "Released pinned or managed memory is accessed by the host, or a released pointer is "
+     "passed to a CUDA call.",
+     "Release the memory after its last use, or allocate it again before using it."},
+    {"GM010", "gpumem.InteriorRelease", "interior-release",
+     "A pointer into the middle of an allocation (base + offset) is released.",
+     "Release the pointer the allocator returned, not one derived from it."},
+    {"GM011", "gpumem.StreamOrderedRelease", "stream-ordered-release-mismatch",
+     "cudaFreeAsync releases memory that is not stream-ordered device memory (pinned, managed "
+     "or host memory).",
+     "Release cudaMallocHost memory with cudaFreeHost and managed memory with cudaFree; use "
+     "cudaFreeAsync for cudaMalloc/cudaMallocAsync memory."},
 };
 
 void *lint_array_grow(void *arr, size_t n, size_t *cap, size_t size)
@@ -59,15 +75,35 @@ void *lint_array_grow(void *arr, size_t n, size_t *cap, size_t size)
     return p;
 }
 
-void lint_strlist_add(struct lint_strlist *l, const char *s)
+uint64_t lint_fnv(uint64_t h, const void *s, size_t len)
 {
-    char **v = lint_array_grow(l->v, l->n, &l->cap, sizeof *v);
+    const unsigned char *p = s;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+int lint_strlist_addn(struct lint_strlist *l, const char *s, size_t len)
+{
+    char **v = lint_array_grow(l->v, l->n + 1, &l->cap, sizeof *v);
     if (!v)
-        return;
+        return -1;
     l->v = v;
-    char *d = strdup(s);
-    if (d)
-        l->v[l->n++] = d;
+    char *d = malloc(len + 1);
+    if (!d)
+        return -1;
+    memcpy(d, s, len);
+    d[len] = '\0';
+    l->v[l->n++] = d;
+    l->v[l->n] = NULL; /* usable as an argument vector */
+    return 0;
+}
+
+int lint_strlist_add(struct lint_strlist *l, const char *s)
+{
+    return lint_strlist_addn(l, s, strlen(s));
 }
 
 /** The next item of a comma- or space-separated list: its start and @p len, or NULL when
@@ -89,11 +125,8 @@ void lint_strlist_add_split(struct lint_strlist *l, const char *s)
 {
     const char *item;
     size_t len;
-    while ((item = list_next(&s, &len)) != NULL) {
-        char buf[256];
-        snprintf(buf, sizeof buf, "%.*s", (int)len, item);
-        lint_strlist_add(l, buf);
-    }
+    while ((item = list_next(&s, &len)) != NULL)
+        lint_strlist_addn(l, item, len);
 }
 
 int lint_strlist_has(const struct lint_strlist *l, const char *s, size_t len)
@@ -116,47 +149,53 @@ void lint_options_init(struct lint_options *o)
 {
     memset(o, 0, sizeof *o);
     o->format = LINT_FORMAT_TEXT;
-    o->jobs = 1;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    o->jobs = cores < 1 ? 1 : cores > 256 ? 256 : (int)cores;
     o->fail_on = LINT_WARNING;
-    o->show_notes = 1;
+    o->path_mode = LINT_PATH_SHORT;
+    o->timeout = 600;
     o->max_file_size = 16u << 20;
     for (int i = 0; i < LINT_RULE_COUNT; i++) {
         o->enabled[i] = 1;
         o->severity[i] = LINT_WARNING;
     }
-    lint_strlist_add_split(&o->check_macros,
-                           "CUDA_CHECK checkCudaErrors CUDA_SAFE_CALL gpuErrchk GPUMEM_CHECK "
-                           "CUDA_CALL CUDA_RT_CALL CHECK_CUDA HANDLE_ERROR CUDA_TRY");
-    lint_strlist_add_split(&o->launch_checks,
-                           "GPUMEM_CHECK_LAUNCH getLastCudaError CUDA_CHECK_LAST_ERROR "
-                           "CUDA_CHECK_LAUNCH");
-    lint_strlist_add_split(&o->owner_fns,
-                           "gpumem_adopt push_back emplace_back push_front emplace_front insert "
-                           "emplace push reset move make_pair make_tuple store exchange atomic_store "
-                           "atomic_exchange atomic_store_explicit atomic_exchange_explicit "
-                           "atomic_compare_exchange_strong atomic_compare_exchange_weak "
-                           "compare_exchange_strong compare_exchange_weak");
     lint_strlist_add_split(&o->extensions, ".cu .cuh .c .h .cc .cpp .cxx .hpp");
 }
 
 void lint_options_free(struct lint_options *o)
 {
-    lint_strlist_free(&o->check_macros);
     lint_strlist_free(&o->launch_checks);
     lint_strlist_free(&o->owner_fns);
     lint_strlist_free(&o->release_fns);
     lint_strlist_free(&o->exclude);
     lint_strlist_free(&o->file_suppress);
     lint_strlist_free(&o->extensions);
+    free(o->clang);
+    free(o->plugin);
+    free(o->baseline);
+    free(o->config_dir);
+    memset(o, 0, sizeof *o);
+}
+
+int lint_rule_by_checker(const char *checker)
+{
+    for (int r = 0; r < LINT_RULE_COUNT; r++)
+        if (strcmp(lint_rules[r].checker, checker) == 0)
+            return r;
+    return -1;
 }
 
 int lint_rule_parse(const char *s, size_t len)
 {
-    char buf[16];
+    char buf[64];
     if (len == 0 || len >= sizeof buf)
         return -1;
     memcpy(buf, s, len);
     buf[len] = '\0';
+    for (int r = 0; r < LINT_RULE_COUNT; r++)
+        if (strcmp(lint_rules[r].checker, buf) == 0 || strcmp(lint_rules[r].name, buf) == 0 ||
+            strcmp(lint_rules[r].checker + 7, buf) == 0)
+            return r;
     const char *d = buf;
     if ((d[0] == 'G' || d[0] == 'g') && (d[1] == 'M' || d[1] == 'm'))
         d += 2;
@@ -215,6 +254,54 @@ int lint_size_parse(const char *s, size_t *out)
     return 0;
 }
 
+/** Levenshtein distance, capped: the two words are short option names. */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63)
+        return 64;
+    size_t row[64];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+const char *lint_did_you_mean(const char *word, const char *const *words)
+{
+    const char *best = NULL;
+    size_t best_d = (size_t)-1, len = strlen(word);
+    for (size_t i = 0; words[i]; i++) {
+        size_t d = edit_distance(word, words[i]);
+        if (d < best_d) {
+            best_d = d;
+            best = words[i];
+        }
+    }
+    /* A third of the word may be wrong, and at least one letter. */
+    size_t allowed = len / 3 < 1 ? 1 : len / 3;
+    return best && best_d <= allowed ? best : NULL;
+}
+
+const char *const lint_config_keys[] = {
+    "format", "jobs", "exclude", "extensions", "max-file-size", "enable", "disable",
+    "launch-check", "owner-fn", "release-fn", "severity", "fail-on", "suppress", "pedantic",
+    "path", "timeout", "clang", "analyzer-plugin", "baseline", "check-macro", "quiet", NULL,
+};
+
 static char *trim(char *s)
 {
     while (isspace((unsigned char)*s))
@@ -248,9 +335,12 @@ static const char *option_values(const char *key)
         {"severity", "RULES:LEVEL, LEVEL one of note, warning, error; e.g. GM002:error"},
         {"fail-on", "note, warning, error or never"},
         {"max-file-size", "a size such as 1000, 512k or 16MiB"},
-        {"notes", "on or off"},
+        {"pedantic", "on or off"},
+        {"quiet", "on or off"},
         {"jobs", "a number from 1 to 256"},
+        {"timeout", "seconds, from 1 to 86400"},
         {"format", "text, json or sarif"},
+        {"path", "none, short or full"},
     };
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
         if (strcmp(values[i][0], key) == 0)
@@ -258,15 +348,51 @@ static const char *option_values(const char *key)
     return "a value listed by gpumem lint --help";
 }
 
-/** Applies one `key = value` option (shared by the config file and the command line).
- *  Returns 0, or -1 after printing an error that names @p where. */
+static int parse_bool(const char *v)
+{
+    if (strcmp(v, "on") == 0 || strcmp(v, "1") == 0 || strcmp(v, "true") == 0 ||
+        strcmp(v, "yes") == 0)
+        return 1;
+    if (strcmp(v, "off") == 0 || strcmp(v, "0") == 0 || strcmp(v, "false") == 0 ||
+        strcmp(v, "no") == 0)
+        return 0;
+    return -1;
+}
+
+static int parse_int(const char *v, long lo, long hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long j = strtol(v, &end, 10);
+    if (errno || end == v || *end || j < lo || j > hi)
+        return -1;
+    *out = (int)j;
+    return 0;
+}
+
+static int set_string(char **dst, const char *v)
+{
+    char *d = strdup(v);
+    if (!d)
+        return -1;
+    free(*dst);
+    *dst = d;
+    return 0;
+}
+
 int lint_option_set(struct lint_options *o, const char *key, const char *value, const char *where)
 {
+    int b;
     if (strcmp(key, "disable") == 0 || strcmp(key, "enable") == 0) {
         if (set_rules(o->enabled, value, key[0] == 'e') != 0)
             goto bad_rule;
     } else if (strcmp(key, "check-macro") == 0) {
-        lint_strlist_add_split(&o->check_macros, value);
+        /* The analyzer expands macros and sees the comparison inside a check macro, so the
+         * list of macro names is no longer needed; old configs keep working. */
+        fprintf(stderr,
+                "gpumem lint: warning: %s: 'check-macro' has no effect (the analyzer expands "
+                "macros and sees the check inside); remove it\n",
+                where);
     } else if (strcmp(key, "launch-check") == 0) {
         lint_strlist_add_split(&o->launch_checks, value);
     } else if (strcmp(key, "owner-fn") == 0) {
@@ -278,40 +404,66 @@ int lint_option_set(struct lint_options *o, const char *key, const char *value, 
     } else if (strcmp(key, "extensions") == 0) {
         lint_strlist_free(&o->extensions);
         lint_strlist_add_split(&o->extensions, value);
+        for (size_t i = 0; i < o->extensions.n; i++)
+            if (o->extensions.v[i][0] != '.') {
+                fprintf(stderr,
+                        "gpumem lint: error: %s: extension '%s' does not start with '.' "
+                        "(use e.g. .cu,.cpp)\n",
+                        where, o->extensions.v[i]);
+                return -1;
+            }
     } else if (strcmp(key, "suppress") == 0) {
         /* "GLOB: GM001, GM004" -> "GLOB:GM001,GM004" */
         const char *colon = strrchr(value, ':');
-        char buf[600];
         if (colon) {
-            char glob[512];
-            snprintf(glob, sizeof glob, "%.*s", (int)(colon - value), value);
-            int tmp[LINT_RULE_COUNT] = {0};
-            const char *rules = colon + 1;
-            while (isspace((unsigned char)*rules))
-                rules++;
-            if (*rules && set_rules(tmp, rules, 1) != 0)
+            int rules[LINT_RULE_COUNT] = {0};
+            const char *list = colon + 1;
+            while (isspace((unsigned char)*list))
+                list++;
+            if (*list && set_rules(rules, list, 1) != 0)
                 goto bad_rule;
-            int k = snprintf(buf, sizeof buf, "%s:", trim(glob));
-            for (int r = 0; r < LINT_RULE_COUNT && k > 0 && (size_t)k < sizeof buf; r++)
-                if (tmp[r])
-                    k += snprintf(buf + k, sizeof buf - (size_t)k, "%s%s",
-                                  buf[k - 1] == ':' ? "" : ",", lint_rules[r].id);
+            size_t glen = (size_t)(colon - value);
+            while (glen && isspace((unsigned char)value[glen - 1]))
+                glen--;
+            size_t cap = glen + 8 * LINT_RULE_COUNT + 2;
+            char *buf = malloc(cap);
+            if (!buf)
+                return -1;
+            size_t k = (size_t)snprintf(buf, cap, "%.*s:", (int)glen, value);
+            int first = 1;
+            for (int r = 0; r < LINT_RULE_COUNT; r++)
+                if (rules[r]) {
+                    k += (size_t)snprintf(buf + k, cap - k, "%s%s", first ? "" : ",",
+                                          lint_rules[r].id);
+                    first = 0;
+                }
+            lint_strlist_add(&o->file_suppress, buf);
+            free(buf);
         } else {
-            snprintf(buf, sizeof buf, "%s:", value);
+            size_t n = strlen(value);
+            char *buf = malloc(n + 2);
+            if (!buf)
+                return -1;
+            snprintf(buf, n + 2, "%s:", value);
+            lint_strlist_add(&o->file_suppress, buf);
+            free(buf);
         }
-        lint_strlist_add(&o->file_suppress, buf);
     } else if (strcmp(key, "severity") == 0) {
         /* "GM002: error" */
-        const char *colon = strchr(value, ':');
+        const char *colon = strrchr(value, ':');
         if (!colon)
             goto bad_value;
-        char rules[256], sev[32];
-        snprintf(rules, sizeof rules, "%.*s", (int)(colon - value), value);
+        char *rules = strdup(value), sev[32];
+        if (!rules)
+            return -1;
+        rules[colon - value] = '\0';
         snprintf(sev, sizeof sev, "%s", colon + 1);
         int s = lint_severity_parse(trim(sev));
-        if (s < 0 || s == LINT_NEVER)
+        int rc = s < 0 || s == LINT_NEVER ? -2 : set_rules(o->severity, rules, s);
+        free(rules);
+        if (rc == -2)
             goto bad_value;
-        if (set_rules(o->severity, rules, s) != 0)
+        if (rc != 0)
             goto bad_rule;
     } else if (strcmp(key, "fail-on") == 0) {
         int s = lint_severity_parse(value);
@@ -321,19 +473,29 @@ int lint_option_set(struct lint_options *o, const char *key, const char *value, 
     } else if (strcmp(key, "max-file-size") == 0) {
         if (lint_size_parse(value, &o->max_file_size) != 0)
             goto bad_value;
-    } else if (strcmp(key, "notes") == 0) {
-        if (strcmp(value, "on") == 0 || strcmp(value, "1") == 0)
-            o->show_notes = 1;
-        else if (strcmp(value, "off") == 0 || strcmp(value, "0") == 0)
-            o->show_notes = 0;
+    } else if (strcmp(key, "pedantic") == 0) {
+        if ((b = parse_bool(value)) < 0)
+            goto bad_value;
+        o->pedantic = b;
+    } else if (strcmp(key, "quiet") == 0) {
+        if ((b = parse_bool(value)) < 0)
+            goto bad_value;
+        o->quiet = b;
+    } else if (strcmp(key, "jobs") == 0) {
+        if (parse_int(value, 1, 256, &o->jobs) != 0)
+            goto bad_value;
+    } else if (strcmp(key, "timeout") == 0) {
+        if (parse_int(value, 1, 86400, &o->timeout) != 0)
+            goto bad_value;
+    } else if (strcmp(key, "path") == 0) {
+        if (strcmp(value, "none") == 0)
+            o->path_mode = LINT_PATH_NONE;
+        else if (strcmp(value, "short") == 0)
+            o->path_mode = LINT_PATH_SHORT;
+        else if (strcmp(value, "full") == 0)
+            o->path_mode = LINT_PATH_FULL;
         else
             goto bad_value;
-    } else if (strcmp(key, "jobs") == 0) {
-        char *end;
-        long j = strtol(value, &end, 10);
-        if (*end || j < 1 || j > 256)
-            goto bad_value;
-        o->jobs = (int)j;
     } else if (strcmp(key, "format") == 0) {
         if (strcmp(value, "text") == 0)
             o->format = LINT_FORMAT_TEXT;
@@ -343,16 +505,23 @@ int lint_option_set(struct lint_options *o, const char *key, const char *value, 
             o->format = LINT_FORMAT_SARIF;
         else
             goto bad_value;
+    } else if (strcmp(key, "clang") == 0) {
+        return set_string(&o->clang, value);
+    } else if (strcmp(key, "analyzer-plugin") == 0) {
+        return set_string(&o->plugin, value);
+    } else if (strcmp(key, "baseline") == 0) {
+        return set_string(&o->baseline, value);
     } else {
-        fprintf(stderr, "gpumem lint: error: %s: unknown option '%s' (see gpumem lint --help)\n",
-                where, key);
+        const char *near = lint_did_you_mean(key, lint_config_keys);
+        fprintf(stderr, "gpumem lint: error: %s: unknown option '%s'%s%s%s (see gpumem lint --help)\n",
+                where, key, near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
         return -1;
     }
     return 0;
 bad_rule:
-    fprintf(stderr,
-            "gpumem lint: error: %s: '%s' is not a list of rules (GM001 to GM%03d)\n", where,
-            value, LINT_RULE_COUNT);
+    fprintf(stderr, "gpumem lint: error: %s: '%s' is not a list of rules (GM001 to GM%03d, or "
+                    "checker names such as gpumem.NeverReleased)\n",
+            where, value, LINT_RULE_COUNT);
     return -1;
 bad_value:
     fprintf(stderr, "gpumem lint: error: %s: bad value '%s' for '%s' (use %s)\n", where, value,
@@ -360,37 +529,117 @@ bad_value:
     return -1;
 }
 
-int lint_config_load(struct lint_options *o, const char *path)
+int lint_config_parse(struct lint_options *o, const char *text, size_t len, const char *name)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "gpumem lint: error: cannot read config file %s: %s\n", path,
-                strerror(errno));
+    size_t where_cap = strlen(name) + 32;
+    char *where = malloc(where_cap);
+    if (!where)
         return -1;
-    }
-    char line[1024], where[600];
-    int lineno = 0, rc = 0;
-    while (fgets(line, sizeof line, f)) {
+    int rc = 0;
+    size_t lineno = 0, pos = 0;
+    while (pos < len && rc == 0) {
+        /* A line ends at LF, CRLF or a lone CR, and may be of any length. */
+        size_t e = pos;
+        while (e < len && text[e] != '\n' && text[e] != '\r')
+            e++;
         lineno++;
-        snprintf(where, sizeof where, "%s:%d", path, lineno);
+        snprintf(where, where_cap, "%s:%zu", name, lineno);
+        if (memchr(text + pos, '\0', e - pos)) {
+            fprintf(stderr,
+                    "gpumem lint: error: %s: the line holds a NUL byte (a config file is text; "
+                    "was a binary file named as the config?)\n",
+                    where);
+            rc = -1;
+            break;
+        }
+        char *line = malloc(e - pos + 1);
+        if (!line) {
+            rc = -1;
+            break;
+        }
+        memcpy(line, text + pos, e - pos);
+        line[e - pos] = '\0';
+        pos = e < len && text[e] == '\r' && e + 1 < len && text[e + 1] == '\n' ? e + 2 : e + 1;
         char *hash = strchr(line, '#');
         if (hash)
             *hash = '\0';
         char *s = trim(line);
-        if (!*s)
-            continue;
-        char *eq = strchr(s, '=');
-        if (!eq) {
-            fprintf(stderr, "gpumem lint: error: %s: expected 'key = value'\n", where);
-            rc = -1;
-            break;
+        if (*s) {
+            char *eq = strchr(s, '=');
+            if (!eq) {
+                /* A switch may stand alone: `pedantic` is `pedantic = on`. */
+                if (strcmp(s, "quiet") == 0 || strcmp(s, "pedantic") == 0) {
+                    rc = lint_option_set(o, s, "on", where);
+                } else {
+                    fprintf(stderr, "gpumem lint: error: %s: expected 'key = value', not '%s'\n",
+                            where, s);
+                    rc = -1;
+                }
+            } else {
+                *eq = '\0';
+                rc = lint_option_set(o, trim(s), trim(eq + 1), where);
+            }
         }
-        *eq = '\0';
-        if (lint_option_set(o, trim(s), trim(eq + 1), where) != 0) {
-            rc = -1;
-            break;
+        free(line);
+    }
+    free(where);
+    return rc;
+}
+
+int lint_config_load(struct lint_options *o, const char *path)
+{
+    char *text, why_buf[256];
+    size_t len;
+    const char *why;
+    if (lint_read_file(path, 1u << 20, &text, &len, &why, why_buf, sizeof why_buf) != 0) {
+        fprintf(stderr,
+                "gpumem lint: error: cannot read config file %s: %s (name a regular file with "
+                "--config, or --no-config)\n",
+                path, why);
+        return -1;
+    }
+    int rc = lint_config_parse(o, text, len, path);
+    free(text);
+    if (rc == 0) {
+        char *abs = lint_path_absolute(path);
+        char *slash = abs ? strrchr(abs, '/') : NULL;
+        if (slash) {
+            *(slash == abs ? slash + 1 : slash) = '\0';
+            free(o->config_dir);
+            o->config_dir = abs;
+        } else {
+            free(abs);
         }
     }
-    fclose(f);
     return rc;
+}
+
+char *lint_config_find(const char *start)
+{
+    char *dir = lint_path_absolute(start ? start : ".");
+    struct stat st;
+    if (dir && stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        char *slash = strrchr(dir, '/');
+        *(slash == dir ? slash + 1 : slash) = '\0';
+    }
+    while (dir) {
+        size_t n = strlen(dir) + 16;
+        char *cand = malloc(n);
+        if (!cand)
+            break;
+        snprintf(cand, n, "%s%s.gpumem-lint", dir, strcmp(dir, "/") == 0 ? "" : "/");
+        if (lstat(cand, &st) == 0) {
+            free(dir);
+            return cand;
+        }
+        snprintf(cand, n, "%s%s.git", dir, strcmp(dir, "/") == 0 ? "" : "/");
+        int repo_root = lstat(cand, &st) == 0;
+        free(cand);
+        char *slash = strrchr(dir, '/');
+        if (repo_root || !slash || strcmp(dir, "/") == 0)
+            break;
+        *(slash == dir ? slash + 1 : slash) = '\0';
+    }
+    free(dir);
+    return NULL;
 }

@@ -1,120 +1,491 @@
-/* `gpumem lint`: the command line, and the driver that spreads files over worker threads
- * (one tree-sitter parser each) and writes the findings in file order, so the output does
- * not depend on -j. */
+/* `gpumem lint`: the command line, and the driver: find the units and their flags, run the
+ * analyzer on each, read what it found, drop what is suppressed or in the baseline, and
+ * write the report. */
 #define _POSIX_C_SOURCE 200809L
 #include "lint_internal.h"
 
 #include <errno.h>
-#include <pthread.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../tool.h"
 
+#ifndef GPUMEM_LINT_CLANG
+#define GPUMEM_LINT_CLANG "clang++-22"
+#endif
+#ifndef GPUMEM_LINT_PLUGIN_INSTALLED
+#define GPUMEM_LINT_PLUGIN_INSTALLED ""
+#endif
+#ifndef GPUMEM_LINT_PLUGIN_BUILD
+#define GPUMEM_LINT_PLUGIN_BUILD ""
+#endif
+
 static void usage(FILE *out)
 {
     fputs(
-        "usage: gpumem lint [options] PATHS...\n"
-        "       gpumem lint [options] -p compile_commands.json\n"
+        "usage: gpumem lint [options] PATHS... [-- COMPILER_FLAGS...]\n"
+        "       gpumem lint [options] -p BUILD_DIR|compile_commands.json [PATHS...]\n"
         "\n"
-        "Reviews CUDA, C and C++ source for the memory-management faults of the checklist:\n"
-        "  GM001  allocation never released            GM005  allocation in a loop not released\n"
-        "  GM002  mismatched release                           in the same iteration\n"
-        "  GM003  misaligned vector view (float4 ...)  GM006  early exit (return, goto, break,\n"
-        "  GM004  unchecked CUDA call or launch                continue, throw) leaks\n"
-        "                                              GM007  host read of write-combined memory\n"
-        "PATHS are files (any extension) and folders, walked recursively for\n"
-        ".cu .cuh .c .h .cc .cpp .cxx .hpp files (hidden entries are skipped).\n"
+        "Runs gpumem's checkers for the Clang Static Analyzer on CUDA, C and C++ sources:\n"
+        "  GM001  allocation never released          GM007  host read of write-combined memory\n"
+        "  GM002  mismatched release                 GM008  double release\n"
+        "  GM003  misaligned vector view (float4)    GM009  use after release\n"
+        "  GM004  unchecked CUDA status or launch    GM010  release of an interior pointer\n"
+        "  GM005  allocation in a loop not released  GM011  cudaFreeAsync of memory that is\n"
+        "  GM006  early exit (return, goto, ...) leaks       not stream-ordered device memory\n"
+        "Each source file (.cu .c .cc .cpp .cxx) is analyzed as a translation unit; headers\n"
+        "through the units that include them. Folders are walked for --extensions.\n"
         "\n"
         "Input:\n"
-        "  -p, --compile-commands FILE  lint the files of a compilation database (a file,\n"
-        "                               or a folder holding compile_commands.json)\n"
-        "      --exclude GLOB           skip paths matching GLOB (repeatable)\n"
-        "      --extensions LIST        extensions for folders (default .cu,.cuh,.c,...)\n"
-        "      --max-file-size SIZE     skip bigger files (default 16MiB; 512k, 2MiB ...)\n"
-        "  -j, --jobs N                 lint N files at a time (default 1)\n"
+        "  -p, --compile-commands P   flags from a compilation database (a build folder or its\n"
+        "                             compile_commands.json; nvcc commands are translated);\n"
+        "                             PATHS then pick which of its files to analyze\n"
+        "  -- FLAGS...                flags for every unit (-I, -D, -std=...)\n"
+        "      --exclude GLOB         skip paths matching GLOB (repeatable)\n"
+        "      --extensions LIST      extensions taken from folders (.cu,.cuh,.c,.h,...)\n"
+        "      --max-file-size SIZE   skip bigger files (default 16MiB)\n"
+        "  -j, --jobs N               analyzer processes at once (default: the cores)\n"
+        "      --timeout SECONDS      per unit (default 600)\n"
+        "      --clang PATH           the clang driver (default clang++-22)\n"
+        "      --analyzer-plugin PATH gpumem-analyzer.so\n"
+        "      --print-commands       print each unit's analyzer command and exit\n"
         "Rules:\n"
         "      --enable LIST, --disable LIST   rules to run, e.g. --disable GM003,GM007\n"
-        "      --check-macro NAME       a macro or function whose argument counts as checked\n"
-        "                               (built in: CUDA_CHECK checkCudaErrors CUDA_SAFE_CALL\n"
-        "                               gpuErrchk GPUMEM_CHECK and a few more)\n"
-        "      --launch-check NAME      a call that checks the last kernel launch\n"
-        "      --owner-fn NAME          a function that takes ownership of pointer arguments\n"
-        "      --release-fn NAME        a function that releases its pointer arguments\n"
-        "      --severity RULES:LEVEL   e.g. --severity GM002:error\n"
-        "      --no-notes               drop GM003 'alignment not provable' notes\n"
+        "      --severity RULES:LEVEL e.g. --severity GM002:error\n"
+        "      --launch-check NAME    a function that checks the last kernel launch\n"
+        "      --owner-fn NAME        a function that takes ownership of pointer arguments\n"
+        "      --release-fn NAME      a function that releases its pointer arguments\n"
+        "      --pedantic             GM003 notes where alignment is not provable\n"
         "Output:\n"
-        "      --format FORMAT          text (default), json or sarif (SARIF 2.1.0)\n"
-        "  -o, --output FILE            write the report to FILE instead of stdout\n"
-        "      --fail-on LEVEL          exit 1 when a finding is at least LEVEL: note,\n"
-        "                               warning (default), error, or never\n"
-        "  -q, --quiet                  no summary line and no messages about skipped files\n"
+        "      --format FORMAT        text (default), json or sarif (SARIF 2.1.0)\n"
+        "  -o, --output FILE          write the report to FILE instead of stdout\n"
+        "      --path MODE            path notes in text: none, short (default), full\n"
+        "      --fail-on LEVEL        exit 1 for findings at least LEVEL: note, warning\n"
+        "                             (default), error, or never\n"
+        "      --baseline FILE        report only findings not in this earlier SARIF report\n"
+        "  -q, --quiet                no summary line, no progress\n"
         "Config:\n"
-        "      --config FILE            read options from FILE (default: ./.gpumem-lint when\n"
-        "                               it exists); one 'key = value' a line, keys as the\n"
-        "                               long options: disable = GM003\n"
-        "      --no-config              do not read ./.gpumem-lint\n"
-        "      --list-rules             print the rules and exit\n"
-        "  -h, --help                   print this help and exit\n"
-        "  -V, --version                print the version and exit\n"
+        "      --config FILE          read options from FILE (default: the nearest\n"
+        "                             .gpumem-lint in the first path's folder or above, up\n"
+        "                             to the repository root); 'key = value' lines\n"
+        "      --no-config            read no config file\n"
+        "      --list-rules           print the rules and exit\n"
+        "  -h, --help                 print this help and exit\n"
+        "  -V, --version              print the version and exit\n"
         "\n"
         "Suppress one finding with a comment on its line or the line above:\n"
-        "    // gpumem-lint: ignore[GM004]        (several: ignore[GM001,GM006]; all: ignore)\n"
+        "    // gpumem-lint: ignore[GM004] reason    (several: ignore[GM001,GM006]; all: ignore)\n"
         "and a whole file with '// gpumem-lint: ignore-file[GM003]'.\n"
         "\n"
-        "Exit status: 0 no finding at or above --fail-on, 1 findings, 2 usage error.\n"
-        "Example: gpumem lint -j 2 --format=sarif -o lint.sarif src/\n",
+        "Exit status: 0 clean, 1 findings at or above --fail-on, 2 usage error, 3 something\n"
+        "was not analyzed (a unit that does not compile, a timeout, a skipped file, no source\n"
+        "found), 4 clang-22 or the analyzer plugin is not installed.\n"
+        "Example: gpumem lint -p build --format=sarif -o lint.sarif src/\n",
         out);
 }
 
 static void list_rules(void)
 {
     for (int r = 0; r < LINT_RULE_COUNT; r++)
-        printf("%s  %-27s %s\n       fix: %s\n", lint_rules[r].id, lint_rules[r].name,
-               lint_rules[r].brief, lint_rules[r].help);
+        printf("%s  %-26s %-32s\n       %s\n       fix: %s\n", lint_rules[r].id,
+               lint_rules[r].checker, lint_rules[r].name, lint_rules[r].brief, lint_rules[r].help);
 }
 
-/* Long options that are config keys: --KEY VALUE or --KEY=VALUE. */
-static const char *const value_keys[] = {
-    "format", "jobs", "exclude", "extensions", "max-file-size", "enable", "disable",
-    "check-macro", "launch-check", "owner-fn", "release-fn", "severity", "fail-on", "suppress",
-    NULL,
+/* Options that take a value; each is also a config key unless marked. */
+struct opt {
+    const char *name;  /* "--format" */
+    char short_name;   /* 'o', or 0 */
+    const char *key;   /* config key, or NULL when it is not one */
 };
-
-struct work {
-    const struct lint_options *opt;
-    struct lint_strlist *files;
-    struct lint_file_result *res;
-    size_t next;
-    pthread_mutex_t lock;
-    int parser_failed;
+static const struct opt value_opts[] = {
+    {"--format", 0, "format"},
+    {"--jobs", 'j', "jobs"},
+    {"--exclude", 0, "exclude"},
+    {"--extensions", 0, "extensions"},
+    {"--max-file-size", 0, "max-file-size"},
+    {"--enable", 0, "enable"},
+    {"--disable", 0, "disable"},
+    {"--launch-check", 0, "launch-check"},
+    {"--owner-fn", 0, "owner-fn"},
+    {"--release-fn", 0, "release-fn"},
+    {"--severity", 0, "severity"},
+    {"--fail-on", 0, "fail-on"},
+    {"--timeout", 0, "timeout"},
+    {"--path", 0, "path"},
+    {"--clang", 0, "clang"},
+    {"--analyzer-plugin", 0, "analyzer-plugin"},
+    {"--baseline", 0, "baseline"},
+    {"--check-macro", 0, "check-macro"},
+    {"--compile-commands", 'p', NULL},
+    {"--output", 'o', NULL},
+    {"--config", 0, NULL},
 };
+static const char *const switch_opts[] = {"--quiet",     "--pedantic",   "--no-config",
+                                          "--list-rules", "--help",      "--version",
+                                          "--print-commands", NULL};
 
-static void *worker(void *arg)
+/** Every long option's name, for "did you mean". */
+static const char *const *all_names(void)
 {
-    struct work *w = arg;
-    TSParser *parser = lint_parser_new();
-    if (!parser) {
-        pthread_mutex_lock(&w->lock);
-        w->parser_failed = 1;
-        pthread_mutex_unlock(&w->lock);
-        return NULL;
+    static const char *names[64];
+    size_t k = 0;
+    for (size_t i = 0; i < sizeof value_opts / sizeof value_opts[0]; i++)
+        names[k++] = value_opts[i].name;
+    for (size_t i = 0; switch_opts[i]; i++)
+        names[k++] = switch_opts[i];
+    names[k] = NULL;
+    return names;
+}
+
+/** Matches argv[*i] against a value option: "--name V", "--name=V", "-x V", "-xV". Returns
+ *  the option (with @p value set), NULL when it is none; sets @p err when the value is
+ *  missing. */
+static const struct opt *match_value(int argc, char **argv, int *i, const char **value, int *err)
+{
+    const char *a = argv[*i];
+    for (size_t k = 0; k < sizeof value_opts / sizeof value_opts[0]; k++) {
+        const struct opt *o = &value_opts[k];
+        size_t n = strlen(o->name);
+        const char *v = NULL;
+        if (strncmp(a, o->name, n) == 0 && a[n] == '=') {
+            v = a + n + 1;
+        } else if (strcmp(a, o->name) == 0 ||
+                   (o->short_name && a[0] == '-' && a[1] == o->short_name && a[2] == '\0')) {
+            if (*i + 1 >= argc) {
+                fprintf(stderr,
+                        "gpumem lint: error: option %s needs a value (see gpumem lint --help)\n",
+                        a);
+                *err = 1;
+                return o;
+            }
+            v = argv[++*i];
+        } else if (o->short_name && a[0] == '-' && a[1] == o->short_name && a[2] != '-') {
+            v = a + 2 + (a[2] == '=');
+        } else {
+            continue;
+        }
+        *value = v;
+        return o;
     }
-    for (;;) {
-        pthread_mutex_lock(&w->lock);
-        size_t i = w->next++;
-        pthread_mutex_unlock(&w->lock);
-        if (i >= w->files->n)
-            break;
-        lint_analyze_file(w->opt, parser, w->files->v[i], &w->res[i]);
-        /* A parser keeps no memory of the file it parsed that matters; reset for the next. */
-        ts_parser_reset(parser);
-    }
-    ts_parser_delete(parser);
     return NULL;
+}
+
+struct cli {
+    struct lint_strlist paths, compdbs, extra;
+    const char *output;
+    const char *config;
+    int no_config, print_commands;
+};
+
+static void cli_free(struct cli *c)
+{
+    lint_strlist_free(&c->paths);
+    lint_strlist_free(&c->compdbs);
+    lint_strlist_free(&c->extra);
+}
+
+/** Pass 1: --config and --no-config, and the first path (where the config search starts). */
+static int find_config_args(int argc, char **argv, struct cli *c, const char **first_path)
+{
+    int err = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        if (strcmp(argv[i], "--") == 0)
+            break;
+        if (strcmp(argv[i], "--no-config") == 0) {
+            c->no_config = 1;
+            continue;
+        }
+        if (argv[i][0] != '-' || strcmp(argv[i], "-") == 0) {
+            if (!*first_path)
+                *first_path = argv[i];
+            continue;
+        }
+        const struct opt *o = match_value(argc, argv, &i, &v, &err);
+        if (err)
+            return -1;
+        if (o && strcmp(o->name, "--config") == 0)
+            c->config = v;
+        else if (o && o->short_name == 'p' && !*first_path)
+            *first_path = v;
+    }
+    return 0;
+}
+
+/** Pass 2: everything, in order. Returns 0, 1 (done: help, version), or 2. */
+static int parse_args(int argc, char **argv, struct lint_options *o, struct cli *c)
+{
+    int err = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        if (strcmp(a, "--") == 0) {
+            for (int k = i + 1; k < argc; k++)
+                lint_strlist_add(&c->extra, argv[k]);
+            break;
+        }
+        if (a[0] != '-' || strcmp(a, "-") == 0) {
+            lint_strlist_add(&c->paths, a);
+            continue;
+        }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 1;
+        }
+        if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
+            printf("gpumem lint %s (Clang Static Analyzer checkers; driver %s)\n", LINT_VERSION,
+                   o->clang ? o->clang : GPUMEM_LINT_CLANG);
+            return 1;
+        }
+        if (strcmp(a, "--list-rules") == 0) {
+            list_rules();
+            return 1;
+        }
+        if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            o->quiet = 1;
+        } else if (strcmp(a, "--pedantic") == 0) {
+            o->pedantic = 1;
+        } else if (strcmp(a, "--no-config") == 0) {
+            /* pass 1 */
+        } else if (strcmp(a, "--print-commands") == 0) {
+            c->print_commands = 1;
+        } else if (strcmp(a, "--no-notes") == 0) {
+            fprintf(stderr, "gpumem lint: error: --no-notes is gone: notes for alignment the "
+                            "analyzer cannot prove are off unless --pedantic asks for them\n");
+            return 2;
+        } else {
+            const struct opt *m = match_value(argc, argv, &i, &v, &err);
+            if (err)
+                return 2;
+            if (!m) {
+                char name[64];
+                snprintf(name, sizeof name, "%.*s", (int)strcspn(a, "="), a);
+                const char *near = lint_did_you_mean(name, all_names());
+                fprintf(stderr, "gpumem lint: error: unknown option '%s'%s%s%s (see gpumem lint "
+                                "--help)\n",
+                        a, near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
+                return 2;
+            }
+            if (m->key) {
+                if (lint_option_set(o, m->key, v, "command line") != 0)
+                    return 2;
+            } else if (m->short_name == 'p') {
+                lint_strlist_add(&c->compdbs, v);
+            } else if (m->short_name == 'o') {
+                c->output = v;
+            } /* --config: pass 1 */
+        }
+    }
+    return 0;
+}
+
+/** The driver to run: --clang, or the one found when gpumem was built, or clang++-22 on
+ *  PATH. Returns a malloc'd path, or NULL. */
+static char *find_program(const char *name)
+{
+    if (strchr(name, '/'))
+        return access(name, X_OK) == 0 ? strdup(name) : NULL;
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/usr/bin:/bin";
+    for (const char *p = path; *p;) {
+        const char *c = strchr(p, ':');
+        size_t n = c ? (size_t)(c - p) : strlen(p);
+        size_t len = n + strlen(name) + 2;
+        char *cand = malloc(len);
+        if (!cand)
+            return NULL;
+        snprintf(cand, len, "%.*s/%s", (int)n, n ? p : ".", name);
+        struct stat st;
+        if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0)
+            return cand;
+        free(cand);
+        p += n + (c ? 1 : 0);
+    }
+    return NULL;
+}
+
+static void missing_analyzer(const char *what, const char *where)
+{
+    fprintf(stderr,
+            "gpumem lint: error: %s not found%s%s%s\n"
+            "  gpumem lint runs gpumem's checkers inside Clang's static analyzer. Install clang 22\n"
+            "  and its development files, then rebuild gpumem so that the plugin is built:\n"
+            "    apt-get install clang-22 libclang-22-dev\n"
+            "    cmake -S . -B build && cmake --build build   (or scripts/setup; scripts/build)\n"
+            "  Or point at them: --clang=PATH (clang++-22), --analyzer-plugin=PATH\n"
+            "  (gpumem-analyzer.so).\n",
+            what, where ? " (looked for " : "", where ? where : "", where ? ")" : "");
+}
+
+static char *find_plugin(const struct lint_options *o, char *looked, size_t cap)
+{
+    const char *cands[] = {o->plugin, GPUMEM_LINT_PLUGIN_INSTALLED, GPUMEM_LINT_PLUGIN_BUILD};
+    size_t k = 0;
+    looked[0] = '\0';
+    for (size_t i = 0; i < 3; i++) {
+        if (!cands[i] || !*cands[i])
+            continue;
+        struct stat st;
+        if (stat(cands[i], &st) == 0 && S_ISREG(st.st_mode))
+            return strdup(cands[i]);
+        k += (size_t)snprintf(looked + k, k < cap ? cap - k : 0, "%s%s", k ? ", " : "", cands[i]);
+        if (o->plugin)
+            break; /* asked for by name: no fallback */
+    }
+    return NULL;
+}
+
+/** Whether a file-level `suppress = GLOB: RULES` entry of the config covers @p rule in
+ *  @p file. */
+static int config_suppressed(const struct lint_options *o, const char *file, int rule)
+{
+    for (size_t i = 0; i < o->file_suppress.n; i++) {
+        const char *e = o->file_suppress.v[i];
+        const char *colon = strrchr(e, ':');
+        if (!colon)
+            continue;
+        char *glob = strndup(e, (size_t)(colon - e));
+        if (!glob)
+            continue;
+        char *abs = lint_path_absolute(file);
+        const char *rel = NULL;
+        if (abs && o->config_dir) {
+            size_t n = strlen(o->config_dir);
+            if (strncmp(abs, o->config_dir, n) == 0 && abs[n] == '/')
+                rel = abs + n + 1;
+        }
+        const char *g = glob;
+        while (g[0] == '.' && g[1] == '/')
+            g += 2;
+        int hit = fnmatch(g, file, 0) == 0 || (abs && fnmatch(g, abs, 0) == 0) ||
+                  (rel && fnmatch(g, rel, 0) == 0);
+        free(glob);
+        free(abs);
+        if (hit) {
+            if (colon[1] == '\0')
+                return 1;
+            size_t n = strlen(colon + 1);
+            char *list = malloc(n + 3);
+            if (!list)
+                continue;
+            snprintf(list, n + 3, "[%s]", colon + 1);
+            uint32_t mask = lint_rule_mask(list, list + n + 2);
+            free(list);
+            if (mask & ((1u << rule) | LINT_SUPPRESS_ALL))
+                return 1;
+        }
+    }
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int in_baseline(const struct lint_strlist *base, const char *fp)
+{
+    const char *key = fp;
+    return base->n && bsearch(&key, base->v, base->n, sizeof *base->v, cmp_str) != NULL;
+}
+
+/** Drops disabled rules, suppressed findings and those of the baseline; sets severities. */
+static void filter(const struct lint_options *o, struct lint_findings *f,
+                   const struct lint_strlist *baseline, struct lint_summary *sum)
+{
+    struct lint_suppress sup = {0};
+    const char *sup_file = NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < f->n; i++) {
+        struct lint_finding *x = &f->v[i];
+        if (!sup_file || strcmp(sup_file, x->file) != 0) {
+            lint_suppress_free(&sup);
+            char *text, why_buf[64];
+            size_t len;
+            const char *why;
+            if (lint_read_file(x->file, (size_t)256 << 20, &text, &len, &why, why_buf,
+                               sizeof why_buf) == 0) {
+                lint_suppress_parse(text, len, &sup);
+                free(text);
+            }
+            sup_file = x->file;
+        }
+        int drop = !o->enabled[x->rule] || lint_suppressed(&sup, x->rule, x->line) ||
+                   config_suppressed(o, x->file, x->rule);
+        if (!drop && x->severity == LINT_NOTE && !o->pedantic)
+            drop = 1;
+        if (!drop && in_baseline(baseline, x->fingerprint)) {
+            drop = 1;
+            sum->baseline_hidden++;
+        }
+        if (drop) {
+            lint_finding_free(x);
+            continue;
+        }
+        if (x->severity != LINT_NOTE)
+            x->severity = o->severity[x->rule];
+        sum->count[x->severity]++;
+        f->v[k++] = *x;
+    }
+    f->n = k;
+    lint_suppress_free(&sup);
+}
+
+/** With -p and PATHS: keep the database's units that are those files or under those
+ *  folders. */
+static void select_units(struct lint_units *u, const struct lint_strlist *paths)
+{
+    struct lint_strlist abs = {0};
+    for (size_t i = 0; i < paths->n; i++) {
+        char *a = lint_path_absolute(paths->v[i]);
+        if (a)
+            lint_strlist_add(&abs, a);
+        free(a);
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < u->n; i++) {
+        int keep = 0;
+        for (size_t j = 0; j < abs.n && !keep; j++) {
+            size_t n = strlen(abs.v[j]);
+            keep = strncmp(u->v[i].abs, abs.v[j], n) == 0 &&
+                   (u->v[i].abs[n] == '\0' || u->v[i].abs[n] == '/' || strcmp(abs.v[j], "/") == 0);
+        }
+        if (keep) {
+            u->v[k++] = u->v[i];
+        } else {
+            free(u->v[i].path);
+            free(u->v[i].abs);
+            free(u->v[i].lang);
+            free(u->v[i].skip);
+            lint_strlist_free(&u->v[i].args);
+        }
+    }
+    u->n = k;
+    lint_strlist_free(&abs);
+}
+
+/** Marks units that cannot be analyzed: missing, not regular files, too big. */
+static void check_units(const struct lint_options *o, struct lint_units *u)
+{
+    for (size_t i = 0; i < u->n; i++) {
+        struct stat st;
+        char why[160];
+        if (stat(u->v[i].abs, &st) != 0)
+            snprintf(why, sizeof why, "%s", strerror(errno));
+        else if (!S_ISREG(st.st_mode))
+            snprintf(why, sizeof why, "not a regular file (a FIFO, socket or device)");
+        else if ((unsigned long long)st.st_size > o->max_file_size)
+            snprintf(why, sizeof why, "too big (%lld bytes; the limit is %zu, see --max-file-size)",
+                     (long long)st.st_size, o->max_file_size);
+        else
+            continue;
+        u->v[i].skip = strdup(why);
+    }
 }
 
 static double now(void)
@@ -124,225 +495,240 @@ static double now(void)
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-/** Whether the argument is option @p name; sets @p value for --name=value or the next arg. */
-static int match(int argc, char **argv, int *i, const char *name, const char **value, int *err)
+static int load_baseline(const char *path, struct lint_strlist *out)
 {
-    const char *a = argv[*i];
-    size_t n = strlen(name);
-    if (strncmp(a, name, n) != 0)
-        return 0;
-    if (a[n] == '=') {
-        *value = a + n + 1;
-        return 1;
+    char *text, why_buf[256];
+    size_t len;
+    const char *why;
+    if (lint_read_file(path, (size_t)1 << 30, &text, &len, &why, why_buf, sizeof why_buf) != 0) {
+        fprintf(stderr, "gpumem lint: error: cannot read baseline %s: %s (name an earlier "
+                        "report written with --format=sarif)\n",
+                path, why);
+        return -1;
     }
-    if (a[n] != '\0')
-        return 0;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "gpumem lint: error: option %s needs a value (see gpumem lint --help)\n",
-                name);
-        *err = 1;
-        return 1;
+    char msg[256];
+    int rc = lint_baseline_parse(text, len, out, msg, sizeof msg);
+    free(text);
+    if (rc != 0) {
+        fprintf(stderr, "gpumem lint: error: baseline %s: %s (name an earlier report written "
+                        "with --format=sarif)\n",
+                path, msg);
+        return -1;
     }
-    *value = argv[++*i];
-    return 1;
+    if (out->n)
+        qsort(out->v, out->n, sizeof *out->v, cmp_str);
+    return 0;
 }
 
-static int run(int argc, char **argv, struct lint_options *o, struct lint_strlist *files,
-               struct lint_strlist *compdbs, const char **output)
+static int lint_main(int argc, char **argv, struct lint_options *o, struct cli *c,
+                     struct lint_units *u, struct lint_findings *f, struct lint_strlist *problems,
+                     struct lint_strlist *baseline, struct lint_unit_result **res_out,
+                     struct lint_run *run)
 {
-    /* Pass 1: the config file comes first so that the command line overrides it. */
-    const char *config = NULL;
-    int no_config = 0, err = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *v = NULL;
-        if (strcmp(argv[i], "--") == 0)
-            break;
-        if (match(argc, argv, &i, "--config", &v, &err)) {
-            if (err)
-                return 2;
-            config = v;
-        } else if (strcmp(argv[i], "--no-config") == 0) {
-            no_config = 1;
+    const char *first_path = NULL;
+    if (find_config_args(argc, argv, c, &first_path) != 0)
+        return LINT_EXIT_USAGE;
+    if (c->config) {
+        if (lint_config_load(o, c->config) != 0)
+            return LINT_EXIT_USAGE;
+    } else if (!c->no_config) {
+        char *found = lint_config_find(first_path);
+        if (found) {
+            int rc = lint_config_load(o, found);
+            free(found);
+            if (rc != 0)
+                return LINT_EXIT_USAGE;
         }
     }
-    if (config) {
-        if (lint_config_load(o, config) != 0)
-            return 2;
-    } else if (!no_config && access(".gpumem-lint", F_OK) == 0) {
-        if (lint_config_load(o, ".gpumem-lint") != 0)
-            return 2;
+    int rc = parse_args(argc, argv, o, c);
+    if (rc == 1)
+        return -1;
+    if (rc)
+        return LINT_EXIT_USAGE;
+    if (c->paths.n == 0 && c->compdbs.n == 0) {
+        fprintf(stderr, "gpumem lint: error: no files or folders to analyze\n"
+                        "usage: gpumem lint [options] PATHS... [-- FLAGS]   (gpumem lint --help "
+                        "for more)\n");
+        return LINT_EXIT_USAGE;
     }
-    /* Pass 2: everything else, in order. */
-    struct lint_strlist paths = {0};
-    int only_paths = 0, rc = 0;
-    for (int i = 1; i < argc && rc == 0; i++) {
-        const char *a = argv[i], *v = NULL;
-        if (only_paths || a[0] != '-' || strcmp(a, "-") == 0) {
-            lint_strlist_add(&paths, a);
-            continue;
-        }
-        if (strcmp(a, "--") == 0) {
-            only_paths = 1;
-        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            rc = -1;
-        } else if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
-            printf("gpumem lint %s (tree-sitter %d, CUDA grammar)\n", LINT_VERSION,
-                   TREE_SITTER_LANGUAGE_VERSION);
-            rc = -1;
-        } else if (strcmp(a, "--list-rules") == 0) {
-            list_rules();
-            rc = -1;
-        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
-            o->quiet = 1;
-        } else if (strcmp(a, "--no-notes") == 0) {
-            o->show_notes = 0;
-        } else if (strcmp(a, "--no-config") == 0) {
-            /* handled in pass 1 */
-        } else if (match(argc, argv, &i, "--config", &v, &err)) {
-            /* handled in pass 1 */
-        } else if (match(argc, argv, &i, "-p", &v, &err) ||
-                   match(argc, argv, &i, "--compile-commands", &v, &err)) {
-            if (!err)
-                lint_strlist_add(compdbs, v);
-        } else if (match(argc, argv, &i, "-o", &v, &err) ||
-                   match(argc, argv, &i, "--output", &v, &err)) {
-            if (!err)
-                *output = v;
-        } else if (strncmp(a, "-j", 2) == 0 && a[2] != '\0' && a[2] != '=') {
-            if (lint_option_set(o, "jobs", a + 2, "-j") != 0)
-                rc = 2;
-        } else if (match(argc, argv, &i, "-j", &v, &err)) {
-            if (!err && lint_option_set(o, "jobs", v, "-j") != 0)
-                rc = 2;
-        } else {
-            int known = 0;
-            for (size_t k = 0; value_keys[k] && !known; k++) {
-                char name[64];
-                snprintf(name, sizeof name, "--%s", value_keys[k]);
-                if (match(argc, argv, &i, name, &v, &err)) {
-                    known = 1;
-                    if (!err && lint_option_set(o, value_keys[k], v, "command line") != 0)
-                        rc = 2;
+    if (o->baseline && load_baseline(o->baseline, baseline) != 0)
+        return LINT_EXIT_USAGE;
+    for (size_t i = 0; i < c->compdbs.n; i++)
+        if (lint_collect_compdb(o, c->compdbs.v[i], u) != 0)
+            return LINT_EXIT_USAGE;
+    if (c->compdbs.n) {
+        if (c->paths.n) {
+            for (size_t i = 0; i < c->paths.n; i++) {
+                struct stat st;
+                if (stat(c->paths.v[i], &st) != 0) {
+                    fprintf(stderr, "gpumem lint: error: %s: %s\n", c->paths.v[i],
+                            strerror(errno));
+                    return LINT_EXIT_USAGE;
                 }
             }
-            if (!known) {
-                fprintf(stderr,
-                        "gpumem lint: error: unknown option '%s' (see gpumem lint --help)\n", a);
-                rc = 2;
+            select_units(u, &c->paths);
+        }
+    } else {
+        for (size_t i = 0; i < c->paths.n; i++)
+            if (lint_collect_path(o, c->paths.v[i], u) != 0)
+                return LINT_EXIT_USAGE;
+        lint_derive_flags(u);
+    }
+    for (size_t i = 0; i < u->skipped.n; i++)
+        lint_strlist_add(problems, u->skipped.v[i]);
+    if (u->n == 0) {
+        fprintf(stderr,
+                "gpumem lint: error: no source file found in %s%s (looked for", c->compdbs.n ? "the compilation database" : "the paths given",
+                c->compdbs.n && c->paths.n ? " under the paths given" : "");
+        for (size_t i = 0; i < o->extensions.n; i++)
+            fprintf(stderr, " %s", o->extensions.v[i]);
+        fprintf(stderr, "%s); check the paths, --exclude and --extensions\n",
+                o->exclude.n ? ", less --exclude" : "");
+        for (size_t i = 0; i < problems->n; i++)
+            fprintf(stderr, "gpumem lint: warning: not analyzed: %s\n", problems->v[i]);
+        return LINT_EXIT_INCOMPLETE;
+    }
+    check_units(o, u);
+
+    char *clang = find_program(o->clang ? o->clang : GPUMEM_LINT_CLANG);
+    if (!clang && !o->clang)
+        clang = find_program("clang++-22");
+    if (!clang) {
+        missing_analyzer(o->clang ? o->clang : "clang++-22", NULL);
+        return LINT_EXIT_NO_ANALYZER;
+    }
+    run->clang = clang;
+    char looked[2048];
+    char *plugin = find_plugin(o, looked, sizeof looked);
+    if (!plugin) {
+        missing_analyzer("the gpumem analyzer plugin (gpumem-analyzer.so)", looked[0] ? looked : NULL);
+        return LINT_EXIT_NO_ANALYZER;
+    }
+    run->plugin = plugin;
+    for (size_t i = 0; i < c->extra.n; i++)
+        lint_strlist_add(&run->extra, c->extra.v[i]);
+    if (c->print_commands) {
+        for (size_t i = 0; i < u->n; i++) {
+            struct lint_strlist a = {0};
+            lint_unit_argv(o, run, &u->v[i], "UNIT.sarif", &a);
+            for (size_t k = 0; k < a.n; k++)
+                printf("%s%s", k ? " " : "", a.v[k]);
+            printf("\n");
+            lint_strlist_free(&a);
+        }
+        return -1;
+    }
+    run->progress = !o->quiet && isatty(2);
+    double t0 = now();
+    struct lint_unit_result *res = calloc(u->n, sizeof *res);
+    *res_out = res;
+    if (!res || lint_run_units(o, run, u, res) != 0)
+        return LINT_EXIT_USAGE;
+    int plugin_failed = 0;
+    for (size_t i = 0; i < u->n; i++) {
+        char msg[512];
+        if (u->v[i].skip) {
+            snprintf(msg, sizeof msg, "%s: %s", u->v[i].path, u->v[i].skip);
+            lint_strlist_add(problems, msg);
+            continue;
+        }
+        if (res[i].status == 2)
+            plugin_failed = 1;
+        if (res[i].sarif && lint_sarif_parse(res[i].sarif, res[i].sarif_len, i, f, msg,
+                                             sizeof msg) != 0 && res[i].status == 0) {
+            res[i].status = 1;
+            res[i].error = strdup(msg);
+        }
+        if (res[i].status) {
+            size_t n = strlen(u->v[i].path) + strlen(res[i].error ? res[i].error : "") + 40;
+            char *m = malloc(n);
+            if (m) {
+                snprintf(m, n, "%s: not analyzed: %s", u->v[i].path,
+                         res[i].error ? res[i].error : "unknown failure");
+                lint_strlist_add(problems, m);
+                free(m);
             }
         }
-        if (err)
-            rc = 2;
     }
-    if (rc == 0 && paths.n == 0 && compdbs->n == 0) {
-        fprintf(stderr, "gpumem lint: error: no files or folders to lint\n"
-                        "usage: gpumem lint [options] PATHS...   (gpumem lint --help for more)\n");
-        rc = 2;
+    if (plugin_failed) {
+        fprintf(stderr, "gpumem lint: error: clang could not load the analyzer plugin %s "
+                        "(built for another clang? rebuild gpumem with clang 22: "
+                        "apt-get install clang-22 libclang-22-dev)\n",
+                plugin);
+        return LINT_EXIT_NO_ANALYZER;
     }
-    for (size_t i = 0; rc == 0 && i < compdbs->n; i++)
-        if (lint_collect_compdb(o, compdbs->v[i], files) != 0)
-            rc = 2;
-    for (size_t i = 0; rc == 0 && i < paths.n; i++)
-        if (lint_collect_path(o, paths.v[i], files) != 0)
-            rc = 2;
-    lint_strlist_free(&paths);
-    return rc;
+    struct lint_summary sum = {0};
+    sum.units = u->n;
+    lint_findings_finish(f, &sum);
+    filter(o, f, baseline, &sum);
+    sum.seconds = now() - t0;
+    if (!o->quiet || o->format != LINT_FORMAT_TEXT)
+        for (size_t i = 0; i < problems->n; i++)
+            fprintf(stderr, "gpumem lint: warning: %s\n", problems->v[i]);
+
+    FILE *out = stdout;
+    if (c->output && strcmp(c->output, "-") != 0) {
+        out = fopen(c->output, "w");
+        if (!out) {
+            fprintf(stderr, "gpumem lint: error: cannot write %s: %s\n", c->output,
+                    strerror(errno));
+            return LINT_EXIT_USAGE;
+        }
+    }
+    int status = LINT_EXIT_OK;
+    if (lint_write(o, f, problems, &sum, out) != 0) {
+        fprintf(stderr, "gpumem lint: error: cannot write %s: %s\n",
+                out == stdout ? "the report to stdout" : c->output, strerror(errno));
+        status = LINT_EXIT_USAGE;
+    }
+    if (out == stdout) {
+        if (fflush(stdout) != 0 && status == LINT_EXIT_OK) {
+            fprintf(stderr, "gpumem lint: error: cannot write the report to stdout: %s\n",
+                    strerror(errno));
+            status = LINT_EXIT_USAGE;
+        }
+    } else if (fclose(out) != 0 && status == LINT_EXIT_OK) {
+        fprintf(stderr, "gpumem lint: error: cannot write %s: %s\n", c->output, strerror(errno));
+        status = LINT_EXIT_USAGE;
+    }
+    if (status != LINT_EXIT_OK)
+        return status;
+    if (problems->n)
+        return LINT_EXIT_INCOMPLETE;
+    int worst = -1;
+    for (int s = LINT_NOTE; s <= LINT_ERROR; s++)
+        if (sum.count[s])
+            worst = s;
+    if (o->fail_on != LINT_NEVER && worst >= o->fail_on)
+        return LINT_EXIT_FINDINGS;
+    return LINT_EXIT_OK;
 }
 
 int gpumem_lint_main(int argc, char **argv)
 {
     struct lint_options o;
-    struct lint_strlist files = {0}, compdbs = {0};
-    const char *output = NULL;
+    struct cli c = {0};
+    struct lint_units u = {0};
+    struct lint_findings f = {0};
+    struct lint_strlist problems = {0}, baseline = {0};
+    struct lint_unit_result *res = NULL;
+    struct lint_run run = {0};
     lint_options_init(&o);
-    int rc = run(argc, argv, &o, &files, &compdbs, &output);
-    if (rc != 0) {
-        lint_strlist_free(&files);
-        lint_strlist_free(&compdbs);
-        lint_options_free(&o);
-        return rc < 0 ? 0 : rc;
+    int rc = lint_main(argc, argv, &o, &c, &u, &f, &problems, &baseline, &res, &run);
+    for (size_t i = 0; res && i < u.n; i++) {
+        free(res[i].error);
+        free(res[i].sarif);
     }
-    double t0 = now();
-    struct lint_file_result *res = calloc(files.n ? files.n : 1, sizeof *res);
-    struct work w = {.opt = &o, .files = &files, .res = res, .next = 0};
-    int status = 0;
-    if (!res) {
-        fprintf(stderr, "gpumem lint: error: out of memory\n");
-        status = 2;
-        goto done;
-    }
-    pthread_mutex_init(&w.lock, NULL);
-    int jobs = o.jobs;
-    if ((size_t)jobs > files.n)
-        jobs = files.n ? (int)files.n : 1;
-    pthread_t *threads = calloc((size_t)jobs, sizeof *threads);
-    int started = 0;
-    for (int i = 1; threads && i < jobs; i++)
-        if (pthread_create(&threads[i], NULL, worker, &w) == 0)
-            started = i;
-        else
-            break;
-    worker(&w); /* the calling thread works too */
-    for (int i = 1; i <= started; i++)
-        pthread_join(threads[i], NULL);
-    free(threads);
-    pthread_mutex_destroy(&w.lock);
-    if (w.parser_failed) {
-        fprintf(stderr, "gpumem lint: error: the CUDA grammar does not fit this tree-sitter "
-                        "runtime (rebuild after `npm ci` in tools/lint)\n");
-        status = 2;
-        goto done;
-    }
-
-    struct lint_summary sum = {0};
-    int worst = -1;
-    for (size_t i = 0; i < files.n; i++) {
-        if (res[i].skipped) {
-            sum.skipped++;
-            if (!o.quiet)
-                fprintf(stderr, "gpumem lint: warning: skipping %s: %s\n", res[i].path,
-                        res[i].skip_reason);
-            continue;
-        }
-        sum.files++;
-        sum.bytes += res[i].bytes;
-        for (size_t k = 0; k < res[i].n; k++) {
-            int s = res[i].f[k].severity;
-            sum.count[s]++;
-            if (s > worst)
-                worst = s;
-        }
-    }
-    sum.seconds = now() - t0;
-    FILE *out = stdout;
-    if (output && strcmp(output, "-") != 0) {
-        out = fopen(output, "w");
-        if (!out) {
-            fprintf(stderr, "gpumem lint: error: cannot write %s: %s\n", output, strerror(errno));
-            status = 2;
-            goto done;
-        }
-    }
-    if (lint_write(&o, res, files.n, &sum, out) != 0) {
-        fprintf(stderr, "gpumem lint: error: cannot write %s: %s\n",
-                out == stdout ? "the report to stdout" : output, strerror(errno));
-        status = 2;
-    }
-    if (out == stdout) {
-        fflush(stdout);
-    } else if (fclose(out) != 0 && status == 0) {
-        fprintf(stderr, "gpumem lint: error: cannot write %s: %s\n", output, strerror(errno));
-        status = 2;
-    }
-    if (status == 0 && o.fail_on != LINT_NEVER && worst >= o.fail_on)
-        status = 1;
-done:
-    for (size_t i = 0; res && i < files.n; i++)
-        lint_result_free(&res[i]);
     free(res);
-    lint_strlist_free(&files);
-    lint_strlist_free(&compdbs);
+    free((char *)run.clang);
+    free((char *)run.plugin);
+    lint_strlist_free(&run.extra);
+    lint_findings_free(&f);
+    lint_units_free(&u);
+    lint_strlist_free(&problems);
+    lint_strlist_free(&baseline);
+    cli_free(&c);
     lint_options_free(&o);
-    return status;
+    fflush(stdout);
+    return rc < 0 ? 0 : rc;
 }

@@ -1,39 +1,55 @@
-/* Internal interfaces of `gpumem lint`: options, findings, and the entry points that the
- * driver (lint.c), the rule modules (rules_*.c), the output writers (output.c), the test
- * programs and the fuzz harness share. Nothing here is part of the gpumem library. */
+/* Internal interfaces of `gpumem lint`, the front end of gpumem's Clang Static Analyzer
+ * checkers: options and the config file (config.c), which files and flags (files.c,
+ * flags.c), suppression comments (suppress.c), running the analyzer (runner.c), reading its
+ * SARIF (sarif_in.c), and writing the report (output.c). lint.c is the command line. The
+ * parsers take buffers so that the fuzz harnesses (fuzz/lint/) can drive them directly.
+ * Nothing here is part of the gpumem library. */
 #ifndef GPUMEM_LINT_INTERNAL_H
 #define GPUMEM_LINT_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include <tree_sitter/api.h>
+#define LINT_VERSION "0.2.0"
 
-#define LINT_VERSION "0.1.0"
-/** Longest source line kept with a finding (for the caret line and the fingerprint). */
-#define LINT_LINE_TEXT_MAX 512
+/* Exit statuses: one table, used by lint.c and documented in docs/lint.md. */
+enum lint_status {
+    LINT_EXIT_OK = 0,         /* analyzed everything, no finding at or above --fail-on */
+    LINT_EXIT_FINDINGS = 1,   /* findings at or above --fail-on */
+    LINT_EXIT_USAGE = 2,      /* bad option, value, path, config, database or report file */
+    LINT_EXIT_INCOMPLETE = 3, /* something was not analyzed (parse error, timeout, skipped
+                                 file, no source found): the findings may be incomplete */
+    LINT_EXIT_NO_ANALYZER = 4 /* clang-22 or the gpumem analyzer plugin is not installed */
+};
 
 /** Stable rule ids: the index is GMxxx minus one. Never renumber. */
 enum lint_rule {
     LINT_GM001 = 0, /* allocation never released */
     LINT_GM002,     /* mismatched release */
     LINT_GM003,     /* misaligned vector view */
-    LINT_GM004,     /* unchecked CUDA call */
+    LINT_GM004,     /* unchecked CUDA status */
     LINT_GM005,     /* allocation in a loop not released in the same iteration */
     LINT_GM006,     /* early exit leaks */
     LINT_GM007,     /* host read of write-combined memory */
+    LINT_GM008,     /* double release */
+    LINT_GM009,     /* use after release */
+    LINT_GM010,     /* release of an interior pointer */
+    LINT_GM011,     /* stream-ordered release of memory that is not stream-ordered */
     LINT_RULE_COUNT
 };
 
 enum lint_severity { LINT_NOTE = 0, LINT_WARNING = 1, LINT_ERROR = 2, LINT_NEVER = 3 };
 enum lint_format { LINT_FORMAT_TEXT = 0, LINT_FORMAT_JSON, LINT_FORMAT_SARIF };
+/** How much of the analyzer's path the text output shows. */
+enum lint_path_mode { LINT_PATH_NONE = 0, LINT_PATH_SHORT, LINT_PATH_FULL };
 
 /** Metadata of one rule, for --help, --list-rules, JSON and SARIF. */
 struct lint_rule_info {
-    const char *id;    /**< "GM001" */
-    const char *name;  /**< "allocation-never-released" (SARIF rule name) */
-    const char *brief; /**< one line */
-    const char *help;  /**< what to do about it */
+    const char *id;      /**< "GM001" */
+    const char *checker; /**< "gpumem.NeverReleased": the analyzer's checker, its SARIF ruleId */
+    const char *name;    /**< "allocation-never-released" (SARIF rule name) */
+    const char *brief;   /**< one line */
+    const char *help;    /**< what to do about it */
 };
 extern const struct lint_rule_info lint_rules[LINT_RULE_COUNT];
 
@@ -42,117 +58,229 @@ struct lint_strlist {
     char **v;
     size_t n, cap;
 };
-void lint_strlist_add(struct lint_strlist *l, const char *s);
-/** Makes room for element @p n of the array @p arr of @p *cap elements of @p size bytes:
- *  returns the array (moved, and @p *cap doubled, when it had to grow), or NULL when memory
- *  runs out, with @p arr and @p *cap unchanged. */
-void *lint_array_grow(void *arr, size_t n, size_t *cap, size_t size);
+/** Appends a copy of @p s; returns 0, or -1 when memory ran out (the list is unchanged). */
+int lint_strlist_add(struct lint_strlist *l, const char *s);
+int lint_strlist_addn(struct lint_strlist *l, const char *s, size_t len);
 /** Adds each comma- or space-separated item of @p s. */
 void lint_strlist_add_split(struct lint_strlist *l, const char *s);
 int lint_strlist_has(const struct lint_strlist *l, const char *s, size_t len);
 void lint_strlist_free(struct lint_strlist *l);
+/** Makes room for element @p n of @p arr (@p *cap elements of @p size bytes): returns the
+ *  array, moved and grown when needed, or NULL when memory runs out (@p arr unchanged). */
+void *lint_array_grow(void *arr, size_t n, size_t *cap, size_t size);
+/** 64-bit FNV-1a of @p len bytes, continuing from @p h (start with LINT_FNV_SEED). */
+#define LINT_FNV_SEED 14695981039346656037ull
+uint64_t lint_fnv(uint64_t h, const void *s, size_t len);
 
-/** Everything that changes what the linter reports. Built from defaults, then the config
- *  file, then the command line (later wins). */
+/** Everything that changes what is analyzed and reported. Built from defaults, then the
+ *  config file, then the command line (later wins). */
 struct lint_options {
-    int format;                         /**< enum lint_format */
-    int jobs;                           /**< worker threads, >= 1 */
-    int fail_on;                        /**< enum lint_severity; LINT_NEVER: always exit 0 */
-    int quiet;                          /**< no summary line, no skip messages */
-    int show_notes;                     /**< print GM003 "not provable" notes */
-    int enabled[LINT_RULE_COUNT];       /**< 1 when the rule runs */
-    int severity[LINT_RULE_COUNT];      /**< severity of the rule's warnings */
-    size_t max_file_size;               /**< bigger files are skipped */
-    struct lint_strlist check_macros;   /**< calls whose argument counts as checked */
-    struct lint_strlist launch_checks;  /**< calls that check a preceding kernel launch */
-    struct lint_strlist owner_fns;      /**< calls that take ownership of pointer arguments */
-    struct lint_strlist release_fns;    /**< calls that release their pointer arguments */
-    struct lint_strlist exclude;        /**< fnmatch patterns of paths to skip */
-    struct lint_strlist file_suppress;  /**< "GLOB:GM001,GM002" entries from the config */
-    struct lint_strlist extensions;     /**< ".cu" ... for folder recursion */
+    int format;                        /**< enum lint_format */
+    int jobs;                          /**< analyzer processes at once, >= 1 */
+    int fail_on;                       /**< enum lint_severity; LINT_NEVER: findings exit 0 */
+    int quiet;                         /**< no summary line, no messages about skips */
+    int pedantic;                      /**< GM003 "alignment not provable" notes */
+    int path_mode;                     /**< enum lint_path_mode, for text output */
+    int timeout;                       /**< seconds per translation unit */
+    int enabled[LINT_RULE_COUNT];      /**< 1 when the rule's checker runs */
+    int severity[LINT_RULE_COUNT];     /**< severity of the rule's findings */
+    size_t max_file_size;              /**< bigger files are skipped */
+    struct lint_strlist launch_checks; /**< calls that check a preceding kernel launch */
+    struct lint_strlist owner_fns;     /**< calls that take ownership of pointer arguments */
+    struct lint_strlist release_fns;   /**< calls that release their pointer arguments */
+    struct lint_strlist exclude;       /**< fnmatch patterns of paths to skip */
+    struct lint_strlist file_suppress; /**< "GLOB:GM001,GM002" entries from the config */
+    struct lint_strlist extensions;    /**< ".cu" ... taken from folders */
+    char *clang;                       /**< --clang: the analyzer's driver, or NULL */
+    char *plugin;                      /**< --analyzer-plugin, or NULL */
+    char *baseline;                    /**< --baseline SARIF file, or NULL */
+    char *config_dir;                  /**< folder of the config file read, or NULL */
 };
 void lint_options_init(struct lint_options *o);
 void lint_options_free(struct lint_options *o);
-/** Reads a config file (format in docs/lint.md). Returns 0, or -1 after printing why. */
-int lint_config_load(struct lint_options *o, const char *path);
 /** Applies one `key = value` option (shared by the config file and the command line).
  *  Returns 0, or -1 after printing an error that names @p where. */
 int lint_option_set(struct lint_options *o, const char *key, const char *value, const char *where);
-/** Parses "GM004" or "4" into a rule index; -1 when it is not a rule. */
+/** Parses a config file's text (format in docs/lint.md) into @p o; @p name names it in
+ *  messages. Lines end with LF, CRLF or a bare CR and may be of any length; a NUL byte is an
+ *  error. Returns 0, or -1 after printing why (file and line). */
+int lint_config_parse(struct lint_options *o, const char *text, size_t len, const char *name);
+/** Reads and parses a config file; a FIFO, a folder or anything but a regular file is an
+ *  error. Returns 0 or -1 after printing why. */
+int lint_config_load(struct lint_options *o, const char *path);
+/** Looks for `.gpumem-lint` in @p start and its parents, up to the first folder holding
+ *  `.git` or the filesystem root. Returns a malloc'd path, or NULL when there is none. */
+char *lint_config_find(const char *start);
+/** Parses "GM004", "4" or "gpumem.UncheckedStatus" into a rule index; -1 otherwise. */
 int lint_rule_parse(const char *s, size_t len);
+/** The rule whose checker is @p checker ("gpumem.NeverReleased"); -1 otherwise. */
+int lint_rule_by_checker(const char *checker);
 /** Parses "note|warning|error|never"; -1 otherwise. */
 int lint_severity_parse(const char *s);
 const char *lint_severity_name(int sev);
 /** Parses sizes like "16MiB", "512k", "1000"; returns 0 on success. */
 int lint_size_parse(const char *s, size_t *out);
+/** The candidate in the NULL-terminated @p words closest to @p word when it is close enough
+ *  to be a likely misspelling, or NULL. */
+const char *lint_did_you_mean(const char *word, const char *const *words);
+/** The config keys (the long options that take a value, and the switches), NULL-ended. */
+extern const char *const lint_config_keys[];
 
-/** One finding, with an optional related location (the allocation). Lines and columns are
- *  1-based; columns count bytes. */
-struct lint_finding {
-    int rule;
-    int severity;
-    uint32_t line, col, end_line, end_col;
-    char *message;
-    int has_related;
-    uint32_t rel_line, rel_col;
-    char *rel_message;
-    char *function;  /**< enclosing function name, for fingerprints ("" at file scope) */
-    char *line_text; /**< the source line of the finding, for carets and fingerprints */
+/* ---- suppress.c ---- */
+/** Bit of "every rule" in a suppression mask. */
+#define LINT_SUPPRESS_ALL (1u << 31)
+/** The suppressions of one source file: per 1-based line, a bit per rule. */
+struct lint_suppress {
+    uint32_t *line;  /**< line[k]: rules suppressed on line k */
+    uint32_t n_lines;
+    uint32_t file;   /**< rules suppressed in the whole file */
 };
-
-/** What linting one file produced. */
-struct lint_file_result {
-    char *path;
-    int skipped;       /**< 1 when the file was not analysed */
-    char *skip_reason; /**< why, when skipped */
-    size_t bytes;
-    struct lint_finding *f;
-    size_t n, cap;
-};
-void lint_result_free(struct lint_file_result *r);
-
-/** Analyses one buffer (need not be NUL-terminated) as C, C++ or CUDA source and appends the
- *  findings that survive suppressions and options to @p out, sorted by position. @p parser is
- *  the caller's (one per thread). Never fails on odd input: a parse that tree-sitter gives up
- *  on yields no findings. */
-void lint_analyze_buffer(const struct lint_options *o, TSParser *parser, const char *path,
-                         const char *src, size_t len, struct lint_file_result *out);
-/** Reads and analyses one file, or marks it skipped (unreadable, binary, too big). */
-void lint_analyze_file(const struct lint_options *o, TSParser *parser, const char *path,
-                       struct lint_file_result *out);
-
-/** A new parser for the CUDA grammar, or NULL when the grammar and runtime disagree. */
-TSParser *lint_parser_new(void);
+/** Finds the `gpumem-lint: ignore[...]` and `ignore-file[...]` comments of a C, C++ or CUDA
+ *  source (in real comments only, not in strings), with lines counted as Clang counts them
+ *  (LF, CRLF and bare CR each end a line). Returns 0, or -1 when memory ran out. */
+int lint_suppress_parse(const char *src, size_t len, struct lint_suppress *out);
+/** Whether @p rule is suppressed at @p line. */
+int lint_suppressed(const struct lint_suppress *s, int rule, uint32_t line);
+void lint_suppress_free(struct lint_suppress *s);
+/** Rule bits of "[GM001,GM004]" (no list or "*": every rule). */
+uint32_t lint_rule_mask(const char *s, const char *end);
 
 /* ---- files.c ---- */
-/** Adds the lintable files under @p path (a file is taken whatever its extension; folders
- *  are walked recursively, in name order, skipping hidden entries and symbolic links to
- *  folders). Returns 0, or -1 after printing why (the path does not exist). */
-int lint_collect_path(const struct lint_options *o, const char *path, struct lint_strlist *files);
-/** Adds the files of a compilation database (a file, or a folder holding
- *  compile_commands.json). Returns 0, or -1 after printing why. */
-int lint_collect_compdb(const struct lint_options *o, const char *path, struct lint_strlist *files);
-/** Reads a whole file. Returns 0 with a malloc'd buffer, or -1 with @p why set. */
+/** One translation unit to analyze: the file, its language, its flags. */
+struct lint_unit {
+    char *path;               /**< as shown in the report (normalized, relative to cwd when
+                                   under it) */
+    char *abs;                /**< absolute, normalized */
+    char *lang;               /**< "cuda", "c" or "c++" */
+    struct lint_strlist args; /**< compiler flags (include paths, macros, -std) */
+    int from_db;              /**< 1 when the flags came from a compilation database */
+    char *skip;               /**< why the unit is not analyzed, or NULL */
+};
+struct lint_units {
+    struct lint_unit *v;
+    size_t n, cap;
+    struct lint_strlist headers; /**< absolute paths of the headers seen while walking */
+    struct lint_strlist skipped; /**< "PATH: why" for things that were not collected */
+    struct lint_strlist roots;   /**< absolute folders walked (for deriving flags) */
+};
+void lint_units_free(struct lint_units *u);
+/** Normalizes a path lexically: no "./", no "//", "a/../" folded; "" becomes ".". Returns a
+ *  malloc'd string or NULL. */
+char *lint_path_normalize(const char *path);
+/** The absolute, normalized form of @p path; malloc'd or NULL. */
+char *lint_path_absolute(const char *path);
+/** How a path is shown: relative to the current folder when under it, else absolute. */
+char *lint_path_display(const char *abs);
+/** Whether the options exclude @p abs (patterns match the shown path, the absolute path and
+ *  the path relative to the config file's folder). */
+int lint_excluded(const struct lint_options *o, const char *abs);
+/** The language of a file name by its extension: "cuda", "c", "c++", or NULL for a header. */
+const char *lint_unit_lang(const char *name);
+/** Adds the units under @p path (a file is taken whatever its extension; folders are walked
+ *  recursively in name order, skipping hidden entries and links to folders). Returns 0, or -1
+ *  after printing why (the path does not exist). Things skipped go to @p u->skipped. */
+int lint_collect_path(const struct lint_options *o, const char *path, struct lint_units *u);
+/** Parses a compilation database's text into units (flags translated for clang, nvcc's
+ *  included; duplicate files dropped in linear time). @p name names it in messages.
+ *  Returns 0, or -1 after printing why. */
+int lint_compdb_parse(const struct lint_options *o, const char *text, size_t len,
+                      const char *name, struct lint_units *u);
+/** Reads a compilation database (a file, or a folder holding compile_commands.json). */
+int lint_collect_compdb(const struct lint_options *o, const char *path, struct lint_units *u);
+/** Translates one compile command's arguments (argv[0] the compiler) into clang flags that
+ *  matter to analysis; relative include paths are made absolute against @p dir. */
+void lint_translate_args(char **argv, size_t argc, const char *dir, struct lint_strlist *out,
+                         const char **lang);
+/** Splits a shell command line into words (quotes and backslashes as sh does). */
+int lint_shell_split(const char *s, struct lint_strlist *out);
+/** Reads a whole regular file without blocking on FIFOs or devices. Returns 0 with a
+ *  malloc'd, NUL-terminated buffer, or -1 with @p why (a static or @p why_buf string). */
 int lint_read_file(const char *path, size_t max, char **buf, size_t *len, const char **why,
                    char *why_buf, size_t why_cap);
 
+/* ---- flags.c ---- */
+/** The CUDA toolkit's root ($CUDAToolkit_ROOT, $CUDA_HOME, /usr/local/cuda, /usr/lib/cuda,
+ *  /usr: the first with include/cuda_runtime_api.h), or NULL. */
+const char *lint_cuda_root(void);
+/** Adds, to each unit without flags from a database, -I for the folders holding the headers
+ *  it includes with quotes (found under the walked roots) and each root's include/ folder. */
+void lint_derive_flags(struct lint_units *u);
+
+/* ---- findings (sarif_in.c) ---- */
+/** A location with a message: a step of the path, or a related location. */
+struct lint_loc {
+    char *file; /**< shown path */
+    uint32_t line, col;
+    char *message;
+    int importance; /**< 2 essential, 1 important, 0 unimportant */
+};
+struct lint_finding {
+    int rule;
+    int severity;
+    char *file; /**< shown path */
+    uint32_t line, col, end_line, end_col;
+    char *message;
+    char *issue_hash;       /**< clang's partialFingerprints issue hash, or NULL */
+    char fingerprint[40];   /**< gpumem's, set before output */
+    struct lint_loc *path;  /**< the analyzer's path (codeFlows), in order */
+    size_t n_path;
+    struct lint_loc *related; /**< "allocated here", "released here" */
+    size_t n_related;
+    size_t unit; /**< index of the unit that produced it */
+};
+struct lint_findings {
+    struct lint_finding *v;
+    size_t n, cap;
+};
+void lint_finding_free(struct lint_finding *f);
+void lint_findings_free(struct lint_findings *f);
+/** Appends the gpumem results of one SARIF document (clang's --analyzer-output sarif) to
+ *  @p out: results whose ruleId is not a gpumem checker are dropped. Returns 0, or -1 when
+ *  the text is not such a document (after filling @p why). */
+int lint_sarif_parse(const char *text, size_t len, size_t unit, struct lint_findings *out,
+                     char *why, size_t why_cap);
+/** Adds the fingerprints (partialFingerprints "gpumemLintHash/v2") of an earlier report to
+ *  @p out. Returns 0, or -1 after filling @p why. */
+int lint_baseline_parse(const char *text, size_t len, struct lint_strlist *out, char *why,
+                        size_t why_cap);
+
+/* ---- runner.c ---- */
+/** What running the analyzer on one unit gave. */
+struct lint_unit_result {
+    int status;     /**< 0 analyzed; otherwise not (see @c error) */
+    char *error;    /**< why it was not analyzed: clang's first error, a timeout, ... */
+    char *sarif;    /**< the SARIF text, malloc'd */
+    size_t sarif_len;
+    double seconds;
+};
+struct lint_run {
+    const char *clang;  /**< driver */
+    const char *plugin; /**< the checker plugin, or NULL (clang's checkers only, for timing) */
+    struct lint_strlist extra; /**< flags after `--` */
+    int progress;              /**< print [k/n] on stderr */
+};
+/** The analyzer's argument vector for one unit (without the output file), for tests and
+ *  for --print-commands; NULL-terminated, malloc'd strings. */
+void lint_unit_argv(const struct lint_options *o, const struct lint_run *r,
+                    const struct lint_unit *u, const char *sarif_out, struct lint_strlist *argv);
+/** Runs the analyzer on every unit, o->jobs at a time. @p res has one entry per unit.
+ *  Returns 0, or -1 after printing why nothing could run (temporary folder, spawn). */
+int lint_run_units(const struct lint_options *o, const struct lint_run *r,
+                   const struct lint_units *u, struct lint_unit_result *res);
+
 /* ---- output.c ---- */
 struct lint_summary {
-    size_t files, skipped, bytes;
+    size_t units, not_analyzed, skipped, baseline_hidden, merged;
     size_t count[LINT_ERROR + 1];
     double seconds;
 };
-/** Writes all results in the chosen format. Returns 0, or -1 on a write error. */
-int lint_write(const struct lint_options *o, struct lint_file_result *res, size_t n,
-               const struct lint_summary *sum, void *stream);
+/** Sorts, merges (one finding seen through several units) and fingerprints the findings. */
+void lint_findings_finish(struct lint_findings *f, struct lint_summary *sum);
+/** Writes everything in the chosen format. @p problems lists "PATH: why" for what was not
+ *  analyzed. Returns 0, or -1 on a write error. */
+int lint_write(const struct lint_options *o, const struct lint_findings *f,
+               const struct lint_strlist *problems, const struct lint_summary *sum, void *stream);
 
-/* ---- internal to the analysis (analyze.c and rules_*.c) ---- */
-struct lint_ctx;
-void lint_report(struct lint_ctx *c, int rule, int severity, TSNode at, TSNode related,
-                 const char *related_msg, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 7, 8)))
-#endif
-    ;
+int gpumem_lint_main(int argc, char **argv);
 
 #endif

@@ -1,0 +1,323 @@
+/* Running the analyzer: one clang process per translation unit, -j at a time, each with a
+ * deadline, its SARIF written to a private temporary folder and its stderr kept for the
+ * first error. Results land in the unit's slot, so the report does not depend on -j or on
+ * which process finished first. */
+#define _POSIX_C_SOURCE 200809L
+#include "lint_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* Clang's own checkers keep modelling (exit() ends a path, builtins have their meaning) but
+ * report nothing: gpumem's front end shows gpumem's rules only. */
+#define LINT_SILENCED "silence-checkers=core;cplusplus;deadcode;nullability;security;unix;" \
+                      "optin;valist;apiModeling;alpha;fuchsia;webkit;osx"
+
+static void add_xclang(struct lint_strlist *a, const char *arg)
+{
+    lint_strlist_add(a, "-Xclang");
+    lint_strlist_add(a, arg);
+}
+
+static void add_config(struct lint_strlist *a, const char *key, const struct lint_strlist *vals)
+{
+    if (!vals->n)
+        return;
+    size_t n = strlen(key) + 2;
+    for (size_t i = 0; i < vals->n; i++)
+        n += strlen(vals->v[i]) + 1;
+    char *s = malloc(n);
+    if (!s)
+        return;
+    size_t k = (size_t)snprintf(s, n, "%s=", key);
+    for (size_t i = 0; i < vals->n; i++)
+        k += (size_t)snprintf(s + k, n - k, "%s%s", i ? "," : "", vals->v[i]);
+    add_xclang(a, "-analyzer-config");
+    add_xclang(a, s);
+    free(s);
+}
+
+void lint_unit_argv(const struct lint_options *o, const struct lint_run *r,
+                    const struct lint_unit *u, const char *sarif_out, struct lint_strlist *a)
+{
+    const char *cuda = lint_cuda_root();
+    char buf[4200];
+    lint_strlist_add(a, r->clang);
+    lint_strlist_add(a, "--analyze");
+    lint_strlist_add(a, "-x");
+    lint_strlist_add(a, u->lang);
+    if (strcmp(u->lang, "cuda") == 0) {
+        lint_strlist_add(a, "--cuda-host-only");
+        if (cuda) {
+            snprintf(buf, sizeof buf, "--cuda-path=%s", cuda);
+            lint_strlist_add(a, buf);
+        }
+        lint_strlist_add(a, "-nocudalib");
+        lint_strlist_add(a, "-Wno-unknown-cuda-version");
+        if (cuda) {
+            snprintf(buf, sizeof buf, "%s/include/cccl", cuda);
+            lint_strlist_add(a, "-I");
+            lint_strlist_add(a, buf);
+        }
+    } else if (cuda && strcmp(cuda, "/usr") != 0) {
+        /* Host code that includes cuda_runtime.h, as nvcc and CMake's CUDA::cudart give it. */
+        snprintf(buf, sizeof buf, "%s/include", cuda);
+        lint_strlist_add(a, "-isystem");
+        lint_strlist_add(a, buf);
+    }
+    for (size_t i = 0; i < u->args.n; i++)
+        lint_strlist_add(a, u->args.v[i]);
+    for (size_t i = 0; i < r->extra.n; i++)
+        lint_strlist_add(a, r->extra.v[i]);
+    if (r->plugin) {
+        add_xclang(a, "-load");
+        add_xclang(a, r->plugin);
+        int all = 1;
+        for (int k = 0; k < LINT_RULE_COUNT; k++)
+            all &= o->enabled[k];
+        if (all) {
+            add_xclang(a, "-analyzer-checker=gpumem");
+        } else {
+            size_t k = (size_t)snprintf(buf, sizeof buf, "-analyzer-checker=");
+            int first = 1;
+            for (int rr = 0; rr < LINT_RULE_COUNT; rr++)
+                if (o->enabled[rr]) {
+                    k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%s", first ? "" : ",",
+                                          lint_rules[rr].checker);
+                    first = 0;
+                }
+            if (!first)
+                add_xclang(a, buf);
+        }
+        add_xclang(a, "-analyzer-config");
+        add_xclang(a, LINT_SILENCED);
+        add_config(a, "gpumem.Memory:ReleaseFunctions", &o->release_fns);
+        add_config(a, "gpumem.Memory:OwnerFunctions", &o->owner_fns);
+        add_config(a, "gpumem.UncheckedStatus:LaunchChecks", &o->launch_checks);
+        if (o->pedantic) {
+            add_xclang(a, "-analyzer-config");
+            add_xclang(a, "gpumem.VectorAlignment:Pedantic=true");
+        }
+    }
+    lint_strlist_add(a, "--analyzer-output");
+    lint_strlist_add(a, "sarif");
+    lint_strlist_add(a, "-o");
+    lint_strlist_add(a, sarif_out);
+    lint_strlist_add(a, u->abs);
+}
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+struct slot {
+    pid_t pid;
+    size_t unit;
+    double start;
+};
+
+/** Clang's first error line in @p err ("file:line:col: error: ..."), malloc'd, or NULL. */
+static char *first_error(const char *err)
+{
+    for (const char *p = err; p && *p;) {
+        const char *eol = strchr(p, '\n');
+        size_t n = eol ? (size_t)(eol - p) : strlen(p);
+        int hit = 0;
+        for (size_t k = 0; k + 7 <= n && !hit; k++)
+            hit = memcmp(p + k, "error: ", 7) == 0;
+        if (hit) {
+            char *s = malloc(n + 1);
+            if (s) {
+                memcpy(s, p, n);
+                s[n] = '\0';
+            }
+            return s;
+        }
+        p = eol ? eol + 1 : NULL;
+    }
+    return NULL;
+}
+
+static void collect(const char *tmp, size_t i, int wstatus, int timed_out, int timeout,
+                    struct lint_unit_result *res)
+{
+    char path[4200], why_buf[128];
+    const char *why;
+    char *err = NULL, *sarif = NULL;
+    size_t len;
+    snprintf(path, sizeof path, "%s/%zu.err", tmp, i);
+    if (lint_read_file(path, (size_t)16 << 20, &err, &len, &why, why_buf, sizeof why_buf) != 0)
+        err = NULL;
+    unlink(path);
+    snprintf(path, sizeof path, "%s/%zu.sarif", tmp, i);
+    if (lint_read_file(path, (size_t)1 << 30, &sarif, &len, &why, why_buf, sizeof why_buf) == 0) {
+        res->sarif = sarif;
+        res->sarif_len = len;
+    }
+    unlink(path);
+    char msg[160];
+    if (timed_out) {
+        res->status = 1;
+        snprintf(msg, sizeof msg, "timed out after %d s (raise --timeout)", timeout);
+        res->error = strdup(msg);
+    } else if (WIFSIGNALED(wstatus)) {
+        res->status = 1;
+        snprintf(msg, sizeof msg, "the analyzer crashed (signal %d)", WTERMSIG(wstatus));
+        res->error = strdup(msg);
+    } else if (WEXITSTATUS(wstatus) != 0 || !res->sarif) {
+        res->status = 1;
+        if (err && strstr(err, "unable to load plugin"))
+            res->status = 2;
+        res->error = first_error(err);
+        if (!res->error) {
+            snprintf(msg, sizeof msg, "the analyzer failed (exit status %d) without an error "
+                                      "message",
+                     WEXITSTATUS(wstatus));
+            res->error = strdup(msg);
+        }
+    }
+    free(err);
+}
+
+/** Removes the temporary folder and what is left in it. */
+static void remove_tmp(const char *tmp, size_t n)
+{
+    char path[4200];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%zu.err", tmp, i);
+        unlink(path);
+        snprintf(path, sizeof path, "%s/%zu.sarif", tmp, i);
+        unlink(path);
+    }
+    rmdir(tmp);
+}
+
+static pid_t spawn(const struct lint_options *o, const struct lint_run *r,
+                   const struct lint_unit *u, const char *tmp, size_t i)
+{
+    char out[4200], err[4200];
+    snprintf(out, sizeof out, "%s/%zu.sarif", tmp, i);
+    snprintf(err, sizeof err, "%s/%zu.err", tmp, i);
+    struct lint_strlist argv = {0};
+    lint_unit_argv(o, r, u, out, &argv);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    pid_t pid = -1;
+    int rc = argv.v ? posix_spawnp(&pid, argv.v[0], &fa, NULL, argv.v, environ) : ENOMEM;
+    posix_spawn_file_actions_destroy(&fa);
+    lint_strlist_free(&argv);
+    if (rc != 0) {
+        errno = rc;
+        return -1;
+    }
+    return pid;
+}
+
+int lint_run_units(const struct lint_options *o, const struct lint_run *r,
+                   const struct lint_units *u, struct lint_unit_result *res)
+{
+    const char *base = getenv("TMPDIR");
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s/gpumem-lint.XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(tmp)) {
+        fprintf(stderr,
+                "gpumem lint: error: cannot make a temporary folder in %s: %s (set TMPDIR to a "
+                "writable folder)\n",
+                base && *base ? base : "/tmp", strerror(errno));
+        return -1;
+    }
+    int jobs = o->jobs < 1 ? 1 : o->jobs;
+    struct slot *run = calloc((size_t)jobs, sizeof *run);
+    if (!run) {
+        rmdir(tmp);
+        return -1;
+    }
+    size_t next = 0, done = 0, started = 0;
+    int active = 0;
+    for (size_t i = 0; i < u->n; i++)
+        if (u->v[i].skip)
+            done++;
+    size_t total = u->n - done;
+    while (done < u->n) {
+        while (active < jobs && next < u->n) {
+            size_t i = next++;
+            if (u->v[i].skip)
+                continue;
+            started++;
+            if (r->progress) {
+                fprintf(stderr, "\r\033[K[%zu/%zu] %s", started, total,
+                        u->v[i].path);
+                fflush(stderr);
+            }
+            double t0 = now();
+            pid_t pid = spawn(o, r, &u->v[i], tmp, i);
+            if (pid < 0) {
+                res[i].status = 1;
+                char buf[600];
+                snprintf(buf, sizeof buf, "cannot start %s: %s", r->clang, strerror(errno));
+                res[i].error = strdup(buf);
+                done++;
+                continue;
+            }
+            for (int k = 0; k < jobs; k++)
+                if (!run[k].pid) {
+                    run[k] = (struct slot){pid, i, t0};
+                    break;
+                }
+            active++;
+        }
+        int reaped = 0;
+        for (int k = 0; k < jobs; k++) {
+            if (!run[k].pid)
+                continue;
+            int st = 0, timed_out = 0;
+            pid_t w = waitpid(run[k].pid, &st, WNOHANG);
+            if (w == 0 && now() - run[k].start > o->timeout) {
+                kill(run[k].pid, SIGKILL);
+                while (waitpid(run[k].pid, &st, 0) < 0 && errno == EINTR)
+                    ;
+                timed_out = 1;
+                w = run[k].pid;
+            }
+            if (w == 0 || (w < 0 && errno == EINTR))
+                continue;
+            size_t i = run[k].unit;
+            res[i].seconds = now() - run[k].start;
+            if (w < 0)
+                st = 127 << 8;
+            collect(tmp, i, st, timed_out, o->timeout, &res[i]);
+            run[k].pid = 0;
+            active--;
+            done++;
+            reaped = 1;
+        }
+        if (!reaped && active) {
+            struct timespec ts = {0, 2 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    if (r->progress) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+    }
+    free(run);
+    remove_tmp(tmp, u->n);
+    return 0;
+}
