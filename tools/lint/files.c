@@ -296,6 +296,15 @@ int lint_collect_path(const struct lint_options *o, const char *path, struct lin
         if (!lint_excluded(o, abs))
             walk_dir(o, abs, u, 0);
     } else if (!lint_excluded(o, abs)) {
+        /* The file's folder counts as a root for deriving flags (its include/ folder), but
+         * is not walked. */
+        char *slash = strrchr(abs, '/');
+        if (slash && slash != abs) {
+            *slash = '\0';
+            if (!lint_strlist_has(&u->roots, abs, strlen(abs)))
+                lint_strlist_add(&u->roots, abs);
+            *slash = '/';
+        }
         if (S_ISREG(st.st_mode))
             take_file(abs, u, 1);
         else

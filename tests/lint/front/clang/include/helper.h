@@ -1,0 +1,2 @@
+void *gm_alloc(int n);
+void gm_leak(void);

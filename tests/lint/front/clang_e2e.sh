@@ -1,0 +1,44 @@
+#!/bin/sh
+# End-to-end: `gpumem lint` with the real clang 22 and a small test plugin (test_plugin.cpp)
+# on tests/lint/front/clang/: a CUDA unit with a finding, its path and its allocation note;
+# a C unit whose finding is suppressed; a C++ unit that does not compile (exit status 3, its
+# first error named). Usage: clang_e2e.sh GPUMEM_LINT CLANG PLUGIN SOURCE_DIR
+set -u
+lint=$1 clang=$2 plugin=$3 src=$4
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+cd "$src" || exit 1
+fail=0
+check() { if ! grep -qF -- "$1" "$2"; then echo "FAIL: '$1' not in $2:"; head -c 2000 "$2"; fail=1; fi; }
+"$lint" --no-config --clang="$clang" --analyzer-plugin="$plugin" --path=full -j2 . \
+  >"$out/stdout" 2>"$out/stderr"
+rc=$?
+[ "$rc" -eq 3 ] || { echo "FAIL: exit status $rc, expected 3"; fail=1; }
+check "leak.cu:11:9: warning: memory from gm_alloc is never released [GM001]" "$out/stdout"
+check "leak.cu:6:15: note: allocated here with gm_alloc" "$out/stdout"
+check "leak.cu:10:9: note: Assuming 'c' is not equal to 0" "$out/stdout"
+check "broken.cpp: not analyzed: " "$out/stderr"
+check "error: use of undeclared identifier 'undeclared_name'" "$out/stderr"
+if grep -q "leak.c:" "$out/stdout"; then echo "FAIL: the suppressed finding was reported"; fail=1; fi
+"$lint" --no-config --clang="$clang" --analyzer-plugin="$plugin" --format=sarif leak.cu \
+  >"$out/sarif" 2>"$out/stderr2"
+rc=$?
+[ "$rc" -eq 1 ] || { echo "FAIL: exit status $rc, expected 1"; cat "$out/stderr2"; fail=1; }
+check '"relatedLocations"' "$out/sarif"
+check '"codeFlows"' "$out/sarif"
+check '"clang/issueHash/v1"' "$out/sarif"
+check '"gpumemLintHash/v2"' "$out/sarif"
+# The baseline hides it; the fingerprint holds when lines are added above.
+cp leak.cu "$out/leak.cu"
+cp -r include "$out/include"
+cd "$out" || exit 1
+"$lint" --no-config --clang="$clang" --analyzer-plugin="$plugin" --format=sarif -o base.sarif \
+  leak.cu 2>/dev/null
+{ printf '// one\n// two\n'; cat "$src/leak.cu"; } > leak.cu
+"$lint" --no-config --clang="$clang" --analyzer-plugin="$plugin" --baseline=base.sarif leak.cu \
+  >"$out/base.txt" 2>&1
+rc=$?
+[ "$rc" -eq 0 ] || { echo "FAIL: with the baseline: exit status $rc"; cat "$out/base.txt"; fail=1; }
+check "1 in the baseline not shown" "$out/base.txt"
+[ "$fail" -eq 0 ] && echo "clang end-to-end: 1 passed, 0 failed"
+exit "$fail"
