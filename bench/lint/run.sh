@@ -8,7 +8,7 @@
 #   PLUGIN  gpumem-analyzer.so
 # Prints one line per measurement: what, units, seconds; and the load average before each.
 # The baseline runs the commands `gpumem lint --print-commands` prints, less the plugin's
-# arguments (-load, -analyzer-checker=gpumem..., the silence-checkers and checker options),
+# arguments (-load, -analyzer-checker=gpumem..., -analyzer-disable-checker and checker options),
 # one at a time or two at a time, as gpumem lint -j1 and -j2 do.
 set -eu
 lint=${1:?usage: bench/lint/run.sh LINT PLUGIN PATH...}
@@ -30,7 +30,7 @@ while IFS= read -r line; do
     n = split($0, a, " "); s = ""
     for (k = 1; k <= n; k++) {
       if (a[k] == "-Xclang" && (a[k + 1] == "-load" || a[k + 1] == "-analyzer-config")) { k += 3; continue }
-      if (a[k] == "-Xclang" && a[k + 1] ~ /^-analyzer-checker=gpumem/) { k += 1; continue }
+      if (a[k] == "-Xclang" && (a[k + 1] ~ /^-analyzer-checker=gpumem/ || a[k + 1] ~ /^-analyzer-disable-checker=/)) { k += 1; continue }
       if (a[k] == "UNIT.sarif") a[k] = out
       s = s (s == "" ? "" : " ") a[k]
     }

@@ -691,6 +691,7 @@ static void test_print_commands(void)
     EXPECT_CONTAINS(r.out, "-Xclang gpumem.UncheckedStatus:LaunchChecks=MY_LAUNCH");
     EXPECT_CONTAINS(r.out, "-Xclang gpumem.VectorAlignment:Pedantic=true");
     EXPECT_CONTAINS(r.out, "--analyzer-output sarif");
+    EXPECT_CONTAINS(r.out, "-Xclang -analyzer-disable-checker=deadcode,unix,cplusplus,security,nullability,optin ");
     lint("--no-config", "--print-commands", "--disable=GM003,GM007", "a.cu", NULL);
     EXPECT_CONTAINS(r.out, "-analyzer-checker=gpumem.NeverReleased,gpumem.MismatchedRelease,"
                            "gpumem.UncheckedStatus,");
