@@ -40,5 +40,13 @@ cd "$out" || exit 1
 rc=$?
 [ "$rc" -eq 0 ] || { echo "FAIL: with the baseline: exit status $rc"; cat "$out/base.txt"; fail=1; }
 check "1 in the baseline not shown" "$out/base.txt"
+# Statements nested 300 deep: the finding inside is still reported.
+awk 'BEGIN { s = "void *gm_alloc(int n); void gm_leak(void);\nint deep(int x) {\n";
+             for (i = 0; i < 300; i++) s = s "{"; s = s "\nvoid *p = gm_alloc(x);\ngm_leak();\n";
+             for (i = 0; i < 300; i++) s = s "}"; print s "\nreturn x;\n}" }' > deep.c
+"$lint" --no-config --clang="$clang" --analyzer-plugin="$plugin" deep.c >"$out/deep.txt" 2>&1
+rc=$?
+[ "$rc" -eq 1 ] || { echo "FAIL: deep nesting: exit status $rc, expected 1"; fail=1; }
+check "deep.c:5:1: warning: memory from gm_alloc is never released [GM001]" "$out/deep.txt"
 [ "$fail" -eq 0 ] && echo "clang end-to-end: 1 passed, 0 failed"
 exit "$fail"
