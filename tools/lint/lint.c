@@ -399,7 +399,7 @@ static void filter(const struct lint_options *o, struct lint_findings *f,
                    const struct lint_strlist *baseline, struct lint_summary *sum)
 {
     struct lint_suppress sup = {0};
-    const char *sup_file = NULL;
+    char *sup_file = NULL; /* a copy: the finding it came from may be dropped */
     size_t k = 0;
     for (size_t i = 0; i < f->n; i++) {
         struct lint_finding *x = &f->v[i];
@@ -413,7 +413,8 @@ static void filter(const struct lint_options *o, struct lint_findings *f,
                 lint_suppress_parse(text, len, &sup);
                 free(text);
             }
-            sup_file = x->file;
+            free(sup_file);
+            sup_file = strdup(x->file);
         }
         int drop = !o->enabled[x->rule] || lint_suppressed(&sup, x->rule, x->line) ||
                    config_suppressed(o, x->file, x->rule);
@@ -433,6 +434,7 @@ static void filter(const struct lint_options *o, struct lint_findings *f,
         f->v[k++] = *x;
     }
     f->n = k;
+    free(sup_file);
     lint_suppress_free(&sup);
 }
 
