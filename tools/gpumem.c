@@ -17,7 +17,7 @@ static void usage(FILE *out)
             "  check   run a CUDA program and report its memory bugs: leaks, wrong releases\n"
             "  bench   allocation and copy costs here, against the PCIe link's limit\n"
 #ifdef GPUMEM_HAVE_LINT
-            "  lint    review CUDA, C and C++ source for the memory checklist (GM001..GM007)\n"
+            "  lint    Clang static analysis of CUDA, C and C++ memory use (GM001..GM011)\n"
 #endif
             "\n"
             "`gpumem COMMAND --help` describes a command.\n");
