@@ -418,6 +418,12 @@ static void filter(const struct lint_options *o, struct lint_findings *f,
         }
         int drop = !o->enabled[x->rule] || lint_suppressed(&sup, x->rule, x->line) ||
                    config_suppressed(o, x->file, x->rule);
+        if (!drop && o->exclude.n) {
+            /* A finding in an excluded header (third_party/...) seen through a unit. */
+            char *abs = lint_path_absolute(x->file);
+            drop = abs && lint_excluded(o, abs);
+            free(abs);
+        }
         if (!drop && x->severity == LINT_NOTE && !o->pedantic)
             drop = 1;
         if (!drop && in_baseline(baseline, x->fingerprint)) {

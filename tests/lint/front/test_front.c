@@ -881,6 +881,10 @@ static void test_headers_merged_and_jobs(void)
         *t1 = *t2 = '\0';
         EXPECT_STR_EQ(one, r.out);
     }
+    /* A finding in an excluded header is not reported. */
+    lint("--no-config", "--exclude=inc/*", ".", NULL);
+    EXPECT_EQ(count(r.out, "[GM010]"), 0);
+    EXPECT_CONTAINS(r.out, "d.cu:1:5:");
     /* Ordered by file and line. */
     const char *pa = strstr(one, "c.cu:"), *pd = strstr(one, "d.cu:"),
                *ph = strstr(one, "inc/shared.cuh:");
