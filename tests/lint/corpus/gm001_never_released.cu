@@ -2,11 +2,13 @@
 // A line's "expect:" comment lists the findings the linter must report on that line.
 // corpus-rules: GM001 GM006
 #include <cuda_runtime.h>
+#include "corpus_checks.h"
 #include <gpumem.h>
 #include <memory>
 #include <vector>
 
-void consume(float *p);
+void consume(const float *p);
+void destroyDeviceBuffer(void *p);
 void release_buffer(float *p) { CUDA_CHECK(cudaFree(p)); }
 
 // case: plain cudaMalloc, never released

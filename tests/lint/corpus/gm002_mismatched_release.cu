@@ -1,6 +1,7 @@
 // Corpus for GM002 (mismatched release): the finding is at the release.
 // corpus-rules: GM002
 #include <cuda_runtime.h>
+#include "corpus_checks.h"
 #include <stdlib.h>
 #include <gpumem.h>
 
@@ -106,12 +107,15 @@ void gm002_alias(size_t n) {
     CUDA_CHECK(cudaFree(staging));  // expect: GM002
 }
 
-static void free_device(float *p) { CUDA_CHECK(cudaFree(p)); }
-// case: pinned memory released through a wrapper that calls cudaFree
+// case: pinned memory released through a wrapper that calls cudaFree (the finding is at the
+// wrapper's cudaFree, reached from the caller's path)
+static void free_device(float *p) {
+    CUDA_CHECK(cudaFree(p));  // expect: GM002
+}
 void gm002_wrapper(size_t n) {
     float *h;
     CUDA_CHECK(cudaMallocHost(&h, n));
-    free_device(h);  // expect: GM002
+    free_device(h);
 }
 
 struct stage { float *h_staging; float *d_work; };
@@ -120,10 +124,15 @@ void stage_init(struct stage *s, size_t n) {
     CUDA_CHECK(cudaMallocHost(&s->h_staging, n));
     CUDA_CHECK(cudaMalloc(&s->d_work, n));
 }
-// ... and released with cudaFree in another
+// ... and released with cudaFree in another, both called on one object
 void gm002_field_other_function(struct stage *s) {
     CUDA_CHECK(cudaFree(s->h_staging));  // expect: GM002
     CUDA_CHECK(cudaFree(s->d_work));
+}
+void stage_run(size_t n) {
+    struct stage s;
+    stage_init(&s, n);
+    gm002_field_other_function(&s);
 }
 
 float *g_pinned;
@@ -131,6 +140,10 @@ void globals_init(size_t n) { CUDA_CHECK(cudaMallocHost(&g_pinned, n)); }
 // case: a global allocated pinned released with cudaFree
 void gm002_global(void) {
     CUDA_CHECK(cudaFree(g_pinned));  // expect: GM002
+}
+void globals_run(size_t n) {
+    globals_init(n);
+    gm002_global();
 }
 
 // case: released on a branch with the wrong call

@@ -2,7 +2,9 @@
 // corpus-rules: GM004
 #include <cstdio>
 #include <cuda_runtime.h>
+#include "corpus_checks.h"
 #include <gpumem.h>
+#include <cuda_occupancy.h>
 
 __global__ void scale(float *d, int n) { if (threadIdx.x < n) d[threadIdx.x] *= 2.0f; }
 void handle(cudaError_t e, const char *what);

@@ -1,10 +1,11 @@
 // Corpus for GM005 (allocation in a loop not released in the same iteration).
 // corpus-rules: GM005 GM001 GM006
 #include <cuda_runtime.h>
+#include "corpus_checks.h"
 #include <gpumem.h>
 #include <vector>
 
-void work(float *p);
+void work(const float *p);
 
 // case: temporary allocated every iteration, never released
 void gm005_for(int iters, size_t n) {

@@ -1,11 +1,12 @@
 // Corpus for GM006 (early exit leaks): the finding is at the exit.
 // corpus-rules: GM006 GM001
 #include <cuda_runtime.h>
+#include "corpus_checks.h"
 #include <gpumem.h>
 #include <stdexcept>
 
-int prepare(float *p);
-void work(float *p);
+int prepare(const float *p);
+void work(const float *p);
 
 // case: early return after the allocation
 int gm006_return(size_t n) {

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 #include <cuda_runtime.h>
+#include "corpus_checks.h"
 #include <gpumem.h>
 
 // case: summing a write-combined buffer on the host

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <cuda_runtime.h>
-#include <helper_cuda.h>
+#include "helper_cuda.h"
 
 __global__ void vectorAdd(const float *A, const float *B, float *C, int numElements) {
   int i = blockDim.x * blockIdx.x + threadIdx.x;

@@ -1,0 +1,36 @@
+// GM004: discarded statuses, stored statuses not read, launches not checked before the next
+// CUDA call; a caller's check after a helper that launches counts.
+#include "check.h"
+#include <stdio.h>
+
+__global__ void k(float *d) {}
+
+void discarded(float *d, size_t n) {
+  cudaMemset(d, 0, n); // expected-warning{{the status cudaMemset returns is discarded}}
+  (void)cudaMemset(d, 0, n);
+  cudaGetLastError();
+}
+
+int overwritten(float **d, const float *h, size_t n) {
+  cudaError_t e = cudaMalloc((void **)d, n); // expected-warning{{the status cudaMalloc returned is stored but not read before the next CUDA call (cudaMemcpy)}}
+  e = cudaMemcpy(*d, h, n, cudaMemcpyHostToDevice);
+  return e != cudaSuccess;
+}
+
+void never_read(cudaEvent_t *ev) {
+  cudaError_t e = cudaEventCreate(ev); // expected-warning{{the status cudaEventCreate returned is stored but never read}}
+}
+
+void launch_unchecked(float *d, float *h) {
+  k<<<1, 1>>>(d); // expected-warning{{the error state of this kernel launch is not read (cudaGetLastError or cudaPeekAtLastError) before the next CUDA call (cudaMemcpy)}}
+  CHECK(cudaMemcpy(h, d, 4, cudaMemcpyDeviceToHost));
+}
+
+static void helper(float *d) { k<<<1, 1>>>(d); }
+void caller_checks(float *d) {
+  helper(d);
+  CHECK(cudaGetLastError());
+  CHECK(cudaDeviceSynchronize());
+}
+
+void launch_left_to_callers(float *d) { k<<<1, 1>>>(d); }

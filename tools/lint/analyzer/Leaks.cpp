@@ -1,0 +1,252 @@
+//===- Leaks.cpp - GM001, GM005 and GM006: memory that is never released -===//
+//
+// Part of gpumem. The engine tells gpumem.Memory when the last reference to
+// an allocation dies; this file decides which rule that is: a leak on an
+// early exit of a function that releases on its normal path (GM006), memory
+// allocated in a loop and lost before the next iteration (GM005), or memory
+// never released on some path (GM001).
+//
+//===----------------------------------------------------------------------===//
+
+#include "MemoryChecker.h"
+#include "NoteVisitor.h"
+#include "clang/AST/ParentMap.h"
+#include "clang/AST/StmtCXX.h"
+#include "clang/Analysis/CFG.h"
+#include "clang/StaticAnalyzer/Core/BugReporter/BugReporter.h"
+#include "clang/StaticAnalyzer/Core/PathSensitive/ExplodedGraph.h"
+
+using namespace clang;
+using namespace clang::ento;
+
+namespace gpumem {
+namespace {
+
+bool isOnceLoop(const DoStmt *DS, ASTContext &Ctx) {
+  Expr::EvalResult R;
+  return DS->getCond()->EvaluateAsInt(R, Ctx) && R.Val.getInt() == 0;
+}
+
+/// The innermost loop whose body holds \p S (a loop's condition, init and
+/// increment are not its body; `do { } while (0)` is no loop).
+const Stmt *enclosingLoop(const Stmt *S, const ParentMap &PM, ASTContext &Ctx) {
+  for (const Stmt *Cur = S, *P = PM.getParent(S); P;
+       Cur = P, P = PM.getParent(P)) {
+    const Stmt *Body = nullptr;
+    if (const auto *FS = dyn_cast<ForStmt>(P))
+      Body = FS->getBody();
+    else if (const auto *WS = dyn_cast<WhileStmt>(P))
+      Body = WS->getBody();
+    else if (const auto *DS = dyn_cast<DoStmt>(P))
+      Body = isOnceLoop(DS, Ctx) ? nullptr : DS->getBody();
+    else if (const auto *RS = dyn_cast<CXXForRangeStmt>(P))
+      Body = RS->getBody();
+    if (Body && Body == Cur)
+      return P;
+  }
+  return nullptr;
+}
+
+bool isWithin(const Stmt *S, const Stmt *Ancestor, const ParentMap &PM) {
+  for (; S; S = PM.getParent(S))
+    if (S == Ancestor)
+      return true;
+  return false;
+}
+
+/// The loop or switch a break or continue leaves.
+const Stmt *jumpTarget(const Stmt *Jump, const ParentMap &PM) {
+  for (const Stmt *P = PM.getParent(Jump); P; P = PM.getParent(P)) {
+    if (isa<ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P))
+      return P;
+    if (isa<SwitchStmt>(P))
+      return isa<BreakStmt>(Jump) ? P : nullptr;
+  }
+  return nullptr;
+}
+
+bool isLastStatement(const Stmt *S, const Decl *D) {
+  const auto *Body = dyn_cast_or_null<CompoundStmt>(D ? D->getBody() : nullptr);
+  return Body && !Body->body_empty() && Body->body_back() == S;
+}
+
+/// Is \p S an exit that skips the rest of the function (or of the loop
+/// iteration the memory was allocated in)?
+bool isEarlyExit(const Stmt *S, const Stmt *AllocExpr,
+                 const LocationContext *LC) {
+  const ParentMap &PM = LC->getParentMap();
+  if (isa<GotoStmt>(S))
+    return true;
+  if (isa<ReturnStmt>(S))
+    return !isLastStatement(S, LC->getDecl());
+  if (isa<BreakStmt, ContinueStmt>(S)) {
+    const Stmt *Target = jumpTarget(S, PM);
+    return Target && !isa<SwitchStmt>(Target) &&
+           isWithin(AllocExpr, Target, PM);
+  }
+  return false;
+}
+
+bool isReleaseName(StringRef Name) {
+  return Name == "cudaFree" || Name == "cudaFreeHost" ||
+         Name == "cudaFreeAsync" || Name == "cudaFreeArray" ||
+         Name == "cuMemFree" || Name == "cuMemFree_v2" ||
+         Name == "cuMemFreeHost" || Name == "cuMemFreeAsync" ||
+         Name == "cuMemRelease" || Name == "gpumem_free" ||
+         Name == "gpumem_free_at" || Name == "gpumem_free_async_at";
+}
+
+bool containsRelease(const Stmt *S, const llvm::StringSet<> &Extra) {
+  if (!S)
+    return false;
+  if (const auto *CE = dyn_cast<CallExpr>(S))
+    if (const auto *FD = CE->getDirectCallee())
+      if (FD->getIdentifier() &&
+          (isReleaseName(FD->getName()) || Extra.contains(FD->getName())))
+        return true;
+  for (const Stmt *Child : S->children())
+    if (containsRelease(Child, Extra))
+      return true;
+  return false;
+}
+
+} // namespace
+
+bool MemoryChecker::functionReleases(const Decl *D) const {
+  auto It = ReleasingFunctions.find(D);
+  if (It != ReleasingFunctions.end())
+    return It->second;
+  bool Releases = D && containsRelease(D->getBody(), ReleaseFunctions);
+  ReleasingFunctions[D] = Releases;
+  return Releases;
+}
+
+const Stmt *MemoryChecker::findEarlyExit(const ExplodedNode *N, SymbolRef Sym,
+                                         const AllocState &AS) const {
+  const LocationContext *LC = N->getLocationContext();
+  if (!AS.Alloc.Context ||
+      AS.Alloc.Context->getStackFrame() != LC->getStackFrame())
+    return nullptr;
+  // Ahead: the engine finds the memory unreachable as it enters the block
+  // that exits (`return -1;`, `{ rc = -1; goto out; }`).
+  if (const CFGBlock *B = N->getCFGBlock()) {
+    for (unsigned Steps = 0; B && Steps < 3; ++Steps) {
+      for (const CFGElement &E : *B)
+        if (auto CS = E.getAs<CFGStmt>())
+          if (isa<ReturnStmt>(CS->getStmt()) &&
+              isEarlyExit(CS->getStmt(), AS.Alloc.Expr, LC))
+            return CS->getStmt();
+      if (const Stmt *T = B->getTerminatorStmt())
+        if (isEarlyExit(T, AS.Alloc.Expr, LC))
+          return T;
+      if (B->succ_size() != 1)
+        break;
+      B = *B->succ_begin();
+    }
+  }
+  // Behind: a jump the path took since the allocation (`break;` out of the
+  // loop that allocates, then found unreachable after it).
+  for (const ExplodedNode *Cur = N; Cur; Cur = Cur->getFirstPred()) {
+    if (!getAlloc(Cur->getState(), Sym) && Cur != N)
+      break;
+    if (Cur->getStackFrame() != LC->getStackFrame())
+      continue;
+    if (auto BE = Cur->getLocation().getAs<BlockEdge>())
+      if (const Stmt *T = BE->getSrc()->getTerminatorStmt())
+        if (isa<GotoStmt, BreakStmt, ContinueStmt>(T) &&
+            isEarlyExit(T, AS.Alloc.Expr, LC))
+          return T;
+  }
+  return nullptr;
+}
+
+void MemoryChecker::reportLeaks(ArrayRef<SymbolRef> Leaked,
+                                ProgramStateRef Before, ProgramStateRef After,
+                                CheckerContext &C) const {
+  ExplodedNode *N = C.generateNonFatalErrorNode(After);
+  if (!N)
+    return;
+  ASTContext &Ctx = C.getASTContext();
+  for (SymbolRef Sym : Leaked) {
+    const AllocState *AS = getAlloc(Before, Sym);
+    if (!AS || !AS->Alloc.Expr)
+      continue;
+    const LocationContext *AllocLC = AS->Alloc.Context;
+    const CheckerFrontendWithBugType *Rule = &NeverReleased;
+    const Stmt *At = AS->Alloc.Expr;
+    const LocationContext *AtLC = AllocLC;
+    std::string Msg;
+    llvm::raw_string_ostream OS(Msg);
+
+    const Stmt *Exit = findEarlyExit(N, Sym, *AS);
+    const Stmt *Loop =
+        enclosingLoop(AS->Alloc.Expr, AllocLC->getParentMap(), Ctx);
+    const Stmt *LeakStmt = N->getStmtForDiagnostics();
+    if (Exit && functionReleases(AllocLC->getDecl())) {
+      Rule = &EarlyExitLeak;
+      At = Exit;
+      AtLC = N->getLocationContext();
+      OS << "memory allocated with " << AS->Alloc.Name
+         << " is not released on this early exit, though the function "
+            "releases it on its normal path";
+    } else if (Loop && LeakStmt &&
+               N->getStackFrame() == AllocLC->getStackFrame() &&
+               isWithin(LeakStmt, Loop, AllocLC->getParentMap())) {
+      Rule = &LoopAllocation;
+      OS << "memory allocated with " << AS->Alloc.Name
+         << " in a loop is lost before the next iteration allocates again; "
+            "release it in the iteration or allocate once before the loop";
+    } else {
+      OS << "memory allocated with " << AS->Alloc.Name
+         << " is never released on this path; release it with "
+         << expectedRelease(AS->Kind);
+    }
+    if (!Rule->isEnabled())
+      continue;
+    PathDiagnosticLocation Unique = PathDiagnosticLocation::createBegin(
+        AS->Alloc.Expr, C.getSourceManager(), AllocLC);
+    auto R = std::make_unique<PathSensitiveBugReport>(
+        *Rule, Msg, N, Unique, AllocLC->getDecl());
+    R->markInteresting(Sym);
+    R->addVisitor<NoteVisitor>(Sym, At, AtLC);
+    C.emitReport(std::move(R));
+  }
+}
+
+void MemoryChecker::checkPreStmt(const CXXThrowExpr *TE,
+                                 CheckerContext &C) const {
+  // The engine does not follow exceptions: memory held by this frame and not
+  // caught by a handler here is leaked by the throw.
+  const LocationContext *LC = C.getLocationContext();
+  const ParentMap &PM = LC->getParentMap();
+  for (const Stmt *P = PM.getParent(TE); P; P = PM.getParent(P))
+    if (isa<CXXTryStmt>(P))
+      return;
+  if (!EarlyExitLeak.isEnabled() || !functionReleases(LC->getDecl()))
+    return;
+  ProgramStateRef State = C.getState();
+  llvm::SmallVector<SymbolRef, 2> Leaked;
+  for (const auto &[Sym, AS] : getAllocs(State))
+    if (!AS.Released && isLeakTracked(AS.Kind) && !(AS.Flags & FlagGlobal) &&
+        AS.Alloc.Context &&
+        AS.Alloc.Context->getStackFrame() == C.getStackFrame() &&
+        !allocationFailed(State, Sym, AS))
+      Leaked.push_back(Sym);
+  if (Leaked.empty())
+    return;
+  ExplodedNode *N = C.generateNonFatalErrorNode();
+  if (!N)
+    return;
+  for (SymbolRef Sym : Leaked) {
+    const AllocState *AS = getAlloc(State, Sym);
+    std::string Msg = ("memory allocated with " + AS->Alloc.Name +
+                       " is not released when this throw leaves the function")
+                          .str();
+    auto R = std::make_unique<PathSensitiveBugReport>(EarlyExitLeak, Msg, N);
+    R->markInteresting(Sym);
+    R->addVisitor<NoteVisitor>(Sym);
+    C.emitReport(std::move(R));
+  }
+}
+
+} // namespace gpumem

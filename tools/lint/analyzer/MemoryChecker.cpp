@@ -1,0 +1,404 @@
+//===- MemoryChecker.cpp - Allocations, releases and escapes -------------===//
+//
+// Part of gpumem. The modelling half of gpumem.Memory: which call made the
+// memory, with which flags, and whether it was released, carried along each
+// path as state on the pointer's symbol.
+//
+//===----------------------------------------------------------------------===//
+
+#include "MemoryChecker.h"
+#include "clang/AST/Attr.h"
+#include "clang/AST/DeclCXX.h"
+#include "clang/Basic/SourceManager.h"
+#include "clang/StaticAnalyzer/Core/PathSensitive/CallEvent.h"
+#include "clang/StaticAnalyzer/Core/PathSensitive/SValBuilder.h"
+
+using namespace clang;
+using namespace clang::ento;
+
+namespace gpumem {
+
+SymbolRef allocationSymbol(SVal V) {
+  if (auto LI = V.getAs<nonloc::LocAsInteger>())
+    V = LI->getLoc();
+  if (const MemRegion *R = V.getAsRegion()) {
+    if (const auto *SR = dyn_cast<SymbolicRegion>(R->getBaseRegion()))
+      return SR->getSymbol();
+    return nullptr;
+  }
+  return V.getAsSymbol();
+}
+
+static bool inSystemHeader(const Decl *D) {
+  return D && D->getASTContext().getSourceManager().isInSystemHeader(
+                  D->getLocation());
+}
+
+CallSite userCallSite(const Expr *E, StringRef Name, CheckerContext &C) {
+  const LocationContext *LC = C.getLocationContext();
+  const StackFrameContext *SF = LC->getStackFrame();
+  // Leave the runtime header's inline wrappers (cudaMallocHost<T> calls
+  // cudaHostAlloc): the site and the name are those the user wrote.
+  while (SF->getParent() && inSystemHeader(SF->getDecl())) {
+    if (const auto *FD = dyn_cast<FunctionDecl>(SF->getDecl()))
+      if (FD->getIdentifier() && FD->getName().starts_with("cuda"))
+        Name = FD->getName();
+    if (const auto *CS = dyn_cast_or_null<Expr>(SF->getCallSite()))
+      E = CS;
+    LC = SF->getParent();
+    SF = LC->getStackFrame();
+  }
+  return {E, LC, Name};
+}
+
+bool inDeviceCode(CheckerContext &C) {
+  const Decl *D = C.getStackFrame()->getDecl();
+  if (!D)
+    return false;
+  if (D->hasAttr<CUDAGlobalAttr>())
+    return true;
+  return D->hasAttr<CUDADeviceAttr>() && !D->hasAttr<CUDAHostAttr>();
+}
+
+enum class Target { Untracked, Local, Global };
+
+/// An out-parameter the analyzer can follow: a variable of some frame on the
+/// stack or a global variable, or a part of one at a known place. Memory
+/// written anywhere else (fields of objects reached through pointers, slots
+/// picked by an unknown index) belongs to whoever owns that place. Memory in
+/// a global is followed for its kind only: the leak rules leave it alone.
+static Target classifyTarget(const MemRegion *R) {
+  while (const auto *Sub = dyn_cast<SubRegion>(R)) {
+    if (const auto *ER = dyn_cast<ElementRegion>(R))
+      if (!ER->getIndex().isConstant())
+        return Target::Untracked;
+    if (isa<VarRegion>(R))
+      break;
+    R = Sub->getSuperRegion();
+  }
+  const auto *VR = dyn_cast<VarRegion>(R);
+  if (!VR)
+    return Target::Untracked;
+  if (isa<StackSpaceRegion>(VR->getRawMemorySpace()))
+    return Target::Local;
+  if (isa<GlobalsSpaceRegion>(VR->getRawMemorySpace()))
+    return Target::Global;
+  return Target::Untracked;
+}
+
+void MemoryChecker::allocate(const AllocSpec &Spec, const CallEvent &Call,
+                             CheckerContext &C) const {
+  ProgramStateRef State = C.getState();
+  const LocationContext *LC = C.getLocationContext();
+  SValBuilder &SVB = C.getSValBuilder();
+
+  unsigned char Flags = 0;
+  if (Spec.FlagsArg >= 0 && unsigned(Spec.FlagsArg) < Call.getNumArgs())
+    if (const llvm::APSInt *F =
+            SVB.getKnownValue(State, Call.getArgSVal(Spec.FlagsArg)))
+      Flags = F->getZExtValue() & (FlagMapped | FlagWriteCombined);
+
+  AllocState AS{Spec.Kind, Flags, false, {}, {}, nullptr};
+  AS.Alloc = userCallSite(Call.getOriginExpr(), Spec.Name, C);
+
+  SymbolRef Sym;
+  if (Spec.OutArg < 0) {
+    Sym = allocationSymbol(Call.getReturnValue());
+  } else {
+    if (unsigned(Spec.OutArg) >= Call.getNumArgs())
+      return;
+    const MemRegion *Out = Call.getArgSVal(Spec.OutArg).getAsRegion();
+    if (!Out)
+      return;
+    Out = Out->StripCasts();
+    Target Where = classifyTarget(Out);
+    if (Where == Target::Untracked)
+      return;
+    if (Where == Target::Global)
+      AS.Flags |= FlagGlobal;
+    QualType T = Call.getArgExpr(Spec.OutArg)->getType()->getPointeeType();
+    if (Spec.PitchedPtr) {
+      const auto *RD = T.isNull() ? nullptr : T->getAsRecordDecl();
+      if (!RD)
+        return;
+      const FieldDecl *Ptr = nullptr;
+      for (const FieldDecl *FD : RD->fields())
+        if (FD->getIdentifier() && FD->getName() == "ptr")
+          Ptr = FD;
+      if (!Ptr)
+        return;
+      Out = C.getStoreManager().getRegionManager().getFieldRegion(
+          Ptr, cast<SubRegion>(Out));
+      T = Ptr->getType();
+    }
+    if (T.isNull() || T->isVoidType())
+      return;
+    // Tagged, so that the symbol differs from the one the engine's own
+    // invalidation of the out-parameter conjured for this call.
+    const SymbolConjured *New = SVB.getSymbolManager().conjureSymbol(
+        Call.getCFGElementRef(), LC, T, C.blockCount(), this);
+    SVal V = nonloc::SymbolVal(New);
+    if (T->isPointerType())
+      V = loc::MemRegionVal(
+          C.getStoreManager().getRegionManager().getSymbolicHeapRegion(New));
+    State = State->bindLoc(loc::MemRegionVal(Out), V, LC);
+    Sym = allocationSymbol(V);
+    AS.Status = Call.getReturnValue().getAsSymbol();
+  }
+  if (!Sym)
+    return;
+  C.addTransition(setAlloc(State, Sym, AS));
+}
+
+void MemoryChecker::release(SVal Ptr, ReleaseFn Fn, CallSite Site,
+                            CheckerContext &C) const {
+  ProgramStateRef State = C.getState();
+  if (auto LI = Ptr.getAs<nonloc::LocAsInteger>())
+    Ptr = LI->getLoc();
+  SymbolRef Sym = nullptr;
+  int64_t Interior = 0;
+  if (const MemRegion *R = Ptr.getAsRegion()) {
+    RegionOffset RO = R->StripCasts()->getAsOffset();
+    const auto *SR = dyn_cast_or_null<SymbolicRegion>(RO.getRegion());
+    if (!SR)
+      return;
+    Sym = SR->getSymbol();
+    if (RO.hasSymbolicOffset())
+      return;
+    Interior = RO.getOffset() / C.getASTContext().getCharWidth();
+  } else if (SymbolRef S = Ptr.getAsSymbol()) {
+    Sym = S;
+    // An integer device pointer with a constant added (cuMemFree(p + 16)).
+    if (const auto *SIE = dyn_cast<SymIntExpr>(S))
+      if (SIE->getOpcode() == BO_Add && getAlloc(State, SIE->getLHS())) {
+        Sym = SIE->getLHS();
+        Interior = SIE->getRHS()->getExtValue();
+      }
+  }
+  if (!Sym)
+    return;
+  const AllocState *AS = getAlloc(State, Sym);
+  if (!AS || allocationFailed(State, Sym, *AS))
+    return;
+
+  std::string Msg;
+  llvm::raw_string_ostream OS(Msg);
+  if (Interior != 0) {
+    if (!InteriorRelease.isEnabled())
+      return;
+    OS << Site.Name << " is given a pointer " << Interior
+       << " bytes into the memory allocated with " << AS->Alloc.Name
+       << "; pass the pointer " << AS->Alloc.Name << " returned";
+    reportRelease(InteriorRelease, Msg, Sym, Site.Expr, C.getState(), C);
+    return;
+  }
+  if (AS->Released) {
+    if (!DoubleRelease.isEnabled())
+      return;
+    OS << "memory allocated with " << AS->Alloc.Name
+       << " is released again with " << Site.Name
+       << " (it was released with " << AS->Release.Name << ")";
+    reportRelease(DoubleRelease, Msg, Sym, Site.Expr, C.getState(), C);
+    return;
+  }
+
+  AllocState Next = *AS;
+  Next.Released = true;
+  Next.Release = Site;
+  State = setAlloc(State, Sym, Next);
+
+  switch (judgeRelease(AS->Kind, Fn)) {
+  case ReleaseVerdict::Matches:
+    C.addTransition(State);
+    return;
+  case ReleaseVerdict::Mismatched:
+    if (!MismatchedRelease.isEnabled()) {
+      C.addTransition(State);
+      return;
+    }
+    OS << "memory allocated with " << AS->Alloc.Name << " is released with "
+       << Site.Name << "; release it with " << expectedRelease(AS->Kind);
+    if (AS->Flags & FlagRegistered)
+      OS << " after cudaHostUnregister";
+    reportRelease(MismatchedRelease, Msg, Sym, Site.Expr, State, C);
+    return;
+  case ReleaseVerdict::NotStreamOrdered:
+    if (!StreamOrderedRelease.isEnabled()) {
+      C.addTransition(State);
+      return;
+    }
+    OS << Site.Name << " releases in stream order, but memory allocated with "
+       << AS->Alloc.Name
+       << " is not stream-ordered device memory; release it with "
+       << expectedRelease(AS->Kind);
+    reportRelease(StreamOrderedRelease, Msg, Sym, Site.Expr, State, C);
+    return;
+  }
+}
+
+static ProgramStateRef escapeArguments(ProgramStateRef State,
+                                       const CallEvent &Call) {
+  for (unsigned I = 0, E = Call.getNumArgs(); I != E; ++I)
+    if (SymbolRef Sym = allocationSymbol(Call.getArgSVal(I)))
+      if (getAlloc(State, Sym))
+        State = removeAlloc(State, Sym);
+  return State;
+}
+
+void MemoryChecker::checkPreCall(const CallEvent &Call,
+                                 CheckerContext &C) const {
+  StringRef Name = calleeName(Call);
+  // A smart pointer or any object that is handed the pointer at construction
+  // owns it from then on; so do the project's owner functions.
+  if (isa<CXXConstructorCall>(Call) ||
+      (!Name.empty() && OwnerFunctions.contains(Name))) {
+    ProgramStateRef State = escapeArguments(C.getState(), Call);
+    if (State != C.getState())
+      C.addTransition(State);
+    return;
+  }
+  if (!Name.empty() && ReleaseFunctions.contains(Name) &&
+      Call.getNumArgs() > 0) {
+    release(Call.getArgSVal(0), ReleaseFn::Custom,
+            userCallSite(Call.getOriginExpr(), Name, C), C);
+    return;
+  }
+  if (const ReleaseSpec *RS = findRelease(Call)) {
+    if (RS->PtrArg < Call.getNumArgs())
+      release(Call.getArgSVal(RS->PtrArg), RS->Fn,
+              userCallSite(Call.getOriginExpr(), RS->Name, C), C);
+    return;
+  }
+  if ((Name == "cudaHostRegister" || Name == "cudaHostUnregister") &&
+      Call.getNumArgs() > 0) {
+    ProgramStateRef State = C.getState();
+    SymbolRef Sym = allocationSymbol(Call.getArgSVal(0));
+    const AllocState *AS = Sym ? getAlloc(State, Sym) : nullptr;
+    if (!AS)
+      return;
+    AllocState Next = *AS;
+    if (Name == "cudaHostRegister")
+      Next.Flags |= FlagRegistered;
+    else
+      Next.Flags &= ~FlagRegistered;
+    C.addTransition(setAlloc(State, Sym, Next));
+    return;
+  }
+  checkCallArguments(Call, C);
+}
+
+void MemoryChecker::checkPostCall(const CallEvent &Call,
+                                  CheckerContext &C) const {
+  if (const AllocSpec *Spec = findAllocation(Call))
+    allocate(*Spec, Call, C);
+}
+
+void MemoryChecker::checkPostStmt(const CXXNewExpr *NE,
+                                  CheckerContext &C) const {
+  if (NE->getNumPlacementArgs() > 0)
+    return;
+  SymbolRef Sym = allocationSymbol(C.getSVal(NE));
+  if (!Sym)
+    return;
+  bool Array = NE->isArray();
+  AllocState AS{Array ? MemKind::NewArray : MemKind::New, 0, false, {}, {},
+                nullptr};
+  AS.Alloc = {NE, C.getLocationContext(), Array ? "new[]" : "new"};
+  C.addTransition(setAlloc(C.getState(), Sym, AS));
+}
+
+void MemoryChecker::checkPreStmt(const CXXDeleteExpr *DE,
+                                 CheckerContext &C) const {
+  bool Array = DE->isArrayForm();
+  release(C.getSVal(DE->getArgument()),
+          Array ? ReleaseFn::DeleteArray : ReleaseFn::Delete,
+          {DE, C.getLocationContext(), Array ? "delete[]" : "delete"}, C);
+}
+
+void MemoryChecker::checkPreStmt(const ReturnStmt *RS,
+                                 CheckerContext &C) const {
+  // Returned from the analysis' top frame: the caller owns it now.
+  const Expr *RV = RS->getRetValue();
+  if (!RV || !C.inTopFrame())
+    return;
+  SymbolRef Sym = allocationSymbol(C.getSVal(RV));
+  if (Sym && getAlloc(C.getState(), Sym))
+    C.addTransition(removeAlloc(C.getState(), Sym));
+}
+
+void MemoryChecker::checkLocation(SVal Loc, bool IsLoad, const Stmt *S,
+                                  CheckerContext &C) const {
+  if (inDeviceCode(C))
+    return;
+  if (SymbolRef Sym = allocationSymbol(Loc))
+    checkHostAccess(Sym, IsLoad, S, C);
+}
+
+void MemoryChecker::checkBind(SVal Loc, SVal Val, const Stmt *,
+                              bool, CheckerContext &C) const {
+  // A variable with a cleanup function (GPUMEM_AUTO) releases what it holds.
+  const auto *VR = dyn_cast_or_null<VarRegion>(Loc.getAsRegion());
+  if (!VR || !VR->getDecl()->hasAttr<CleanupAttr>())
+    return;
+  SymbolRef Sym = allocationSymbol(Val);
+  if (Sym && getAlloc(C.getState(), Sym))
+    C.addTransition(removeAlloc(C.getState(), Sym));
+}
+
+void MemoryChecker::checkDeadSymbols(SymbolReaper &SR,
+                                     CheckerContext &C) const {
+  ProgramStateRef Before = C.getState();
+  ProgramStateRef State = Before;
+  llvm::SmallVector<SymbolRef, 2> Leaked;
+  for (const auto &[Sym, AS] : getAllocs(Before)) {
+    if (!SR.isDead(Sym))
+      continue;
+    if (!AS.Released && isLeakTracked(AS.Kind) && !(AS.Flags & FlagGlobal) &&
+        !allocationFailed(Before, Sym, AS))
+      Leaked.push_back(Sym);
+    State = removeAlloc(State, Sym);
+  }
+  if (State == Before)
+    return;
+  if (Leaked.empty()) {
+    C.addTransition(State);
+    return;
+  }
+  reportLeaks(Leaked, Before, State, C);
+}
+
+void MemoryChecker::checkLiveSymbols(ProgramStateRef State,
+                                     SymbolReaper &SR) const {
+  // Keep each allocation's status alive with it, so that what the path
+  // learnt about the status (the call failed) is still known at the leak.
+  for (const auto &[Sym, AS] : getAllocs(State))
+    if (AS.Status)
+      SR.markLive(AS.Status);
+}
+
+ProgramStateRef
+MemoryChecker::checkPointerEscape(ProgramStateRef State,
+                                  const InvalidatedSymbols &Escaped,
+                                  const CallEvent *Call,
+                                  PointerEscapeKind Kind) const {
+  // The out-parameter escape of a modelled call is the allocation itself.
+  if (Call && (Kind == PSK_DirectEscapeOnCall ||
+               Kind == PSK_IndirectEscapeOnCall ||
+               Kind == PSK_EscapeOutParameters)) {
+    StringRef Name = calleeName(*Call);
+    if (findAllocation(*Call) || findRelease(*Call) ||
+        ReleaseFunctions.contains(Name))
+      return State;
+    // The C library and the CUDA API never take ownership of a pointer they
+    // are given; other functions the analyzer cannot see might.
+    if (Call->isInSystemHeader() && !isa<CXXInstanceCall>(Call) &&
+        !isa<CXXConstructorCall>(Call) && !OwnerFunctions.contains(Name))
+      return State;
+  }
+  for (SymbolRef Sym : Escaped)
+    if (getAlloc(State, Sym))
+      State = removeAlloc(State, Sym);
+  return State;
+}
+
+} // namespace gpumem

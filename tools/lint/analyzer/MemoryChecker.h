@@ -1,0 +1,140 @@
+//===- MemoryChecker.h - gpumem's model of CUDA memory ------------------===//
+//
+// Part of gpumem. One checker family: the hidden modelling checker
+// gpumem.Memory tracks every allocation along each path; the rule checkers
+// (gpumem.NeverReleased, gpumem.MismatchedRelease, ...) are its frontends and
+// only decide which of its findings are reported.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPUMEM_ANALYZER_MEMORYCHECKER_H
+#define GPUMEM_ANALYZER_MEMORYCHECKER_H
+
+#include "MemoryState.h"
+#include "clang/StaticAnalyzer/Core/BugReporter/BugType.h"
+#include "clang/StaticAnalyzer/Core/Checker.h"
+#include "clang/StaticAnalyzer/Core/PathSensitive/CheckerContext.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace gpumem {
+
+class MemoryChecker
+    : public clang::ento::CheckerFamily<
+          clang::ento::check::PreCall, clang::ento::check::PostCall,
+          clang::ento::check::PostStmt<clang::CXXNewExpr>,
+          clang::ento::check::PreStmt<clang::CXXDeleteExpr>,
+          clang::ento::check::PreStmt<clang::ReturnStmt>,
+          clang::ento::check::PreStmt<clang::CXXThrowExpr>,
+          clang::ento::check::Location, clang::ento::check::Bind,
+          clang::ento::check::DeadSymbols, clang::ento::check::LiveSymbols,
+          clang::ento::check::PointerEscape> {
+public:
+  clang::ento::CheckerFrontend Modelling;
+  clang::ento::CheckerFrontendWithBugType NeverReleased{
+      "Allocation never released", "gpumem memory"};
+  clang::ento::CheckerFrontendWithBugType MismatchedRelease{
+      "Mismatched release", "gpumem memory"};
+  clang::ento::CheckerFrontendWithBugType LoopAllocation{
+      "Allocation lost at the next loop iteration", "gpumem memory"};
+  clang::ento::CheckerFrontendWithBugType EarlyExitLeak{
+      "Allocation leaked on an early exit", "gpumem memory"};
+  clang::ento::CheckerFrontendWithBugType WriteCombinedRead{
+      "Host read of write-combined memory", "gpumem memory"};
+  clang::ento::CheckerFrontendWithBugType DoubleRelease{"Double release",
+                                                        "gpumem memory"};
+  clang::ento::CheckerFrontendWithBugType UseAfterRelease{
+      "Use after release", "gpumem memory"};
+  clang::ento::CheckerFrontendWithBugType InteriorRelease{
+      "Release of an interior pointer", "gpumem memory"};
+  clang::ento::CheckerFrontendWithBugType StreamOrderedRelease{
+      "Stream-ordered release of memory that is not stream-ordered",
+      "gpumem memory"};
+
+  /// gpumem.Memory:ReleaseFunctions: project functions that release memory
+  /// of any kind (their first argument).
+  llvm::StringSet<> ReleaseFunctions;
+  /// gpumem.Memory:OwnerFunctions: functions that take ownership of every
+  /// pointer passed to them.
+  llvm::StringSet<> OwnerFunctions;
+
+  llvm::StringRef getDebugTag() const override { return "gpumem.Memory"; }
+
+  void checkPreCall(const clang::ento::CallEvent &Call,
+                    clang::ento::CheckerContext &C) const;
+  void checkPostCall(const clang::ento::CallEvent &Call,
+                     clang::ento::CheckerContext &C) const;
+  void checkPostStmt(const clang::CXXNewExpr *NE,
+                     clang::ento::CheckerContext &C) const;
+  void checkPreStmt(const clang::CXXDeleteExpr *DE,
+                    clang::ento::CheckerContext &C) const;
+  void checkPreStmt(const clang::ReturnStmt *RS,
+                    clang::ento::CheckerContext &C) const;
+  void checkPreStmt(const clang::CXXThrowExpr *TE,
+                    clang::ento::CheckerContext &C) const;
+  void checkLocation(clang::ento::SVal Loc, bool IsLoad, const clang::Stmt *S,
+                     clang::ento::CheckerContext &C) const;
+  void checkBind(clang::ento::SVal Loc, clang::ento::SVal Val,
+                 const clang::Stmt *S, bool AtDeclInit,
+                 clang::ento::CheckerContext &C) const;
+  void checkDeadSymbols(clang::ento::SymbolReaper &SR,
+                        clang::ento::CheckerContext &C) const;
+  void checkLiveSymbols(clang::ento::ProgramStateRef State,
+                        clang::ento::SymbolReaper &SR) const;
+  clang::ento::ProgramStateRef
+  checkPointerEscape(clang::ento::ProgramStateRef State,
+                     const clang::ento::InvalidatedSymbols &Escaped,
+                     const clang::ento::CallEvent *Call,
+                     clang::ento::PointerEscapeKind Kind) const;
+
+private:
+  // Allocation and release (MemoryChecker.cpp).
+  void allocate(const AllocSpec &Spec, const clang::ento::CallEvent &Call,
+                clang::ento::CheckerContext &C) const;
+  void release(clang::ento::SVal Ptr, ReleaseFn Fn, CallSite Site,
+               clang::ento::CheckerContext &C) const;
+
+  // Reports (Reports.cpp).
+  void reportRelease(const clang::ento::CheckerFrontendWithBugType &Rule,
+                     llvm::StringRef Msg, clang::ento::SymbolRef Sym,
+                     const clang::Expr *At, clang::ento::ProgramStateRef State,
+                     clang::ento::CheckerContext &C) const;
+  void reportAccess(const clang::ento::CheckerFrontendWithBugType &Rule,
+                    llvm::StringRef Msg, clang::ento::SymbolRef Sym,
+                    const clang::Stmt *At,
+                    clang::ento::CheckerContext &C) const;
+
+  // Leaks (Leaks.cpp).
+  void reportLeaks(llvm::ArrayRef<clang::ento::SymbolRef> Leaked,
+                   clang::ento::ProgramStateRef Before,
+                   clang::ento::ProgramStateRef After,
+                   clang::ento::CheckerContext &C) const;
+  const clang::Stmt *findEarlyExit(const clang::ento::ExplodedNode *N,
+                                   clang::ento::SymbolRef Sym,
+                                   const AllocState &AS) const;
+  bool functionReleases(const clang::Decl *D) const;
+  mutable llvm::DenseMap<const clang::Decl *, bool> ReleasingFunctions;
+
+  // Host accesses (Access.cpp).
+  void checkHostAccess(clang::ento::SymbolRef Sym, bool IsLoad,
+                       const clang::Stmt *S,
+                       clang::ento::CheckerContext &C) const;
+  void checkCallArguments(const clang::ento::CallEvent &Call,
+                          clang::ento::CheckerContext &C) const;
+};
+
+/// The symbol of the allocation a pointer value points into, or of an integer
+/// device pointer or handle.
+clang::ento::SymbolRef allocationSymbol(clang::ento::SVal V);
+
+/// The call site in the user's frame: when the engine is inside an inline
+/// wrapper of a system header, the wrapper's call site.
+CallSite userCallSite(const clang::Expr *E, llvm::StringRef Name,
+                      clang::ento::CheckerContext &C);
+
+/// True inside __global__ or __device__ code.
+bool inDeviceCode(clang::ento::CheckerContext &C);
+
+} // namespace gpumem
+
+#endif // GPUMEM_ANALYZER_MEMORYCHECKER_H

@@ -1,0 +1,76 @@
+//===- MemoryState.h - Program state kept on each allocation ------------===//
+//
+// Part of gpumem. One entry per allocation, keyed by the symbol of the
+// pointer (or handle) the allocating call handed out.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPUMEM_ANALYZER_MEMORYSTATE_H
+#define GPUMEM_ANALYZER_MEMORYSTATE_H
+
+#include "MemoryApi.h"
+#include "clang/StaticAnalyzer/Core/PathSensitive/ProgramState.h"
+#include "llvm/ADT/FoldingSet.h"
+#include "llvm/ADT/ImmutableMap.h"
+
+namespace gpumem {
+
+enum : unsigned char { FlagRegistered = 0x08, FlagGlobal = 0x10 };
+
+/// Where a call happened, in the frame of the code the user wrote (not in
+/// the runtime header's inline wrapper the engine entered).
+struct CallSite {
+  const clang::Expr *Expr = nullptr;
+  const clang::LocationContext *Context = nullptr;
+  llvm::StringRef Name; ///< Static storage: the tables' names.
+};
+
+struct AllocState {
+  MemKind Kind;
+  unsigned char Flags;
+  bool Released;
+  CallSite Alloc;
+  CallSite Release;
+  /// The status the allocating call returned (out-parameter allocators); a
+  /// path on which it is non-zero made no allocation.
+  clang::ento::SymbolRef Status;
+
+  bool operator==(const AllocState &O) const {
+    return Kind == O.Kind && Flags == O.Flags && Released == O.Released &&
+           Alloc.Expr == O.Alloc.Expr && Release.Expr == O.Release.Expr &&
+           Release.Context == O.Release.Context && Status == O.Status &&
+           Alloc.Context == O.Alloc.Context;
+  }
+  void Profile(llvm::FoldingSetNodeID &ID) const {
+    ID.AddInteger(static_cast<unsigned>(Kind));
+    ID.AddInteger(Flags);
+    ID.AddBoolean(Released);
+    ID.AddPointer(Alloc.Expr);
+    ID.AddPointer(Alloc.Context);
+    ID.AddPointer(Alloc.Name.data());
+    ID.AddPointer(Release.Expr);
+    ID.AddPointer(Release.Context);
+    ID.AddPointer(Release.Name.data());
+    ID.AddPointer(Status);
+  }
+};
+
+using AllocMap = llvm::ImmutableMap<clang::ento::SymbolRef, AllocState>;
+
+const AllocState *getAlloc(clang::ento::ProgramStateRef State,
+                           clang::ento::SymbolRef Sym);
+clang::ento::ProgramStateRef setAlloc(clang::ento::ProgramStateRef State,
+                                      clang::ento::SymbolRef Sym,
+                                      const AllocState &AS);
+clang::ento::ProgramStateRef removeAlloc(clang::ento::ProgramStateRef State,
+                                         clang::ento::SymbolRef Sym);
+AllocMap getAllocs(clang::ento::ProgramStateRef State);
+
+/// True when the path has shown that the allocation did not happen: its
+/// status is known to be an error or its pointer is known to be null.
+bool allocationFailed(clang::ento::ProgramStateRef State,
+                      clang::ento::SymbolRef Sym, const AllocState &AS);
+
+} // namespace gpumem
+
+#endif // GPUMEM_ANALYZER_MEMORYSTATE_H

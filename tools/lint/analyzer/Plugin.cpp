@@ -1,0 +1,127 @@
+//===- Plugin.cpp - Registers gpumem's checkers with the analyzer --------===//
+//
+// Part of gpumem. Loaded into clang with
+//   -Xclang -load -Xclang gpumem-analyzer.so -Xclang -analyzer-checker=gpumem
+//
+//===----------------------------------------------------------------------===//
+
+#include "AlignmentChecker.h"
+#include "MemoryChecker.h"
+#include "StatusChecker.h"
+#include "clang/StaticAnalyzer/Core/AnalyzerOptions.h"
+#include "clang/StaticAnalyzer/Core/CheckerManager.h"
+#include "clang/StaticAnalyzer/Frontend/CheckerRegistry.h"
+
+using namespace clang;
+using namespace clang::ento;
+using namespace gpumem;
+
+namespace {
+
+constexpr const char *Docs = "https://github.com/gpumem/gpumem/docs/lint-rules.md";
+
+void readNames(llvm::StringSet<> &Out, StringRef List) {
+  llvm::SmallVector<StringRef, 8> Names;
+  List.split(Names, ',', -1, false);
+  for (StringRef N : Names)
+    Out.insert(N.trim());
+}
+
+void registerMemory(CheckerManager &Mgr) {
+  auto *Chk = Mgr.getChecker<MemoryChecker>();
+  Chk->Modelling.enable(Mgr);
+  const AnalyzerOptions &Opts = Mgr.getAnalyzerOptions();
+  readNames(Chk->ReleaseFunctions,
+            Opts.getCheckerStringOption("gpumem.Memory", "ReleaseFunctions"));
+  readNames(Chk->OwnerFunctions,
+            Opts.getCheckerStringOption("gpumem.Memory", "OwnerFunctions"));
+}
+
+bool always(const CheckerManager &) { return true; }
+
+#define GPUMEM_RULE(Member)                                                    \
+  [](CheckerManager &Mgr) {                                                    \
+    Mgr.getChecker<MemoryChecker>()->Member.enable(Mgr);                       \
+  }
+
+void registerStatus(CheckerManager &Mgr) {
+  auto *Chk = Mgr.registerChecker<StatusChecker>();
+  readNames(Chk->LaunchChecks,
+            Mgr.getAnalyzerOptions().getCheckerStringOption(
+                "gpumem.UncheckedStatus", "LaunchChecks"));
+}
+
+void registerAlignment(CheckerManager &Mgr) {
+  auto *Chk = Mgr.registerChecker<AlignmentChecker>();
+  Chk->Pedantic = Mgr.getAnalyzerOptions().getCheckerBooleanOption(
+      "gpumem.VectorAlignment", "Pedantic");
+}
+
+} // namespace
+
+#define GPUMEM_PLUGIN_EXPORT __attribute__((visibility("default")))
+
+extern "C" GPUMEM_PLUGIN_EXPORT const char clang_analyzerAPIVersionString[] =
+    CLANG_ANALYZER_API_VERSION_STRING;
+
+extern "C" GPUMEM_PLUGIN_EXPORT void clang_registerCheckers(CheckerRegistry &Registry) {
+  Registry.addChecker(registerMemory, always, "gpumem.Memory",
+                      "Models CUDA, gpumem and C/C++ allocations", Docs,
+                      /*IsHidden=*/true);
+  Registry.addCheckerOption("string", "gpumem.Memory", "ReleaseFunctions", "",
+                            "Comma-separated functions that release the "
+                            "memory their first argument points to",
+                            "released");
+  Registry.addCheckerOption("string", "gpumem.Memory", "OwnerFunctions",
+                            "gpumem_adopt_at",
+                            "Comma-separated functions that take ownership "
+                            "of the pointers passed to them",
+                            "released");
+
+  struct Rule {
+    void (*Register)(CheckerManager &);
+    const char *Name;
+    const char *Desc;
+  };
+  const Rule Rules[] = {
+      {GPUMEM_RULE(NeverReleased), "gpumem.NeverReleased",
+       "GM001: memory never released on some path"},
+      {GPUMEM_RULE(MismatchedRelease), "gpumem.MismatchedRelease",
+       "GM002: memory released with a call that does not match its kind"},
+      {GPUMEM_RULE(LoopAllocation), "gpumem.LoopAllocation",
+       "GM005: allocation in a loop lost at the next iteration"},
+      {GPUMEM_RULE(EarlyExitLeak), "gpumem.EarlyExitLeak",
+       "GM006: memory leaked on an early exit"},
+      {GPUMEM_RULE(WriteCombinedRead), "gpumem.WriteCombinedRead",
+       "GM007: host read of write-combined memory"},
+      {GPUMEM_RULE(DoubleRelease), "gpumem.DoubleRelease",
+       "GM008: memory released twice"},
+      {GPUMEM_RULE(UseAfterRelease), "gpumem.UseAfterRelease",
+       "GM009: memory used after its release"},
+      {GPUMEM_RULE(InteriorRelease), "gpumem.InteriorRelease",
+       "GM010: release of a pointer into the middle of an allocation"},
+      {GPUMEM_RULE(StreamOrderedRelease), "gpumem.StreamOrderedRelease",
+       "GM011: stream-ordered release of memory that is not stream-ordered"},
+  };
+  for (const Rule &R : Rules) {
+    Registry.addChecker(R.Register, always, R.Name, R.Desc, Docs);
+    Registry.addDependency(R.Name, "gpumem.Memory");
+  }
+
+  Registry.addChecker(registerAlignment, always, "gpumem.VectorAlignment",
+                      "GM003: vector view at a misaligned offset", Docs);
+  Registry.addCheckerOption("bool", "gpumem.VectorAlignment", "Pedantic",
+                            "false",
+                            "Also report vector views whose alignment the "
+                            "analyzer cannot prove",
+                            "released");
+  Registry.addChecker(registerStatus, always, "gpumem.UncheckedStatus",
+                      "GM004: CUDA status or launch error never checked",
+                      Docs);
+  Registry.addCheckerOption("string", "gpumem.UncheckedStatus", "LaunchChecks",
+                            "gpumem__check_launch,gpumem_sync_launch",
+                            "Comma-separated calls that check a kernel "
+                            "launch, besides cudaGetLastError and "
+                            "cudaPeekAtLastError",
+                            "released");
+}

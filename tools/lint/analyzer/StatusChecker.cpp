@@ -1,0 +1,287 @@
+//===- StatusChecker.cpp - GM004: CUDA statuses nobody looks at ----------===//
+//
+// Part of gpumem.
+//
+//===----------------------------------------------------------------------===//
+
+#include "StatusChecker.h"
+#include "MemoryApi.h"
+#include "clang/AST/ExprCXX.h"
+#include "clang/AST/ParentMap.h"
+#include "clang/AST/StmtCXX.h"
+#include "clang/StaticAnalyzer/Core/BugReporter/BugReporter.h"
+#include "clang/StaticAnalyzer/Core/BugReporter/BugReporterVisitors.h"
+#include "clang/StaticAnalyzer/Core/PathSensitive/CallEvent.h"
+#include "clang/StaticAnalyzer/Core/PathSensitive/ProgramStateTrait.h"
+
+using namespace clang;
+using namespace clang::ento;
+
+namespace {
+
+/// A status kept in a variable and not read yet: the call that returned it.
+struct StoredStatus {
+  const Expr *Call;
+  const LocationContext *Context;
+  bool operator==(const StoredStatus &O) const {
+    return Call == O.Call && Context == O.Context;
+  }
+  void Profile(llvm::FoldingSetNodeID &ID) const {
+    ID.AddPointer(Call);
+    ID.AddPointer(Context);
+  }
+};
+
+} // namespace
+
+REGISTER_MAP_WITH_PROGRAMSTATE(GpumemStoredStatuses, const MemRegion *,
+                               StoredStatus)
+REGISTER_TRAIT_WITH_PROGRAMSTATE(GpumemPendingLaunch, const Expr *)
+REGISTER_TRAIT_WITH_PROGRAMSTATE(GpumemPendingLaunchContext,
+                                 const LocationContext *)
+
+namespace gpumem {
+namespace {
+
+/// Puts the warning at the call whose status went unread, not where the
+/// engine noticed it.
+class StatusEndVisitor final : public BugReporterVisitor {
+  const Expr *At;
+  const LocationContext *Context;
+
+public:
+  StatusEndVisitor(const Expr *At, const LocationContext *Context)
+      : At(At), Context(Context) {}
+  void Profile(llvm::FoldingSetNodeID &ID) const override {
+    ID.AddPointer(At);
+    ID.AddPointer(Context);
+  }
+  PathDiagnosticPieceRef VisitNode(const ExplodedNode *, BugReporterContext &,
+                                   PathSensitiveBugReport &) override {
+    return nullptr;
+  }
+  PathDiagnosticPieceRef getEndPath(BugReporterContext &BRC,
+                                    const ExplodedNode *,
+                                    PathSensitiveBugReport &BR) override {
+    PathDiagnosticLocation Loc(At, BRC.getSourceManager(), Context);
+    return std::make_shared<PathDiagnosticEventPiece>(Loc, BR.getDescription(),
+                                                      true);
+  }
+};
+
+bool isStatusType(QualType T) {
+  const TagDecl *TD = T.getCanonicalType()->getAsTagDecl();
+  if (!TD || !TD->getIdentifier())
+    return false;
+  StringRef Name = TD->getName();
+  return Name == "cudaError" || Name == "cudaError_enum";
+}
+
+bool inSystemHeader(const Decl *D) {
+  return D && D->getASTContext().getSourceManager().isInSystemHeader(
+                  D->getLocation());
+}
+
+bool inUserCode(CheckerContext &C) {
+  return !inSystemHeader(C.getStackFrame()->getDecl());
+}
+
+bool looksLikeCudaApi(StringRef Name) {
+  if (Name.starts_with("cuda"))
+    return Name.size() > 4 && isUppercase(Name[4]);
+  return Name.starts_with("cu") && Name.size() > 2 && isUppercase(Name[2]);
+}
+
+/// A CUDA runtime or driver call as the user wrote it (the C function, or
+/// the runtime header's C++ wrapper of it).
+bool isUserCudaCall(const CallEvent &Call, CheckerContext &C) {
+  return inUserCode(C) && Call.isInSystemHeader() &&
+         looksLikeCudaApi(calleeName(Call));
+}
+
+bool isLastErrorQuery(StringRef Name) {
+  return Name == "cudaGetLastError" || Name == "cudaPeekAtLastError";
+}
+
+/// True when the value of \p E is dropped: it is a statement of its own.
+bool isDiscarded(const Expr *E, const ParentMap &PM) {
+  const Stmt *Cur = E;
+  const Stmt *P = PM.getParent(Cur);
+  while (P && (isa<ExprWithCleanups, ParenExpr, ConstantExpr>(P) ||
+               (isa<ImplicitCastExpr>(P) &&
+                cast<ImplicitCastExpr>(P)->getCastKind() != CK_ToVoid))) {
+    Cur = P;
+    P = PM.getParent(P);
+  }
+  if (!P)
+    return false;
+  if (isa<CompoundStmt, LabelStmt, SwitchCase, AttributedStmt>(P))
+    return true;
+  if (const auto *IS = dyn_cast<IfStmt>(P))
+    return IS->getCond() != Cur;
+  if (const auto *WS = dyn_cast<WhileStmt>(P))
+    return WS->getCond() != Cur;
+  if (const auto *DS = dyn_cast<DoStmt>(P))
+    return DS->getCond() != Cur;
+  if (const auto *FS = dyn_cast<ForStmt>(P))
+    return FS->getCond() != Cur;
+  if (const auto *BO = dyn_cast<BinaryOperator>(P))
+    return BO->getOpcode() == BO_Comma && BO->getLHS() == Cur;
+  return false;
+}
+
+const Expr *assignedValue(const Stmt *S) {
+  const Expr *V = nullptr;
+  if (const auto *DS = dyn_cast_or_null<DeclStmt>(S)) {
+    if (const auto *VD = dyn_cast<VarDecl>(DS->getSingleDecl()))
+      V = VD->getInit();
+  } else if (const auto *BO = dyn_cast_or_null<BinaryOperator>(S)) {
+    if (BO->getOpcode() == BO_Assign)
+      V = BO->getRHS();
+  }
+  if (!V)
+    return nullptr;
+  V = V->IgnoreParenImpCasts();
+  if (const auto *EWC = dyn_cast<ExprWithCleanups>(V))
+    V = EWC->getSubExpr()->IgnoreParenImpCasts();
+  return V;
+}
+
+std::string calledName(const Expr *E) {
+  if (const auto *CE = dyn_cast_or_null<CallExpr>(E))
+    if (const auto *FD = CE->getDirectCallee())
+      return FD->getNameAsString();
+  return "the call";
+}
+
+} // namespace
+
+void StatusChecker::report(StringRef Msg, const Expr *At,
+                           const LocationContext *LC, ExplodedNode *N,
+                           CheckerContext &C) const {
+  if (!N)
+    return;
+  auto R = std::make_unique<PathSensitiveBugReport>(Unchecked, Msg, N);
+  R->addVisitor<StatusEndVisitor>(At, LC);
+  C.emitReport(std::move(R));
+}
+
+void StatusChecker::checkPostCall(const CallEvent &Call,
+                                  CheckerContext &C) const {
+  if (!inUserCode(C) || !isStatusType(Call.getResultType()))
+    return;
+  const auto *CE = dyn_cast_or_null<CallExpr>(Call.getOriginExpr());
+  StringRef Name = calleeName(Call);
+  if (!CE || isLastErrorQuery(Name))
+    return;
+  if (isDiscarded(CE, C.getLocationContext()->getParentMap()))
+    report(("the status " + Name + " returns is discarded; check it "
+            "(or cast it to void if ignoring it is intended)")
+               .str(),
+           CE, C.getLocationContext(), C.generateNonFatalErrorNode(), C);
+}
+
+void StatusChecker::checkPreCall(const CallEvent &Call,
+                                 CheckerContext &C) const {
+  if (!inUserCode(C))
+    return;
+  ProgramStateRef State = C.getState();
+  StringRef Name = calleeName(Call);
+  bool Launch = Name == "__cudaPushCallConfiguration";
+  bool Cuda = Launch || isUserCudaCall(Call, C);
+
+  if (!Cuda) {
+    // A launch check of the project's, or a function the analyzer cannot
+    // see, which may well check the launch itself.
+    bool Opaque = !Call.isInSystemHeader() &&
+                  !Call.getRuntimeDefinition().getDecl();
+    if (State->get<GpumemPendingLaunch>() &&
+        (LaunchChecks.contains(Name) || Opaque)) {
+      State = State->remove<GpumemPendingLaunch>();
+      C.addTransition(State);
+    }
+    return;
+  }
+
+  struct Finding {
+    std::string Msg;
+    const Expr *At;
+    const LocationContext *Context;
+  };
+  llvm::SmallVector<Finding, 2> Findings;
+  for (const auto &[Region, Stored] : State->get<GpumemStoredStatuses>()) {
+    std::string Msg = ("the status " + calledName(Stored.Call) +
+                       " returned is stored but not read before the next "
+                       "CUDA call (" +
+                       (Launch ? StringRef("a kernel launch") : Name) + ")")
+                          .str();
+    Findings.push_back({Msg, Stored.Call, Stored.Context});
+    State = State->remove<GpumemStoredStatuses>(Region);
+  }
+
+  if (isLastErrorQuery(Name) || LaunchChecks.contains(Name)) {
+    State = State->remove<GpumemPendingLaunch>();
+  } else if (const Expr *Pending = State->get<GpumemPendingLaunch>()) {
+    std::string Msg =
+        ("the error state of this kernel launch is not read "
+         "(cudaGetLastError or cudaPeekAtLastError) before the next CUDA "
+         "call (" +
+         (Launch ? StringRef("another launch") : Name) + ")")
+            .str();
+    Findings.push_back(
+        {Msg, Pending, State->get<GpumemPendingLaunchContext>()});
+    State = State->remove<GpumemPendingLaunch>();
+  }
+  if (Launch) {
+    State = State->set<GpumemPendingLaunch>(Call.getOriginExpr());
+    State = State->set<GpumemPendingLaunchContext>(C.getLocationContext());
+  }
+  if (Findings.empty()) {
+    C.addTransition(State);
+    return;
+  }
+  ExplodedNode *N = C.generateNonFatalErrorNode(State);
+  for (const Finding &F : Findings)
+    report(F.Msg, F.At, F.Context, N, C);
+}
+
+void StatusChecker::checkBind(SVal Loc, SVal, const Stmt *S, bool,
+                              CheckerContext &C) const {
+  const auto *VR = dyn_cast_or_null<VarRegion>(Loc.getAsRegion());
+  if (!VR || !inUserCode(C) ||
+      !isa<StackSpaceRegion>(VR->getRawMemorySpace()))
+    return;
+  const auto *CE = dyn_cast_or_null<CallExpr>(assignedValue(S));
+  if (!CE || !isStatusType(CE->getType()))
+    return;
+  C.addTransition(C.getState()->set<GpumemStoredStatuses>(
+      VR, StoredStatus{CE, C.getLocationContext()}));
+}
+
+void StatusChecker::checkLocation(SVal Loc, bool IsLoad, const Stmt *,
+                                  CheckerContext &C) const {
+  const MemRegion *R = Loc.getAsRegion();
+  if (!IsLoad || !R)
+    return;
+  ProgramStateRef State = C.getState();
+  if (State->get<GpumemStoredStatuses>(R))
+    C.addTransition(State->remove<GpumemStoredStatuses>(R));
+}
+
+void StatusChecker::checkEndFunction(const ReturnStmt *,
+                                     CheckerContext &C) const {
+  ProgramStateRef State = C.getState();
+  ExplodedNode *N = nullptr;
+  for (const auto &[Region, Stored] : State->get<GpumemStoredStatuses>()) {
+    const auto *VR = dyn_cast<VarRegion>(Region);
+    if (!VR || VR->getStackFrame() != C.getStackFrame())
+      continue;
+    if (!N)
+      N = C.generateNonFatalErrorNode();
+    report(("the status " + calledName(Stored.Call) +
+            " returned is stored but never read"),
+           Stored.Call, Stored.Context, N, C);
+  }
+}
+
+} // namespace gpumem
