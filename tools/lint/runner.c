@@ -19,6 +19,24 @@
 
 extern char **environ;
 
+#ifndef GPUMEM_LINT_PRELUDE_INSTALLED
+#define GPUMEM_LINT_PRELUDE_INSTALLED ""
+#endif
+#ifndef GPUMEM_LINT_PRELUDE_SOURCE
+#define GPUMEM_LINT_PRELUDE_SOURCE ""
+#endif
+
+/** cuda-prelude.h (nvcc's value of __CUDACC__), where it is installed or in the source tree;
+ *  NULL when neither is there. */
+static const char *cuda_prelude(void)
+{
+    const char *cands[] = {GPUMEM_LINT_PRELUDE_INSTALLED, GPUMEM_LINT_PRELUDE_SOURCE};
+    for (size_t i = 0; i < 2; i++)
+        if (cands[i][0] && access(cands[i], R_OK) == 0)
+            return cands[i];
+    return NULL;
+}
+
 /* Clang's own reporting checkers are off: the memory they model is gpumem's checkers' to
  * model (two models of one malloc'd pointer would end paths at each other's reports). The
  * core checkers stay, for their modelling (exit() ends a path, builtins keep their meaning);
@@ -70,6 +88,11 @@ void lint_unit_argv(const struct lint_options *o, const struct lint_run *r,
             snprintf(buf, sizeof buf, "%s/include/cccl", cuda);
             lint_strlist_add(a, "-I");
             lint_strlist_add(a, buf);
+        }
+        const char *prelude = cuda_prelude();
+        if (prelude) {
+            lint_strlist_add(a, "-include");
+            lint_strlist_add(a, prelude);
         }
     } else if (cuda && strcmp(cuda, "/usr") != 0) {
         /* Host code that includes cuda_runtime.h, as nvcc and CMake's CUDA::cudart give it. */

@@ -14,9 +14,9 @@ check() { if ! grep -qF -- "$1" "$2"; then echo "FAIL: '$1' not in $2:"; head -c
   >"$out/stdout" 2>"$out/stderr"
 rc=$?
 [ "$rc" -eq 3 ] || { echo "FAIL: exit status $rc, expected 3"; fail=1; }
-check "leak.cu:11:9: warning: memory from gm_alloc is never released [GM001]" "$out/stdout"
-check "leak.cu:6:15: note: allocated here with gm_alloc" "$out/stdout"
-check "leak.cu:10:9: note: Assuming 'c' is not equal to 0" "$out/stdout"
+check "leak.cu:13:9: warning: memory from gm_alloc is never released [GM001]" "$out/stdout"
+check "leak.cu:8:15: note: allocated here with gm_alloc" "$out/stdout"
+check "leak.cu:12:9: note: Assuming 'c' is not equal to 0" "$out/stdout"
 check "broken.cpp: not analyzed: " "$out/stderr"
 check "error: use of undeclared identifier 'undeclared_name'" "$out/stderr"
 if grep -q "leak.c:" "$out/stdout"; then echo "FAIL: the suppressed finding was reported"; fail=1; fi

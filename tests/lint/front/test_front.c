@@ -681,6 +681,7 @@ static void test_print_commands(void)
     EXPECT_EQ(r.rc, 0);
     EXPECT_CONTAINS(r.out, " --analyze -x cuda --cuda-host-only");
     EXPECT_CONTAINS(r.out, "-nocudalib");
+    EXPECT_CONTAINS(r.out, "cuda-prelude.h "); /* nvcc's __CUDACC__ of 1 */
     EXPECT_CONTAINS(r.out, " --analyze -x c ");
     EXPECT_CONTAINS(r.out, " --analyze -x c++ ");
     EXPECT_EQ(count(r.out, "-DFOO=1 -std=c++17"), 3);

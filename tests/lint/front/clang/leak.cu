@@ -1,5 +1,7 @@
 #include <cuda_runtime.h>
 #include "helper.h"
+#if __CUDACC__ /* nvcc defines it as 1 */
+#endif
 
 int f(int c)
 {
