@@ -6,7 +6,9 @@
  * counted (a corpus of leaks has unchecked statuses the leak cases do not mark). Every file in the
  * samples folder is a correct program: any finding there is a false positive. The analyzer
  * is run on each file as `gpumem lint` runs it (clang --analyze with the plugin and clang's
- * own reporting checkers off); its warnings are read from clang's text output.
+ * own reporting checkers off); its warnings are read from clang's text output. A finding on a
+ * line with a `gpumem-lint: ignore[GMxxx]` comment is suppressed, as `gpumem lint` does; two
+ * findings of one rule on one line (two allocations that leak at one exit) count once.
  *
  * usage: lint_test_corpus --clang CLANGXX --clang-c CLANG --plugin SO --include DIR
  *                         CORPUS_DIR SAMPLES_DIR
@@ -20,6 +22,7 @@
 #define MAX_RULES 12
 #define MAX_EXPECT 512
 #define MIN_SCORE 0.95
+#define MAX_LINES 8192
 
 static const char *const rule_checkers[MAX_RULES] = {
     NULL,
@@ -43,6 +46,9 @@ struct options {
 };
 
 static int tp[MAX_RULES], fp[MAX_RULES], fn[MAX_RULES];
+/* Per line of the file being analyzed: bit r set when rule r is suppressed there, and when
+ * a finding of rule r was already counted there. */
+static unsigned suppressed[MAX_LINES], counted[MAX_LINES];
 
 static int rule_of_checker(const char *name, size_t len) {
     for (int r = 1; r < MAX_RULES; r++)
@@ -67,6 +73,14 @@ static int read_expectations(const char *path, struct expectation *out, int max,
     int line = 0, n = 0;
     while (fgets(buf, sizeof buf, f)) {
         line++;
+        const char *ignore = strstr(buf, "gpumem-lint: ignore");
+        if (ignore && line < MAX_LINES) {
+            const char *open = strchr(ignore, '[');
+            if (!open)
+                suppressed[line] = ~0u;
+            for (const char *p = open; p && (p = strstr(p, "GM")) != NULL; p += 2)
+                suppressed[line] |= 1u << (atoi(p + 2) % 32);
+        }
         const char *list = strstr(buf, "// corpus-rules:");
         if (list)
             for (const char *p = list; (p = strstr(p, "GM")) != NULL; p += 2) {
@@ -139,8 +153,11 @@ static void analyze(const struct options *o, const char *path, struct expectatio
             continue;
         const char *end = strchr(tag, ']');
         int rule = end ? rule_of_checker(tag + 1, (size_t)(end - tag - 1)) : 0;
-        if (!rule || !rules[rule])
+        if (!rule || !rules[rule] || line <= 0 || line >= MAX_LINES)
             continue;
+        if ((suppressed[line] | counted[line]) & (1u << rule))
+            continue;
+        counted[line] |= 1u << rule;
         int matched = 0;
         for (int i = 0; i < nexp; i++)
             if (exp[i].line == line && exp[i].rule == rule && !exp[i].found) {
@@ -182,10 +199,10 @@ static void analyze_dir(const struct options *o, const char *dir, int expect_mar
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         static struct expectation exp[MAX_EXPECT];
         int rules[MAX_RULES] = {0};
-        int n = 0;
-        if (expect_marks)
-            n = read_expectations(path, exp, MAX_EXPECT, rules);
-        else
+        memset(suppressed, 0, sizeof suppressed);
+        memset(counted, 0, sizeof counted);
+        int n = read_expectations(path, exp, MAX_EXPECT, rules);
+        if (!expect_marks)
             for (int r = 1; r < MAX_RULES; r++)
                 rules[r] = 1;
         analyze(o, path, exp, n, rules);

@@ -13,6 +13,7 @@
 #include "clang/AST/ParentMap.h"
 #include "clang/AST/StmtCXX.h"
 #include "clang/Analysis/CFG.h"
+#include "clang/Analysis/CFGStmtMap.h"
 #include "clang/StaticAnalyzer/Core/BugReporter/BugReporter.h"
 #include "clang/StaticAnalyzer/Core/PathSensitive/ExplodedGraph.h"
 
@@ -65,6 +66,23 @@ const Stmt *jumpTarget(const Stmt *Jump, const ParentMap &PM) {
   return nullptr;
 }
 
+/// Where the engine found the memory unreachable, in the user's code: when
+/// that is inside the runtime header's inline wrapper (a new allocation
+/// overwrote the only pointer), the wrapper's call site.
+std::pair<const Stmt *, const StackFrameContext *>
+userLeakPoint(const ExplodedNode *N) {
+  const Stmt *S = N->getStmtForDiagnostics();
+  const StackFrameContext *SF = N->getStackFrame();
+  const SourceManager &SM =
+      N->getCodeDecl().getASTContext().getSourceManager();
+  while (SF->getParent() && SF->getDecl() &&
+         SM.isInSystemHeader(SF->getDecl()->getLocation())) {
+    S = SF->getCallSite();
+    SF = SF->getParent()->getStackFrame();
+  }
+  return {S, SF};
+}
+
 bool isLastStatement(const Stmt *S, const Decl *D) {
   const auto *Body = dyn_cast_or_null<CompoundStmt>(D ? D->getBody() : nullptr);
   return Body && !Body->body_empty() && Body->body_back() == S;
@@ -77,6 +95,12 @@ bool isEarlyExit(const Stmt *S, const Stmt *AllocExpr,
   const ParentMap &PM = LC->getParentMap();
   if (isa<GotoStmt>(S))
     return true;
+  if (isa<CXXThrowExpr>(S)) {
+    for (const Stmt *P = PM.getParent(S); P; P = PM.getParent(P))
+      if (isa<CXXTryStmt>(P))
+        return false;
+    return true;
+  }
   if (isa<ReturnStmt>(S))
     return !isLastStatement(S, LC->getDecl());
   if (isa<BreakStmt, ContinueStmt>(S)) {
@@ -129,11 +153,17 @@ const Stmt *MemoryChecker::findEarlyExit(const ExplodedNode *N, SymbolRef Sym,
     return nullptr;
   // Ahead: the engine finds the memory unreachable as it enters the block
   // that exits (`return -1;`, `{ rc = -1; goto out; }`).
-  if (const CFGBlock *B = N->getCFGBlock()) {
+  const CFGBlock *B = N->getCFGBlock();
+  if (!B)
+    if (const Stmt *S = N->getStmtForDiagnostics())
+      if (const CFGStmtMap *Map =
+              LC->getAnalysisDeclContext()->getCFGStmtMap())
+        B = Map->getBlock(S);
+  if (B) {
     for (unsigned Steps = 0; B && Steps < 3; ++Steps) {
       for (const CFGElement &E : *B)
         if (auto CS = E.getAs<CFGStmt>())
-          if (isa<ReturnStmt>(CS->getStmt()) &&
+          if (isa<ReturnStmt, CXXThrowExpr>(CS->getStmt()) &&
               isEarlyExit(CS->getStmt(), AS.Alloc.Expr, LC))
             return CS->getStmt();
       if (const Stmt *T = B->getTerminatorStmt())
@@ -181,16 +211,21 @@ void MemoryChecker::reportLeaks(ArrayRef<SymbolRef> Leaked,
     const Stmt *Exit = findEarlyExit(N, Sym, *AS);
     const Stmt *Loop =
         enclosingLoop(AS->Alloc.Expr, AllocLC->getParentMap(), Ctx);
-    const Stmt *LeakStmt = N->getStmtForDiagnostics();
+    auto [LeakStmt, LeakFrame] = userLeakPoint(N);
+    PathDiagnosticLocation Unique = PathDiagnosticLocation::createBegin(
+        AS->Alloc.Expr, C.getSourceManager(), AllocLC);
     if (Exit && functionReleases(AllocLC->getDecl())) {
       Rule = &EarlyExitLeak;
       At = Exit;
       AtLC = N->getLocationContext();
+      // One report per exit, whichever allocation (of correlated ones) leaks.
+      Unique = PathDiagnosticLocation::createBegin(Exit, C.getSourceManager(),
+                                                   AtLC);
       OS << "memory allocated with " << AS->Alloc.Name
          << " is not released on this early exit, though the function "
             "releases it on its normal path";
     } else if (Loop && LeakStmt &&
-               N->getStackFrame() == AllocLC->getStackFrame() &&
+               LeakFrame == AllocLC->getStackFrame() &&
                isWithin(LeakStmt, Loop, AllocLC->getParentMap())) {
       Rule = &LoopAllocation;
       OS << "memory allocated with " << AS->Alloc.Name
@@ -203,10 +238,12 @@ void MemoryChecker::reportLeaks(ArrayRef<SymbolRef> Leaked,
     }
     if (!Rule->isEnabled())
       continue;
-    PathDiagnosticLocation Unique = PathDiagnosticLocation::createBegin(
-        AS->Alloc.Expr, C.getSourceManager(), AllocLC);
-    auto R = std::make_unique<PathSensitiveBugReport>(
-        *Rule, Msg, N, Unique, AllocLC->getDecl());
+    const BugType &Type =
+        Exit && isa<CXXThrowExpr>(Exit) && Rule == &EarlyExitLeak
+            ? ThrowLeak
+            : static_cast<const BugType &>(*Rule);
+    auto R = std::make_unique<PathSensitiveBugReport>(Type, Msg, N, Unique,
+                                                      AllocLC->getDecl());
     R->markInteresting(Sym);
     R->addVisitor<NoteVisitor>(Sym, At, AtLC);
     C.emitReport(std::move(R));
@@ -242,7 +279,7 @@ void MemoryChecker::checkPreStmt(const CXXThrowExpr *TE,
     std::string Msg = ("memory allocated with " + AS->Alloc.Name +
                        " is not released when this throw leaves the function")
                           .str();
-    auto R = std::make_unique<PathSensitiveBugReport>(EarlyExitLeak, Msg, N);
+    auto R = std::make_unique<PathSensitiveBugReport>(ThrowLeak, Msg, N);
     R->markInteresting(Sym);
     R->addVisitor<NoteVisitor>(Sym);
     C.emitReport(std::move(R));

@@ -245,6 +245,62 @@ static ProgramStateRef escapeArguments(ProgramStateRef State,
   return State;
 }
 
+bool MemoryChecker::evalCall(const CallEvent &Call, CheckerContext &C) const {
+  // CUDA's API functions are evaluated here rather than by the engine's
+  // conservative evaluation, which would invalidate the whole object an
+  // out-parameter points into: cudaStreamCreate(&s->stream) would make every
+  // other field of *s unknown and lose the allocations held there. A CUDA
+  // call writes only through its non-const pointer arguments: a scalar or
+  // pointer out-parameter gets a fresh value, a buffer is invalidated.
+  if (!isCudaApiCall(Call) || !Call.isInSystemHeader())
+    return false;
+  const auto *CE = dyn_cast_or_null<CallExpr>(Call.getOriginExpr());
+  if (!CE)
+    return false;
+  ProgramStateRef State = C.getState();
+  const LocationContext *LC = C.getLocationContext();
+  SValBuilder &SVB = C.getSValBuilder();
+  llvm::SmallVector<SVal, 4> Buffers;
+  for (unsigned I = 0, E = Call.getNumArgs(); I != E; ++I) {
+    QualType T = Call.getArgExpr(I)->IgnoreParenImpCasts()->getType();
+    if (I < Call.parameters().size())
+      T = Call.parameters()[I]->getType();
+    if (!T->isPointerType() || T->getPointeeType().isConstQualified())
+      continue;
+    const MemRegion *R = Call.getArgSVal(I).getAsRegion();
+    if (!R)
+      continue;
+    QualType Pointee = T->getPointeeType();
+    const auto *TR = dyn_cast<TypedValueRegion>(R->StripCasts());
+    if ((Pointee->isScalarType()) && TR && TR->getValueType()->isScalarType()) {
+      // Tagged with the region: two out-parameters of one type
+      // (cudaMemGetInfo(&free, &total)) get two different values.
+      QualType VT = TR->getValueType();
+      const SymbolConjured *Sym = SVB.getSymbolManager().conjureSymbol(
+          Call.getCFGElementRef(), LC, VT, C.blockCount(), TR);
+      SVal Fresh = VT->isAnyPointerType()
+                       ? SVal(loc::MemRegionVal(
+                             C.getStoreManager()
+                                 .getRegionManager()
+                                 .getSymbolicRegion(Sym)))
+                       : SVal(nonloc::SymbolVal(Sym));
+      State = State->bindLoc(loc::MemRegionVal(TR), Fresh, LC);
+      continue;
+    }
+    Buffers.push_back(loc::MemRegionVal(R));
+  }
+  if (!Buffers.empty())
+    State = State->invalidateRegions(Buffers, Call.getCFGElementRef(),
+                                     C.blockCount(), LC,
+                                     /*CausesPointerEscape=*/false);
+  QualType Result = Call.getResultType();
+  if (!Result->isVoidType())
+    State = State->BindExpr(CE, LC,
+                            SVB.conjureSymbolVal(Call, Result, C.blockCount()));
+  C.addTransition(State);
+  return true;
+}
+
 void MemoryChecker::checkPreCall(const CallEvent &Call,
                                  CheckerContext &C) const {
   StringRef Name = calleeName(Call);

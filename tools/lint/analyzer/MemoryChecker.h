@@ -28,17 +28,19 @@ class MemoryChecker
           clang::ento::check::PreStmt<clang::CXXThrowExpr>,
           clang::ento::check::Location, clang::ento::check::Bind,
           clang::ento::check::DeadSymbols, clang::ento::check::LiveSymbols,
-          clang::ento::check::PointerEscape> {
+          clang::ento::check::PointerEscape, clang::ento::eval::Call> {
 public:
   clang::ento::CheckerFrontend Modelling;
+  // Leaks found on a path that ends in exit() or abort() anyway (the error
+  // branch of a check macro) are not reported: SuppressOnSink.
   clang::ento::CheckerFrontendWithBugType NeverReleased{
-      "Allocation never released", "gpumem memory"};
+      "Allocation never released", "gpumem memory", true};
   clang::ento::CheckerFrontendWithBugType MismatchedRelease{
       "Mismatched release", "gpumem memory"};
   clang::ento::CheckerFrontendWithBugType LoopAllocation{
-      "Allocation lost at the next loop iteration", "gpumem memory"};
+      "Allocation lost at the next loop iteration", "gpumem memory", true};
   clang::ento::CheckerFrontendWithBugType EarlyExitLeak{
-      "Allocation leaked on an early exit", "gpumem memory"};
+      "Allocation leaked on an early exit", "gpumem memory", true};
   clang::ento::CheckerFrontendWithBugType WriteCombinedRead{
       "Host read of write-combined memory", "gpumem memory"};
   clang::ento::CheckerFrontendWithBugType DoubleRelease{"Double release",
@@ -60,6 +62,8 @@ public:
 
   llvm::StringRef getDebugTag() const override { return "gpumem.Memory"; }
 
+  bool evalCall(const clang::ento::CallEvent &Call,
+                clang::ento::CheckerContext &C) const;
   void checkPreCall(const clang::ento::CallEvent &Call,
                     clang::ento::CheckerContext &C) const;
   void checkPostCall(const clang::ento::CallEvent &Call,
@@ -93,6 +97,12 @@ private:
                 clang::ento::CheckerContext &C) const;
   void release(clang::ento::SVal Ptr, ReleaseFn Fn, CallSite Site,
                clang::ento::CheckerContext &C) const;
+
+  // Early exits by throw: the engine ends the path there, so these reports
+  // are not suppressed by the sink.
+  clang::ento::BugType ThrowLeak{&EarlyExitLeak,
+                                 "Allocation leaked by a throw",
+                                 "gpumem memory", false};
 
   // Reports (Reports.cpp).
   void reportRelease(const clang::ento::CheckerFrontendWithBugType &Rule,
