@@ -29,7 +29,7 @@ void early_throw(size_t n) {
   float *d;
   CHECK(cudaMalloc(&d, n));
   if (prepare(d))
-    throw std::runtime_error("x"); // expected-warning{{memory allocated with cudaMalloc is not released when this throw leaves the function}}
+    throw std::runtime_error("x"); // expected-warning{{memory allocated with cudaMalloc is not released on this early exit}}
   CHECK(cudaFree(d));
 }
 

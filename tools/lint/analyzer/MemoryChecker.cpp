@@ -189,7 +189,12 @@ void MemoryChecker::release(SVal Ptr, ReleaseFn Fn, CallSite Site,
     OS << Site.Name << " is given a pointer " << Interior
        << " bytes into the memory allocated with " << AS->Alloc.Name
        << "; pass the pointer " << AS->Alloc.Name << " returned";
-    reportRelease(InteriorRelease, Msg, Sym, Site.Expr, C.getState(), C);
+    // Taken as released from here on: the leak that follows is this bug.
+    AllocState Next = *AS;
+    Next.Released = true;
+    Next.Release = Site;
+    reportRelease(InteriorRelease, Msg, Sym, Site.Expr,
+                  setAlloc(State, Sym, Next), C);
     return;
   }
   if (AS->Released) {
