@@ -48,5 +48,12 @@ awk 'BEGIN { s = "void *gm_alloc(int n); void gm_leak(void);\nint deep(int x) {\
 rc=$?
 [ "$rc" -eq 1 ] || { echo "FAIL: deep nesting: exit status $rc, expected 1"; fail=1; }
 check "deep.c:5:1: warning: memory from gm_alloc is never released [GM001]" "$out/deep.txt"
+# Progress: on a terminal only.
+if grep -q "\[1/" "$out/deep.txt"; then echo "FAIL: progress shown without a terminal"; fail=1; fi
+if command -v script >/dev/null 2>&1; then
+  script -qec "$lint --no-config --clang=$clang --analyzer-plugin=$plugin deep.c" /dev/null \
+    > "$out/tty.txt" 2>&1
+  check "[1/1] deep.c" "$out/tty.txt"
+fi
 [ "$fail" -eq 0 ] && echo "clang end-to-end: 1 passed, 0 failed"
 exit "$fail"
