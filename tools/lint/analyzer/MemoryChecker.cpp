@@ -29,6 +29,20 @@ SymbolRef allocationSymbol(SVal V) {
   return V.getAsSymbol();
 }
 
+const MemRegion *stripPointerCasts(const MemRegion *R) {
+  // MemRegion::StripCasts also strips element 0 of an array, which is a real
+  // place: &bufs[0] cast to void ** must stay bufs[0], not become bufs.
+  while (const auto *ER = dyn_cast<ElementRegion>(R)) {
+    if (!ER->getIndex().isZeroConstant())
+      break;
+    const auto *Super = dyn_cast<TypedValueRegion>(ER->getSuperRegion());
+    if (Super && Super->getValueType()->isArrayType())
+      break;
+    R = ER->getSuperRegion();
+  }
+  return R;
+}
+
 static bool inSystemHeader(const Decl *D) {
   return D && D->getASTContext().getSourceManager().isInSystemHeader(
                   D->getLocation());
@@ -110,7 +124,7 @@ void MemoryChecker::allocate(const AllocSpec &Spec, const CallEvent &Call,
     const MemRegion *Out = Call.getArgSVal(Spec.OutArg).getAsRegion();
     if (!Out)
       return;
-    Out = Out->StripCasts();
+    Out = stripPointerCasts(Out);
     Target Where = classifyTarget(Out);
     if (Where == Target::Untracked)
       return;
@@ -276,7 +290,7 @@ bool MemoryChecker::evalCall(const CallEvent &Call, CheckerContext &C) const {
     if (!R)
       continue;
     QualType Pointee = T->getPointeeType();
-    const auto *TR = dyn_cast<TypedValueRegion>(R->StripCasts());
+    const auto *TR = dyn_cast<TypedValueRegion>(stripPointerCasts(R));
     if ((Pointee->isScalarType()) && TR && TR->getValueType()->isScalarType()) {
       // Tagged with the region: two out-parameters of one type
       // (cudaMemGetInfo(&free, &total)) get two different values.

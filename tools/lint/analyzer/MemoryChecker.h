@@ -142,6 +142,9 @@ clang::ento::SymbolRef allocationSymbol(clang::ento::SVal V);
 CallSite userCallSite(const clang::Expr *E, llvm::StringRef Name,
                       clang::ento::CheckerContext &C);
 
+/// \p R without the element-0 views that casts of a pointer make.
+const clang::ento::MemRegion *stripPointerCasts(const clang::ento::MemRegion *R);
+
 /// True inside __global__ or __device__ code.
 bool inDeviceCode(clang::ento::CheckerContext &C);
 
