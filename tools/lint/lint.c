@@ -670,9 +670,9 @@ static int lint_main(int argc, char **argv, struct lint_options *o, struct cli *
     lint_findings_finish(f, &sum);
     filter(o, f, baseline, &sum);
     sum.seconds = now() - t0;
-    if (!o->quiet || o->format != LINT_FORMAT_TEXT)
-        for (size_t i = 0; i < problems->n; i++)
-            fprintf(stderr, "gpumem lint: warning: %s\n", problems->v[i]);
+    /* Even with -q: what was not analyzed is why the exit status says 3. */
+    for (size_t i = 0; i < problems->n; i++)
+        fprintf(stderr, "gpumem lint: warning: %s\n", problems->v[i]);
 
     FILE *out = stdout;
     if (c->output && strcmp(c->output, "-") != 0) {

@@ -311,6 +311,9 @@ static void test_not_analyzed(void)
     EXPECT_TRUE(strstr(r.err, "something harmless") == NULL);
     EXPECT_CONTAINS(r.out, "[GM006]"); /* the other unit still reports */
     EXPECT_CONTAINS(r.out, "1 not analyzed");
+    lint("--no-config", "-q", ".", NULL);
+    EXPECT_EQ(r.rc, 3);
+    EXPECT_CONTAINS(r.err, "bad.cu: not analyzed: "); /* -q still says why the status is 3 */
     lint("--no-config", "--format=sarif", ".", NULL);
     EXPECT_EQ(r.rc, 3);
     EXPECT_CONTAINS(r.out, "\"executionSuccessful\": false");
