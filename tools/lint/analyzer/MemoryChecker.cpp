@@ -10,6 +10,7 @@
 #include "clang/AST/Attr.h"
 #include "clang/AST/DeclCXX.h"
 #include "clang/Basic/SourceManager.h"
+#include "clang/Lex/Lexer.h"
 #include "clang/StaticAnalyzer/Core/PathSensitive/CallEvent.h"
 #include "clang/StaticAnalyzer/Core/PathSensitive/SValBuilder.h"
 
@@ -362,8 +363,30 @@ void MemoryChecker::checkPreCall(const CallEvent &Call,
   checkCallArguments(Call, C);
 }
 
+/// The call is to a project's error handler that does not return: one named
+/// in NoReturnFunctions whose body the analyzer cannot see.
+static bool isNoReturnHandler(const CallEvent &Call, CheckerContext &C,
+                              const llvm::StringSet<> &Names) {
+  if (Names.empty() || Call.isInSystemHeader() ||
+      Call.getRuntimeDefinition().getDecl())
+    return false;
+  StringRef Name = calleeName(Call);
+  if (!Name.empty() && Names.contains(Name))
+    return true;
+  const Expr *E = Call.getOriginExpr();
+  if (!E || !E->getBeginLoc().isMacroID())
+    return false;
+  StringRef Macro = Lexer::getImmediateMacroName(
+      E->getBeginLoc(), C.getSourceManager(), C.getLangOpts());
+  return Names.contains(Macro);
+}
+
 void MemoryChecker::checkPostCall(const CallEvent &Call,
                                   CheckerContext &C) const {
+  if (isNoReturnHandler(Call, C, NoReturnFunctions)) {
+    C.generateSink(C.getState(), C.getPredecessor());
+    return;
+  }
   if (const AllocSpec *Spec = findAllocation(Call))
     allocate(*Spec, Call, C);
 }

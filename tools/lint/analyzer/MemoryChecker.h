@@ -59,6 +59,10 @@ public:
   /// gpumem.Memory:OwnerFunctions: functions that take ownership of every
   /// pointer passed to them.
   llvm::StringSet<> OwnerFunctions;
+  /// gpumem.Memory:NoReturnFunctions: error handlers that do not return
+  /// (exit or jump away), named as the function or as the macro the call is
+  /// written with, for handlers whose body is in another translation unit.
+  llvm::StringSet<> NoReturnFunctions;
 
   llvm::StringRef getDebugTag() const override { return "gpumem.Memory"; }
 

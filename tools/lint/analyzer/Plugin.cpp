@@ -35,6 +35,8 @@ void registerMemory(CheckerManager &Mgr) {
             Opts.getCheckerStringOption("gpumem.Memory", "ReleaseFunctions"));
   readNames(Chk->OwnerFunctions,
             Opts.getCheckerStringOption("gpumem.Memory", "OwnerFunctions"));
+  readNames(Chk->NoReturnFunctions,
+            Opts.getCheckerStringOption("gpumem.Memory", "NoReturnFunctions"));
 }
 
 bool always(const CheckerManager &) { return true; }
@@ -76,6 +78,13 @@ extern "C" GPUMEM_PLUGIN_EXPORT void clang_registerCheckers(CheckerRegistry &Reg
                             "gpumem_adopt_at",
                             "Comma-separated functions that take ownership "
                             "of the pointers passed to them",
+                            "released");
+
+  Registry.addCheckerOption("string", "gpumem.Memory", "NoReturnFunctions",
+                            "error,fatal,fatal_error,die,panic",
+                            "Comma-separated error handlers (functions or the "
+                            "macros calls are written with) that do not "
+                            "return, for handlers defined in another file",
                             "released");
 
   struct Rule {
