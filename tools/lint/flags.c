@@ -1,7 +1,8 @@
 /* Flags for units without a compilation database: the analyzer needs the include paths a
  * build would give. They are derived from the tree: for each `#include "x.h"` that is not
- * beside the unit, the folders under the walked roots that hold x.h (by its path's tail);
- * and each root's include/ folder. The CUDA toolkit is found as scripts/setup finds it. */
+ * beside the including file, and each `#include <x.h>`, the folder under the walked roots that
+ * holds x.h (by its path's tail), following the headers found so to a depth of 16; and each
+ * root's include/ folder. The CUDA toolkit is found as scripts/setup finds it. */
 #define _POSIX_C_SOURCE 200809L
 #include "lint_internal.h"
 
@@ -56,39 +57,45 @@ static void add_include(struct lint_strlist *args, const char *dir, size_t len)
     lint_strlist_addn(args, dir, len);
 }
 
-/** For `#include "name"` in a unit of folder @p here: the folders of known headers whose
- *  path ends in "/name", when name is not found beside the unit. */
-static void resolve(struct lint_units *u, struct lint_unit *x, const char *here, const char *name,
-                    size_t nlen)
+/** For `#include "name"` (or <name>) seen in folder @p here: the header's path, beside it or
+ *  among the headers found under the walked roots (whose folder then becomes an -I of the
+ *  unit); malloc'd, or NULL when it is neither (a system header). */
+static char *resolve(struct lint_units *u, struct lint_unit *x, const char *here, const char *name,
+                     size_t nlen, int quoted)
 {
     size_t hl = strlen(here);
     char *beside = malloc(hl + nlen + 2);
     if (!beside)
-        return;
+        return NULL;
     snprintf(beside, hl + nlen + 2, "%s/%.*s", here, (int)nlen, name);
-    int found = is_file(beside);
+    if (quoted && is_file(beside))
+        return beside;
     free(beside);
-    if (found)
-        return;
     for (size_t i = 0; i < u->headers.n; i++) {
         const char *h = u->headers.v[i];
         size_t l = strlen(h);
         if (l > nlen && h[l - nlen - 1] == '/' && memcmp(h + l - nlen, name, nlen) == 0) {
             add_include(&x->args, h, l - nlen - 1);
-            return;
+            return strdup(h);
         }
     }
+    return NULL;
 }
 
-/** Scans a unit's text for quoted includes. */
-static void scan_includes(struct lint_units *u, struct lint_unit *x)
+/** Scans @p file (the unit, then the headers it includes, to a depth of 16) for includes;
+ *  @p seen holds the files already scanned for this unit. */
+static void scan_includes(struct lint_units *u, struct lint_unit *x, const char *file,
+                          struct lint_strlist *seen, int depth)
 {
+    if (depth > 16 || lint_strlist_has(seen, file, strlen(file)))
+        return;
+    lint_strlist_add(seen, file);
     char *text, why_buf[128];
     size_t len;
     const char *why;
-    if (lint_read_file(x->abs, (size_t)64 << 20, &text, &len, &why, why_buf, sizeof why_buf))
+    if (lint_read_file(file, (size_t)64 << 20, &text, &len, &why, why_buf, sizeof why_buf))
         return;
-    char *here = strdup(x->abs);
+    char *here = strdup(file);
     char *slash = here ? strrchr(here, '/') : NULL;
     if (!slash) {
         free(here);
@@ -111,10 +118,13 @@ static void scan_includes(struct lint_units *u, struct lint_unit *x)
                 q += 7;
                 while (q < eol && (*q == ' ' || *q == '\t'))
                     q++;
-                if (q < eol && *q == '"') {
-                    char *e = memchr(q + 1, '"', (size_t)(eol - q - 1));
-                    if (e && e > q + 1)
-                        resolve(u, x, here, q + 1, (size_t)(e - q - 1));
+                char close = q < eol && *q == '"' ? '"' : q < eol && *q == '<' ? '>' : 0;
+                char *e = close ? memchr(q + 1, close, (size_t)(eol - q - 1)) : NULL;
+                if (e && e > q + 1) {
+                    char *h = resolve(u, x, here, q + 1, (size_t)(e - q - 1), close == '"');
+                    if (h)
+                        scan_includes(u, x, h, seen, depth + 1);
+                    free(h);
                 }
             }
         }
@@ -130,7 +140,9 @@ void lint_derive_flags(struct lint_units *u)
         struct lint_unit *x = &u->v[i];
         if (x->from_db)
             continue;
-        scan_includes(u, x);
+        struct lint_strlist seen = {0};
+        scan_includes(u, x, x->abs, &seen, 0);
+        lint_strlist_free(&seen);
         for (size_t r = 0; r < u->roots.n; r++) {
             size_t n = strlen(u->roots.v[r]) + 16;
             char *inc = malloc(n);

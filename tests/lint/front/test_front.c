@@ -709,10 +709,14 @@ static void test_derived_flags(void)
     write_file("include/proj/api.h", "int api;\n");
     write_file("src/util/helper.cuh", "int helper;\n");
     write_file("src/main.cu", "#include \"proj/api.h\"\n#include \"helper.cuh\"\n"
-                              "#include \"local.h\"\nint x;\n");
-    write_file("src/local.h", "int local;\n");
+                              "#include \"local.h\"\n#include <stdio.h>\nint x;\n");
+    /* Through a header, and with angle brackets. */
+    write_file("src/local.h", "#include <deep/inner.h>\nint local;\n");
+    write_file("third/deep/inner.h", "int inner;\n");
     lint("--no-config", "--print-commands", ".", NULL);
-    char inc[600], util[600];
+    char inc[600], util[600], third[600];
+    snprintf(third, sizeof third, "-I %s/derive/third ", root);
+    EXPECT_CONTAINS(r.out, third);
     snprintf(inc, sizeof inc, "-I %s/derive/include ", root);
     snprintf(util, sizeof util, "-I %s/derive/src/util ", root);
     EXPECT_CONTAINS(r.out, inc);
