@@ -35,6 +35,7 @@
 
 #include "backtrace.h"
 #include "internal.h"
+#include "trace.h"
 
 /* 8 classes of 256 B .. 2 KiB, then 8 per doubling from 2 KiB to 2^64. */
 #define CLASS_COUNT 432u
@@ -609,6 +610,7 @@ void *gpumem_pool_alloc_at(gpumem_pool *pool, size_t count, size_t size, cudaStr
         return fail_alloc(pool, bytes, cudaErrorMemoryAllocation, 0, &held, site);
     }
     gpumem__stats_alloc(pool->kind, pool->device, bytes);
+    gpumem__trace_alloc(&r);
     gpumem__err_clear();
     return (void *)b->base;
 }
