@@ -45,6 +45,9 @@ static void usage(FILE *out)
             "                                process id\n"
             "  --json=PATH                   also write a JSON report (schema gpumem-check/1);\n"
             "                                %%p is the process id\n"
+            "  --trace=PATH                  record every allocation and release over time to PATH\n"
+            "                                (Chrome trace JSON: Perfetto, `gpumem report`); %%p is\n"
+            "                                the process id\n"
             "  --suppressions=FILE           ignore findings that FILE describes (repeatable;\n"
             "                                format in docs/check.md)\n"
             "  --gen-suppressions=no|yes     print a suppression for each finding\n"
@@ -154,7 +157,8 @@ static int set_env(const char *name, const char *value)
 
 int gpumem_check_main(int argc, char **argv)
 {
-    const char *leak = "full", *log = NULL, *json = NULL, *gen = "no";
+    const char *leak = "full", *log = NULL, *json = NULL, *gen = "no", *trace = NULL;
+    char trace_abs[PATH_MAX];
     long error_exitcode = 0;
     char *supp = NULL; /* newline-separated */
     size_t supp_len = 0;
@@ -199,12 +203,19 @@ int gpumem_check_main(int argc, char **argv)
                 free(supp);
                 return bad_usage("--error-exitcode takes a number from 0 to 255, not '%s'", v);
             }
-        } else if (IS("--log-file") || IS("--json")) {
+        } else if (IS("--log-file") || IS("--json") || IS("--trace")) {
             if (!*v) {
                 free(supp);
-                return bad_usage("%s needs a path", IS("--log-file") ? "--log-file" : "--json");
+                return bad_usage("%.*s needs a path", (int)nlen, a);
             }
-            if (IS("--log-file"))
+            if (IS("--trace")) { /* absolute: the program may change its folder */
+                char cwd[PATH_MAX];
+                if (v[0] != '/' && getcwd(cwd, sizeof cwd))
+                    snprintf(trace_abs, sizeof trace_abs, "%s/%s", cwd, v);
+                else
+                    snprintf(trace_abs, sizeof trace_abs, "%s", v);
+                trace = trace_abs;
+            } else if (IS("--log-file"))
                 log = v;
             else
                 json = v;
@@ -277,6 +288,7 @@ int gpumem_check_main(int argc, char **argv)
         set_env("GPUMEM_CHECK_LEAK", leak) || set_env("GPUMEM_CHECK_GEN_SUPPRESSIONS", gen) ||
         set_env("GPUMEM_CHECK_STATUS", status_dir) ||
         (log && set_env("GPUMEM_CHECK_LOG", log)) || (json && set_env("GPUMEM_CHECK_JSON", json)) ||
+        (trace && set_env("GPUMEM_CHECK_TRACE", trace)) ||
         (supp && set_env("GPUMEM_CHECK_SUPPRESSIONS", supp))) {
         free(supp);
         return 1;
