@@ -158,7 +158,7 @@ static int set_env(const char *name, const char *value)
 int gpumem_check_main(int argc, char **argv)
 {
     const char *leak = "full", *log = NULL, *json = NULL, *gen = "no", *trace = NULL;
-    char trace_abs[PATH_MAX];
+    char trace_abs[PATH_MAX * 2];
     long error_exitcode = 0;
     char *supp = NULL; /* newline-separated */
     size_t supp_len = 0;
