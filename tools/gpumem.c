@@ -16,6 +16,9 @@ static void usage(FILE *out)
             "  info    version, backend, devices and their memory, every GPUMEM_* option\n"
             "  check   run a CUDA program and report its memory bugs: leaks, wrong releases\n"
             "  bench   allocation and copy costs here, against the PCIe link's limit\n"
+#ifdef GPUMEM_HAVE_REPORT
+            "  report  a trace of memory over time as an HTML timeline or a text summary\n"
+#endif
 #ifdef GPUMEM_HAVE_LINT
             "  lint    review CUDA, C and C++ source for the memory checklist (GM001..GM007)\n"
 #endif
@@ -44,6 +47,10 @@ int main(int argc, char **argv)
         return gpumem_check_main(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0)
         return gpumem_bench_main(argc - 1, argv + 1);
+#ifdef GPUMEM_HAVE_REPORT
+    if (strcmp(cmd, "report") == 0)
+        return gpumem_report_main(argc - 1, argv + 1);
+#endif
 #ifdef GPUMEM_HAVE_LINT
     if (strcmp(cmd, "lint") == 0)
         return gpumem_lint_main(argc - 1, argv + 1);

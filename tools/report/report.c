@@ -1,0 +1,202 @@
+/* `gpumem report`: a trace as a self-contained HTML timeline, or as a text summary. */
+#include "report.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpumem.h"
+#include "tool.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: gpumem report --html TRACE -o FILE.html\n"
+            "       gpumem report --summary TRACE\n"
+            "\n"
+            "Shows a trace of a program's CUDA memory over time: one that GPUMEM_TRACE=FILE\n"
+            "(programs using gpumem) or `gpumem check --trace=FILE -- PROGRAM` (any CUDA\n"
+            "program) wrote. The trace itself also opens in https://ui.perfetto.dev and\n"
+            "chrome://tracing.\n"
+            "\n"
+            "options:\n"
+            "  --html TRACE      write one HTML file (no network needed) that a browser opens\n"
+            "                    from disk: live memory over time stacked by call site, a track\n"
+            "                    per memory kind and device, the peak and what was live then,\n"
+            "                    hover, click and drag to zoom, and a table of the largest sites\n"
+            "  -o, --output FILE where --html writes (required with --html)\n"
+            "  --summary TRACE   print the peak, the call sites live at the peak and what was\n"
+            "                    still live at the end, as text (for terminals and CI logs)\n"
+            "  --top N           call sites to list in the summary (default 10)\n"
+            "  --help\n"
+            "\n"
+            "exit status: 0 done; 1 the trace cannot be read or the output cannot be written;\n"
+            "2 usage error.\n");
+}
+
+static int bad_usage(const char *what)
+{
+    fprintf(stderr, "gpumem report: error: %s\n(`gpumem report --help` describes the options)\n",
+            what);
+    return 2;
+}
+
+static void print_stack(FILE *out, char **frames, const char *indent, int max)
+{
+    for (int i = 0; frames && frames[i] && i < max; i++)
+        fprintf(out, "%s%s %s\n", indent, i ? "by" : "at", frames[i]);
+}
+
+void report_summary(const report_trace *t, FILE *out, int top)
+{
+    char b1[32], b2[32];
+    fprintf(out, "gpumem report: %s\n", t->process ? t->process : "(unnamed process)");
+    fprintf(out, "  %zu allocations, %zu events over %.3f s, %zu call sites%s\n", t->nallocs,
+            t->nevents, (double)t->duration / 1e9, t->nsites,
+            t->complete ? "" : "; the trace ends early (the program crashed or was killed)");
+    if (t->unmatched_releases)
+        fprintf(out, "  %llu releases of allocations the trace does not have were left out\n",
+                (unsigned long long)t->unmatched_releases);
+    if (!t->nevents) {
+        fprintf(out, "no allocations in the trace\n");
+        return;
+    }
+    uint32_t *rank = report_sites_ranked(t);
+    if (!rank)
+        return;
+    fprintf(out, "\npeak: %s live at %.6f s\n", report_bytes(t->peak_bytes, b1, sizeof b1),
+            (double)t->peak_t / 1e9);
+    fprintf(out, "  live at the peak, by call site:\n");
+    int shown = 0;
+    int64_t rest = 0;
+    size_t rest_sites = 0;
+    for (size_t i = 0; i < t->nsites; i++) {
+        const report_site *s = &t->sites[rank[i]];
+        if (s->at_peak <= 0)
+            continue;
+        if (shown >= top) {
+            rest += s->at_peak;
+            rest_sites++;
+            continue;
+        }
+        shown++;
+        fprintf(out, "  %12s in %llu %s allocation%s at %s\n",
+                report_bytes(s->at_peak, b1, sizeof b1), (unsigned long long)s->count_at_peak,
+                gpumem_kind_name(s->kind), s->count_at_peak == 1 ? "" : "s", s->name);
+        print_stack(out, report_stack(t, s->stack), "                 ", 6);
+    }
+    if (rest_sites)
+        fprintf(out, "  %12s in %zu more call site%s\n", report_bytes(rest, b1, sizeof b1),
+                rest_sites, rest_sites == 1 ? "" : "s");
+    fprintf(out, "\npeak by memory kind and device:\n");
+    for (size_t i = 0; i < t->ntracks; i++) {
+        char name[64];
+        fprintf(out, "  %-28s %12s at %.6f s\n", report_track_name(t, i, name, sizeof name),
+                report_bytes(t->tracks[i].peak, b1, sizeof b1),
+                (double)t->tracks[i].peak_t / 1e9);
+    }
+    if (t->leaked_count) {
+        fprintf(out, "\nleaks at end: %s in %llu allocation%s from %llu call site%s%s\n",
+                report_bytes(t->leaked_bytes, b1, sizeof b1),
+                (unsigned long long)t->leaked_count, t->leaked_count == 1 ? "" : "s",
+                (unsigned long long)t->leaked_sites, t->leaked_sites == 1 ? "" : "s",
+                t->complete ? "" : " (the trace ends early: some may have been released later)");
+        shown = 0;
+        for (size_t i = 0; i < t->nsites && shown < top; i++) {
+            const report_site *s = &t->sites[rank[i]];
+            (void)b2;
+            if (!s->leaked_count)
+                continue;
+            shown++;
+            fprintf(out, "  %12s in %llu %s allocation%s at %s\n",
+                    report_bytes(s->leaked, b1, sizeof b1), (unsigned long long)s->leaked_count,
+                    gpumem_kind_name(s->kind), s->leaked_count == 1 ? "" : "s", s->name);
+            print_stack(out, report_stack(t, s->stack), "                 ", 6);
+        }
+    } else {
+        fprintf(out, "\nleaks at end: none (every allocation in the trace was released)\n");
+    }
+    if (t->nfailures) {
+        fprintf(out, "\nfailed allocations: %zu\n", t->nfailures);
+        for (size_t i = 0; i < t->nfailures && (int)i < top; i++) {
+            const report_failure *f = &t->failures[i];
+            fprintf(out, "  %.6f s: %s: %s %s memory on device %d at %s%s%s\n",
+                    (double)f->t / 1e9, f->what, report_bytes(f->bytes, b1, sizeof b1),
+                    gpumem_kind_name(f->kind), f->device, f->site,
+                    f->cuda_error ? ", " : "", f->cuda_error ? f->cuda_error : "");
+        }
+    }
+    free(rank);
+}
+
+int gpumem_report_main(int argc, char **argv)
+{
+    const char *html = NULL, *summary = NULL, *output = NULL;
+    int top = 10;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *eq = strchr(a, '=');
+        size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
+#define IS(name) (nlen == strlen(name) && strncmp(a, name, nlen) == 0)
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        const char **slot = IS("--html") ? &html : IS("--summary") ? &summary
+                            : IS("-o") || IS("--output") ? &output : NULL;
+        if (slot || IS("--top")) {
+            const char *v = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+            if (!v || !*v) {
+                char msg[128];
+                snprintf(msg, sizeof msg, "%.*s needs a value", (int)nlen, a);
+                return bad_usage(msg);
+            }
+            if (slot) {
+                *slot = v;
+            } else {
+                char *end;
+                long n = strtol(v, &end, 10);
+                if (*end || n < 1 || n > 100000)
+                    return bad_usage("--top takes a number from 1 up");
+                top = (int)n;
+            }
+        } else {
+            char msg[512];
+            snprintf(msg, sizeof msg, "unknown argument '%s'", a);
+            return bad_usage(msg);
+        }
+#undef IS
+    }
+    if (!html && !summary)
+        return bad_usage("say what to make: --html TRACE -o FILE.html, or --summary TRACE");
+    if (html && summary)
+        return bad_usage("--html and --summary are separate runs; give one of them");
+    if (html && !output)
+        return bad_usage("--html needs -o FILE.html, the file to write");
+    if (!html && output)
+        return bad_usage("-o goes with --html");
+
+    report_trace t;
+    char err[1024];
+    if (report_load(html ? html : summary, &t, err, sizeof err) != 0) {
+        fprintf(stderr, "gpumem report: error: %s\n", err);
+        return 1;
+    }
+    if (!t.complete)
+        fprintf(stderr, "gpumem report: warning: %s ends early (no end marker: the program "
+                        "crashed, was killed, or is still running); showing what it has\n",
+                html ? html : summary);
+    int rc = 0;
+    if (summary) {
+        report_summary(&t, stdout, top);
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            fprintf(stderr, "gpumem report: error: writing the summary failed\n");
+            rc = 1;
+        }
+    } else if (report_html(&t, output, err, sizeof err) != 0) {
+        fprintf(stderr, "gpumem report: error: %s\n", err);
+        rc = 1;
+    }
+    report_free(&t);
+    return rc;
+}
