@@ -41,6 +41,18 @@ static int bad_usage(const char *what)
     return 2;
 }
 
+/* "12.345 ms": ns in the unit that suits it. */
+static const char *secs(int64_t ns, char *buf, size_t n)
+{
+    if (ns < 1000000)
+        snprintf(buf, n, "%.3f us", (double)ns / 1e3);
+    else if (ns < 1000000000)
+        snprintf(buf, n, "%.3f ms", (double)ns / 1e6);
+    else
+        snprintf(buf, n, "%.3f s", (double)ns / 1e9);
+    return buf;
+}
+
 static void print_stack(FILE *out, char **frames, const char *indent, int max)
 {
     for (int i = 0; frames && frames[i] && i < max; i++)
@@ -49,10 +61,11 @@ static void print_stack(FILE *out, char **frames, const char *indent, int max)
 
 void report_summary(const report_trace *t, FILE *out, int top)
 {
-    char b1[32], b2[32];
+    char b1[32];
     fprintf(out, "gpumem report: %s\n", t->process ? t->process : "(unnamed process)");
-    fprintf(out, "  %zu allocations, %zu events over %.3f s, %zu call sites%s\n", t->nallocs,
-            t->nevents, (double)t->duration / 1e9, t->nsites,
+    char tb[32];
+    fprintf(out, "  %zu allocations, %zu events over %s, %zu call sites%s\n", t->nallocs,
+            t->nevents, secs(t->duration, tb, sizeof tb), t->nsites,
             t->complete ? "" : "; the trace ends early (the program crashed or was killed)");
     if (t->unmatched_releases)
         fprintf(out, "  %llu releases of allocations the trace does not have were left out\n",
@@ -64,8 +77,8 @@ void report_summary(const report_trace *t, FILE *out, int top)
     uint32_t *rank = report_sites_ranked(t);
     if (!rank)
         return;
-    fprintf(out, "\npeak: %s live at %.6f s\n", report_bytes(t->peak_bytes, b1, sizeof b1),
-            (double)t->peak_t / 1e9);
+    fprintf(out, "\npeak: %s live at %s\n", report_bytes(t->peak_bytes, b1, sizeof b1),
+            secs(t->peak_t, tb, sizeof tb));
     fprintf(out, "  live at the peak, by call site:\n");
     int shown = 0;
     int64_t rest = 0;
@@ -91,9 +104,8 @@ void report_summary(const report_trace *t, FILE *out, int top)
     fprintf(out, "\npeak by memory kind and device:\n");
     for (size_t i = 0; i < t->ntracks; i++) {
         char name[64];
-        fprintf(out, "  %-28s %12s at %.6f s\n", report_track_name(t, i, name, sizeof name),
-                report_bytes(t->tracks[i].peak, b1, sizeof b1),
-                (double)t->tracks[i].peak_t / 1e9);
+        fprintf(out, "  %-28s %12s at %s\n", report_track_name(t, i, name, sizeof name),
+                report_bytes(t->tracks[i].peak, b1, sizeof b1), secs(t->tracks[i].peak_t, tb, sizeof tb));
     }
     if (t->leaked_count) {
         fprintf(out, "\nleaks at end: %s in %llu allocation%s from %llu call site%s%s\n",
@@ -104,7 +116,6 @@ void report_summary(const report_trace *t, FILE *out, int top)
         shown = 0;
         for (size_t i = 0; i < t->nsites && shown < top; i++) {
             const report_site *s = &t->sites[rank[i]];
-            (void)b2;
             if (!s->leaked_count)
                 continue;
             shown++;
@@ -120,8 +131,8 @@ void report_summary(const report_trace *t, FILE *out, int top)
         fprintf(out, "\nfailed allocations: %zu\n", t->nfailures);
         for (size_t i = 0; i < t->nfailures && (int)i < top; i++) {
             const report_failure *f = &t->failures[i];
-            fprintf(out, "  %.6f s: %s: %s %s memory on device %d at %s%s%s\n",
-                    (double)f->t / 1e9, f->what, report_bytes(f->bytes, b1, sizeof b1),
+            fprintf(out, "  %s: %s: %s %s memory on device %d at %s%s%s\n",
+                    secs(f->t, tb, sizeof tb), f->what, report_bytes(f->bytes, b1, sizeof b1),
                     gpumem_kind_name(f->kind), f->device, f->site,
                     f->cuda_error ? ", " : "", f->cuda_error ? f->cuda_error : "");
         }
@@ -160,6 +171,11 @@ int gpumem_report_main(int argc, char **argv)
                     return bad_usage("--top takes a number from 1 up");
                 top = (int)n;
             }
+        } else if (a[0] != '-') {
+            char msg[600];
+            snprintf(msg, sizeof msg, "what should be made of '%s'? say --html %s -o FILE.html, "
+                                      "or --summary %s", a, a, a);
+            return bad_usage(msg);
         } else {
             char msg[512];
             snprintf(msg, sizeof msg, "unknown argument '%s'", a);
