@@ -42,6 +42,10 @@ typedef struct {
 } trace_ev;
 
 #define BATCH 1024
+/* Full buffers waiting for the writer, at most: a program that allocates faster than the
+ * writer writes waits for it here rather than growing without bound (64 Mi events a second
+ * would otherwise take 7 GiB a minute). 256 buffers are 28 MiB. */
+#define MAX_QUEUED 256
 
 typedef struct trace_buf {
     struct trace_buf *next;
@@ -59,6 +63,9 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* everything below */
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static trace_slot *slots;
 static trace_buf *queue_head, *queue_tail, *spare;
+static unsigned queued;
+static pthread_cond_t drained = PTHREAD_COND_INITIALIZER;
+static atomic_uint_fast64_t waits;
 static int stopping, opened, closed;
 static pthread_t writer;
 static void (*writer_setup)(void);
@@ -105,6 +112,7 @@ static void buf_queue(trace_buf *b)
     else
         queue_head = b;
     queue_tail = b;
+    queued++;
     pthread_cond_signal(&wake);
 }
 
@@ -160,6 +168,11 @@ static trace_ev *ev_next(trace_buf **out)
         b = atomic_load_explicit(&s->cur, memory_order_relaxed);
         if (b && !closed)
             buf_queue(b);
+        if (queued > MAX_QUEUED && !closed) {
+            atomic_fetch_add_explicit(&waits, 1, memory_order_relaxed);
+            while (queued > MAX_QUEUED / 2 && !closed)
+                pthread_cond_wait(&drained, &lock);
+        }
         b = closed ? NULL : buf_get();
         atomic_store_explicit(&s->cur, b, memory_order_release);
         pthread_mutex_unlock(&lock);
@@ -271,8 +284,10 @@ void gpumem__trace_failed(int kind, uint64_t bytes, int device, gpumem_site site
     ev_done(b);
 }
 
-void gpumem__trace_counts(uint64_t *rec, uint64_t *drop)
+void gpumem__trace_counts(uint64_t *rec, uint64_t *drop, uint64_t *waited)
 {
+    if (waited)
+        *waited = atomic_load(&waits);
     if (rec)
         *rec = atomic_load(&recorded);
     if (drop)
@@ -427,6 +442,42 @@ static void stack_seen(uint32_t id)
     }
 }
 
+/* Names as JSON text, quotes included, cached by (site, stack): making them (a format, a
+ * stack lookup, escaping) is most of the writer's time otherwise. Direct-mapped; a slot that
+ * two names share is remade when they alternate. Writer thread only. */
+typedef struct {
+    const char *file, *func;
+    int line;
+    uint32_t stack;
+    char *json;
+    size_t len;
+} name_slot;
+
+static name_slot names[4096];
+
+static void put_name(text *t, const gpumem_site *site, uint32_t stack, int released_at)
+{
+    uintptr_t h = ((uintptr_t)site->file * 31 + (uintptr_t)site->func) * 31 +
+                  (uintptr_t)site->line * 7 + stack * 13u + (uintptr_t)released_at;
+    name_slot *n = &names[(h ^ (h >> 12)) & 4095];
+    if (!n->json || n->file != site->file || n->func != site->func || n->line != site->line ||
+        n->stack != stack + (uint32_t)released_at * 0x80000000u) {
+        char raw[512];
+        if (!released_at)
+            site_name(site, stack, raw, sizeof raw);
+        else if (site->file)
+            gpumem__site_str(*site, raw, sizeof raw);
+        else
+            snprintf(raw, sizeof raw, "%s", site->func ? site->func : "");
+        text q = {0};
+        put_json_str(&q, raw);
+        free(n->json);
+        *n = (name_slot){site->file, site->func, site->line,
+                         stack + (uint32_t)released_at * 0x80000000u, q.p, q.n};
+    }
+    put_n(t, n->json, n->len);
+}
+
 static long pid;
 
 static void put_head(text *t, const trace_ev *e, const char *ph)
@@ -459,13 +510,12 @@ static void format_event(text *t, const trace_ev *e)
     switch (e->type) {
     case EV_ALLOC:
     case EV_RELEASE:
-        site_name(&e->site, e->stack, name, sizeof name);
         stack_seen(e->stack);
         put_head(t, e, e->type == EV_ALLOC ? "b" : "e");
         put(t, ",\"cat\":\"");
         put(t, gpumem_kind_name(e->kind));
         put(t, "\",\"name\":");
-        put_json_str(t, name);
+        put_name(t, &e->site, e->stack, 0);
         put(t, ",\"id\":\"");
         put_hex(t, e->id);
         put(t, "\",\"args\":{\"bytes\":");
@@ -484,13 +534,8 @@ static void format_event(text *t, const trace_ev *e)
                 put_json_str(t, e->site.func);
             }
         } else {
-            char where[512];
-            if (e->where.file)
-                gpumem__site_str(e->where, where, sizeof where);
-            else
-                snprintf(where, sizeof where, "%s", e->where.func ? e->where.func : "");
             put(t, "\",\"released_at\":");
-            put_json_str(t, where);
+            put_name(t, &e->where, 0, 1);
         }
         put(t, "}},\n");
         put_counter(t, e);
@@ -568,6 +613,7 @@ static void *writer_main(void *arg)
             pthread_cond_wait(&wake, &lock);
         trace_buf *list = queue_head;
         queue_head = queue_tail = NULL;
+        queued = 0;
         if (!list && stopping)
             break;
         pthread_mutex_unlock(&lock);
@@ -575,6 +621,7 @@ static void *writer_main(void *arg)
             write_buffer(&t, b);
         flush_text(&t);
         pthread_mutex_lock(&lock);
+        pthread_cond_broadcast(&drained);
         while (list) { /* back to the spares */
             trace_buf *next = list->next;
             list->next = spare;
@@ -710,6 +757,7 @@ int gpumem__trace_close(void)
     }
     stopping = 1;
     pthread_cond_signal(&wake);
+    pthread_cond_broadcast(&drained);
     pthread_mutex_unlock(&lock);
     pthread_join(writer, NULL);
 

@@ -51,7 +51,8 @@ void gpumem__trace_failed(int kind, uint64_t bytes, int device, gpumem_site site
  */
 int gpumem__trace_close(void);
 
-/* Events recorded and dropped so far (for tests and benchmarks). */
-void gpumem__trace_counts(uint64_t *recorded, uint64_t *dropped);
+/* Events written out and dropped so far, and the times a recording thread waited for the
+ * writer to catch up (for tests and benchmarks). */
+void gpumem__trace_counts(uint64_t *recorded, uint64_t *dropped, uint64_t *waited);
 
 #endif
