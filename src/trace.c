@@ -133,6 +133,7 @@ static void slot_release(void *arg)
         }
     pthread_mutex_unlock(&lock);
     free(s);
+    my_slot = NULL; /* destructors run on the thread that ends: an event after this starts anew */
 }
 
 static trace_slot *slot_make(void)
@@ -639,13 +640,25 @@ static void finish_at_exit(void)
     gpumem__trace_close();
 }
 
-/* After fork() the child has no writer thread and shares the file with its parent: a child
- * that goes on without exec records nothing (one that execs starts afresh). */
+/* fork() happens with the lock held, so that the child's copy of the state is consistent.
+ * The child has no writer thread and shares the file with its parent: a child that goes on
+ * without exec records nothing (one that execs starts afresh). */
+static void before_fork(void)
+{
+    pthread_mutex_lock(&lock);
+}
+
+static void in_parent(void)
+{
+    pthread_mutex_unlock(&lock);
+}
+
 static void in_child(void)
 {
     atomic_store(&gpumem__trace_on, 0);
     closed = 1;
     file = NULL;
+    pthread_mutex_unlock(&lock);
 }
 
 static void expand_pid(const char *pattern, char *out, size_t n)
@@ -731,7 +744,7 @@ int gpumem__trace_open(const char *path, const char *tool, void (*writer_init)(v
                         "be recorded in %s\n", path_text);
         return -1;
     }
-    pthread_atfork(NULL, NULL, in_child);
+    pthread_atfork(before_fork, in_parent, in_child);
     atexit(finish_at_exit);
     atomic_store(&gpumem__trace_on, 1);
     pthread_mutex_unlock(&lock);

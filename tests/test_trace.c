@@ -199,6 +199,35 @@ static void test_full_disk(void)
     EXPECT_TRUE(first && !strstr(first + 1, "writing the trace"));
 }
 
+/* A child forked without exec records nothing, and its exit leaves the parent's trace alone. */
+static void forks(void)
+{
+    void *a = gpumem_device_alloc(1, 1111);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        gpumem_free(gpumem_device_alloc(1, 2222));
+        exit(0);
+    }
+    waitpid(pid, NULL, 0);
+    gpumem_free(a);
+    gpumem_free(gpumem_device_alloc(1, 3333));
+    exit(0);
+}
+
+static void test_fork_without_exec(void)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/fork.json", dir);
+    ASSERT_EQ(run_child(forks, path, NULL), 0);
+    trace_read_t t;
+    ASSERT_EQ(trace_read(path, &t), 0);
+    EXPECT_EQ(t.allocs[GPUMEM_KIND_DEVICE], 2);
+    EXPECT_EQ(t.alloc_bytes[GPUMEM_KIND_DEVICE], 1111 + 3333);
+    EXPECT_EQ(t.releases[GPUMEM_KIND_DEVICE], 2);
+    json_decref(t.root);
+}
+
 /* %p in the path is the process id. */
 static void test_pid_in_path(void)
 {
@@ -229,6 +258,7 @@ int main(void)
     RUN(test_unwritable_file);
     RUN(test_full_disk);
     RUN(test_pid_in_path);
+    RUN(test_fork_without_exec);
     int rc = harness_exit();
     if (rc == 0) {
         char cmd[300];

@@ -14,7 +14,8 @@ trap 'rm -rf "$tmp"' EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
-GPUMEM_BACKEND=sim GPUMEM_LEAK_REPORT=off GPUMEM_TRACE="$tmp/t.json" "$make_trace" || fail "make_trace"
+GPUMEM_BACKEND=sim GPUMEM_BACKTRACE=1 GPUMEM_LEAK_REPORT=off GPUMEM_TRACE="$tmp/t.json" "$make_trace" ||
+  fail "make_trace"
 "$gpumem" report --html "$tmp/t.json" -o "$tmp/t.html" || fail "gpumem report --html"
 if grep -q -E '(src|href)="https?:|<link |import\(' "$tmp/t.html"; then
   fail "the page refers to the network"
@@ -39,6 +40,18 @@ check_dom "leaked total" '<span id="total-leaked">192.0 KiB in 3 allocations</sp
 check_dom "allocations" '<span id="total-allocs">8</span>'
 check_dom "largest sites table" '<td>.*make_trace.c:[0-9]* (load_weights)</td>'
 check_dom "a track per kind and device" 'pinned memory, device 0: peak 192.0 KiB'
+
+# Hover, click and drag, driven by interact.html through the page's own event handlers.
+cp "$(dirname "$0")/interact.html" "$tmp/interact.html"
+chrome act --allow-file-access-from-files --dump-dom "file://$tmp/interact.html" > "$tmp/act.html" ||
+  fail "chromium interact.html"
+check_act() { # check_act WHAT PATTERN
+  if grep -q -E -- "$2" "$tmp/act.html"; then echo "ok   interaction: $1"; else fail "interaction: $1 ($2)"; sed -n '/<pre id="out">/,/<\/pre>/p' "$tmp/act.html"; fi
+}
+check_act "hover at the peak shows the total and the peak's site" '>hover: [^<]*: 12.0 MiB live.*8.0 MiB +[^<]*make_peak'
+check_act "click pins the moment with its sites and the largest one's stack" '^click: 12.0 MiB live.*make_peak.*at [^<]*make_trace.c:'
+check_act "drag zooms" '^zoom: changed .* – '
+check_act "double-click resets" '^reset: whole trace, '
 
 chrome shot --screenshot="$tmp/shot.png" "file://$tmp/t.html" >/dev/null || fail "chromium --screenshot"
 stats=$("$png_stats" "$tmp/shot.png") || fail "png_stats"
