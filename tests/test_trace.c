@@ -228,6 +228,34 @@ static void test_fork_without_exec(void)
     json_decref(t.root);
 }
 
+/* Pool blocks are allocations like the others, released through gpumem_free. */
+static void pooled(void)
+{
+    gpumem_pool *pool = gpumem_pool_create(GPUMEM_KIND_DEVICE, 0, NULL);
+    void *a = gpumem_pool_alloc(pool, 1, 1000, NULL);
+    void *b = gpumem_pool_alloc(pool, 1, 3000, NULL);
+    if (!pool || !a || !b)
+        _exit(3);
+    gpumem_free(a);
+    gpumem_free(b);
+    gpumem_pool_destroy(pool);
+    exit(0);
+}
+
+static void test_pool_blocks(void)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/pool.json", dir);
+    ASSERT_EQ(run_child(pooled, path, NULL), 0);
+    trace_read_t t;
+    ASSERT_EQ(trace_read(path, &t), 0);
+    EXPECT_EQ(t.allocs[GPUMEM_KIND_DEVICE], 2);
+    EXPECT_EQ(t.alloc_bytes[GPUMEM_KIND_DEVICE], 4000);
+    EXPECT_EQ(t.releases[GPUMEM_KIND_DEVICE], 2);
+    EXPECT_EQ(t.last_counter[GPUMEM_KIND_DEVICE], 0);
+    json_decref(t.root);
+}
+
 /* %p in the path is the process id. */
 static void test_pid_in_path(void)
 {
@@ -259,6 +287,7 @@ int main(void)
     RUN(test_full_disk);
     RUN(test_pid_in_path);
     RUN(test_fork_without_exec);
+    RUN(test_pool_blocks);
     int rc = harness_exit();
     if (rc == 0) {
         char cmd[300];
