@@ -505,6 +505,17 @@ static void put_counter(text *t, const trace_ev *e)
     put(t, "}},\n");
 }
 
+/* The trace event format's own stack reference: "sf" names the innermost frame of the
+ * stackFrames table at the end of the file (frame K of stack S is "S.K", innermost 0). */
+static void put_sf(text *t, uint32_t stack)
+{
+    if (!stack)
+        return;
+    put(t, ",\"sf\":\"");
+    put_u64(t, stack);
+    put(t, ".0\"");
+}
+
 static void format_event(text *t, const trace_ev *e)
 {
     char name[512];
@@ -538,7 +549,9 @@ static void format_event(text *t, const trace_ev *e)
             put(t, "\",\"released_at\":");
             put_name(t, &e->where, 0, 1);
         }
-        put(t, "}},\n");
+        put(t, "}");
+        put_sf(t, e->type == EV_ALLOC ? e->stack : 0);
+        put(t, "},\n");
         put_counter(t, e);
         break;
     case EV_CHECKPOINT:
@@ -570,7 +583,9 @@ static void format_event(text *t, const trace_ev *e)
             put(t, ",\"cuda_error\":");
             put_json_str(t, cn ? cn : "unknown");
         }
-        put(t, "}},\n");
+        put(t, "}");
+        put_sf(t, e->stack);
+        put(t, "},\n");
         break;
     default:
         break;
@@ -806,7 +821,35 @@ int gpumem__trace_close(void)
     put_u64(&t, atomic_load(&dropped));
     put(&t, ",\"end_ts\":");
     put_ts(&t, end.ns);
-    put(&t, "}}\n]}\n");
+    put(&t, "}}\n],\n\"stackFrames\":{");
+    /* The same stacks as the trace event format's frame tree, for viewers that show "sf". */
+    first = 1;
+    for (size_t i = 0; i < seen_cap; i++) {
+        if (!seen[i])
+            continue;
+        gpumem__frame f[GPUMEM__STACK_MAX_FRAMES];
+        int n = gpumem__stack_frames(seen[i], f, GPUMEM__STACK_MAX_FRAMES);
+        for (int k = 0; k < n; k++) {
+            char fr[1024];
+            frame_text(&f[k], fr, sizeof fr);
+            put(&t, first ? "\n\"" : ",\n\"");
+            first = 0;
+            put_u64(&t, seen[i]);
+            put(&t, ".");
+            put_u64(&t, (uint64_t)k);
+            put(&t, "\":{\"name\":");
+            put_json_str(&t, fr);
+            if (k + 1 < n) {
+                put(&t, ",\"parent\":\"");
+                put_u64(&t, seen[i]);
+                put(&t, ".");
+                put_u64(&t, (uint64_t)k + 1);
+                put(&t, "\"");
+            }
+            put(&t, "}");
+        }
+    }
+    put(&t, "\n}}\n");
     flush_text(&t);
     free(t.p);
     errno = 0;

@@ -105,6 +105,29 @@ static int trace_read(const char *path, trace_read_t *t)
                 seen_allocs[na++] = (trace_alloc_seen){id, trace_ts(e), name, cat, 1};
                 uint64_t stack = (uint64_t)json_integer_value(json_object_get(args, "stack"));
                 if (stack) {
+                    /* The format's own reference too: sf names the innermost frame, and the
+                     * frame tree from there has the same frames as the gpumem_stacks table. */
+                    char leaf[32];
+                    snprintf(leaf, sizeof leaf, "%llu.0", (unsigned long long)stack);
+                    EXPECT_STR_EQ(json_string_value(json_object_get(e, "sf")), leaf);
+                    json_t *tree = json_object_get(t->root, "stackFrames");
+                    char key0[24];
+                    snprintf(key0, sizeof key0, "%llu", (unsigned long long)stack);
+                    json_t *list = json_object_get(t->stacks, key0);
+                    const char *node = leaf;
+                    size_t depth = 0;
+                    while (node && depth < 100) {
+                        json_t *fr = json_object_get(tree, node);
+                        if (!fr) {
+                            HARNESS_FAIL_("stackFrames has no frame %s", node);
+                            break;
+                        }
+                        EXPECT_STR_EQ(json_string_value(json_object_get(fr, "name")),
+                                      json_string_value(json_array_get(list, depth)));
+                        node = json_string_value(json_object_get(fr, "parent"));
+                        depth++;
+                    }
+                    EXPECT_EQ(depth, json_array_size(list));
                     char key[24];
                     snprintf(key, sizeof key, "%llu", (unsigned long long)stack);
                     json_t *frames = json_object_get(t->stacks, key);

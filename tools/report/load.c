@@ -368,8 +368,10 @@ int report_load(const char *path, report_trace *t, char *err, size_t errn)
             }
             continue;
         }
-        if (len == 0 || strcmp(line, "]}") == 0)
+        if (len == 0)
             continue;
+        if (line[0] == ']')
+            break; /* the end of traceEvents: the stackFrames table follows */
         if (bad_tail) { /* a line that did not parse, and more after it: not truncation */
             snprintf(err, errn, "%s:%ld: not a JSON event (the trace is damaged)", path,
                      lineno - 1);
