@@ -38,6 +38,7 @@ check_dom "peak site" '<strong id="peak-site">[^<]*make_trace.c:[0-9]* (make_pea
 check_dom "peak total" '<span id="total-peak">12.0 MiB</span>'
 check_dom "leaked total" '<span id="total-leaked">192.0 KiB in 3 allocations</span>'
 check_dom "allocations" '<span id="total-allocs">8</span>'
+check_dom "failed allocations" '<span id="total-failed">1</span>'
 check_dom "largest sites table" '<td>.*make_trace.c:[0-9]* (load_weights)</td>'
 check_dom "a track per kind and device" 'pinned memory, device 0: peak 192.0 KiB'
 

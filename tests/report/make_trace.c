@@ -1,8 +1,9 @@
 /* Writes traces for gpumem report's tests and benchmark, through the library on the simulated
  * device (run with GPUMEM_BACKEND=sim GPUMEM_TRACE=FILE):
  *   make_trace            a known scenario: 4 x 1 MiB weights (load_weights), an 8 MiB
- *                         workspace that makes the 12.0 MiB peak (make_peak), then 3 x 64 KiB
- *                         left allocated (leak_cache)
+ *                         workspace that makes the 12.0 MiB peak (make_peak), a checkpoint, a
+ *                         1 PiB request that fails (ask_too_much), then 3 x 64 KiB left
+ *                         allocated (leak_cache)
  *   make_trace many N     N events (N/2 allocations and their releases) from 200 call sites
  *                         with up to 2000 allocations live at once */
 #include <math.h>
@@ -30,13 +31,28 @@ static void *leak_cache(void)
     return gpumem_pinned_alloc(64, KiB);
 }
 
+static void *ask_too_much(void)
+{
+    return gpumem_device_alloc(1, (size_t)1 << 50);
+}
+
+static void quiet(const gpumem_error *e, void *arg)
+{
+    (void)e;
+    (void)arg;
+}
+
 static int scenario(void)
 {
+    gpumem_set_error_handler(quiet, NULL);
     void *w[4];
     for (int i = 0; i < 4; i++)
         w[i] = load_weights();
     void *ws = make_peak();
     gpumem_free(ws);
+    gpumem_checkpoint();
+    if (ask_too_much())
+        return 1;
     for (int i = 0; i < 3; i++)
         if (!leak_cache())
             return 1;
