@@ -34,7 +34,12 @@ gpumem=$build/tools/gpumem
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
   git -C "$top" rev-parse HEAD || true
 } > "$out/machine.txt"
-"$gpumem" check --trace="$out/trace.json" --log-file="$out/check.txt" -- "$build/timeline_sample"
+status=0
+"$gpumem" check --trace="$out/trace.json" --log-file="$out/check.txt" -- "$build/timeline_sample" ||
+  status=$?
+echo "gpumem check exited with $status (the sample's own status; its leak is reported in check.txt)"
+cat "$out/check.txt"
+[ -s "$out/trace.json" ] || { echo "h200-run: no trace was written" >&2; exit 1; }
 if "$gpumem" report --help > /dev/null 2>&1; then
   "$gpumem" report --summary "$out/trace.json" | tee "$out/summary.txt"
   "$gpumem" report --html "$out/trace.json" -o "$out/timeline.html"
