@@ -153,16 +153,103 @@ static uint32_t track_index(loader *L, int kind, int device)
     return (uint32_t)t->ntracks++;
 }
 
-static int64_t ts_of(loader *L, json_t *e)
+static int64_t ns_of(loader *L, double us)
 {
-    json_t *v = json_object_get(e, "ts");
-    double us = json_is_real(v) ? json_real_value(v) : (double)json_integer_value(v);
     int64_t ns = (int64_t)llround(us * 1000.0);
     if (!L->have_t0) {
         L->t0 = ns;
         L->have_t0 = 1;
     }
     return ns - L->t0;
+}
+
+static int64_t ts_of(loader *L, json_t *e)
+{
+    json_t *v = json_object_get(e, "ts");
+    return ns_of(L, json_is_real(v) ? json_real_value(v) : (double)json_integer_value(v));
+}
+
+/* An allocation (ph 'b') or its release ('e'). Returns 0, or -1 when out of memory. */
+static int take_span(loader *L, char ph, int64_t ts, const char *cat, const char *name,
+                     const char *id_text, int64_t bytes, int device, uint64_t stack)
+{
+    report_trace *t = L->t;
+    int kind = kind_of(cat);
+    if (ts > L->t_last)
+        L->t_last = ts;
+    if (!id_text || !name || !kind || bytes <= 0)
+        return 0;
+    uint64_t id = strtoull(id_text, NULL, 16) + 1;
+    int found;
+    uint32_t *slot = map_slot(&L->alloc_map, id, &found);
+    if (!slot)
+        return -1;
+    uint32_t site = site_index(L, name, kind, stack);
+    uint32_t track = track_index(L, kind, device);
+    if (site == UINT32_MAX || track == UINT32_MAX)
+        return -1;
+    if (ph == 'b') {
+        if (!GROW(t->allocs, t->nallocs, L->allocs_cap))
+            return -1;
+        t->allocs[t->nallocs] = (report_alloc){site, track, bytes, ts, -1};
+        *slot = (uint32_t)t->nallocs++;
+    } else if (!found || t->allocs[*slot].t_release >= 0) {
+        /* A release without its allocation: a trace that began late. */
+        t->unmatched_releases++;
+        return 0;
+    } else {
+        t->allocs[*slot].t_release = ts;
+    }
+    if (!GROW(t->events, t->nevents, L->events_cap))
+        return -1;
+    t->events[t->nevents++] = (report_event){ts, ph == 'b' ? bytes : -bytes, site, track, *slot};
+    if (ph == 'b') {
+        t->sites[site].count++;
+        t->sites[site].total += (uint64_t)bytes;
+    }
+    return 0;
+}
+
+/* The text after "key" in line, or NULL. */
+static const char *after(const char *line, const char *key)
+{
+    const char *p = strstr(line, key);
+    return p ? p + strlen(key) : NULL;
+}
+
+/* A string value starting at p (just after its opening quote) into buf; NULL when too long. */
+static const char *string_at(const char *p, char *buf, size_t n)
+{
+    const char *q = p ? strchr(p, '"') : NULL;
+    if (!q || (size_t)(q - p) >= n)
+        return NULL;
+    memcpy(buf, p, (size_t)(q - p));
+    buf[q - p] = '\0';
+    return buf;
+}
+
+/* The allocation and release lines that gpumem writes (the bulk of a trace), read without a
+ * JSON parser: their keys come in a known order and, when the line has no backslash, no string
+ * holds a quote. Returns 1 when taken, 0 to leave the line to jansson, -1 out of memory. */
+static int take_fast(loader *L, const char *line)
+{
+    if (strncmp(line, "{\"ph\":\"", 7) != 0 || (line[7] != 'b' && line[7] != 'e') ||
+        line[8] != '"' || strchr(line, '\\'))
+        return 0;
+    char cat[32], name[1024], id[32];
+    const char *ts = after(line, ",\"ts\":");
+    const char *c = string_at(after(line, ",\"cat\":\""), cat, sizeof cat);
+    const char *nm = string_at(after(line, ",\"name\":\""), name, sizeof name);
+    const char *args = after(line, ",\"args\":{");
+    const char *i = string_at(after(line, ",\"id\":\""), id, sizeof id);
+    if (!ts || !c || !nm || !i || !args)
+        return 0;
+    const char *b = after(args, "\"bytes\":"), *d = after(args, "\"device\":");
+    const char *st = line[7] == 'b' ? after(args, "\"stack\":") : NULL;
+    if (!b || !d)
+        return 0;
+    return take_span(L, line[7], ns_of(L, strtod(ts, NULL)), c, nm, i, strtoll(b, NULL, 10),
+                     (int)strtol(d, NULL, 10), st ? strtoull(st, NULL, 10) : 0) == 0 ? 1 : -1;
 }
 
 static char *dup_or(const char *s, const char *fallback)
@@ -219,42 +306,12 @@ static int take_event(loader *L, json_t *e)
     if (ts > L->t_last)
         L->t_last = ts;
     if ((ph[0] == 'b' || ph[0] == 'e') && ph[1] == '\0') {
-        const char *id_text = json_string_value(json_object_get(e, "id"));
-        int kind = kind_of(json_string_value(json_object_get(e, "cat")));
-        int64_t bytes = json_integer_value(json_object_get(args, "bytes"));
-        int device = (int)json_integer_value(json_object_get(args, "device"));
-        if (!id_text || !kind || bytes <= 0)
-            return 0;
-        uint64_t id = strtoull(id_text, NULL, 16) + 1;
-        int found;
-        uint32_t *slot = map_slot(&L->alloc_map, id, &found);
-        if (!slot)
+        if (take_span(L, ph[0], ts, json_string_value(json_object_get(e, "cat")), name,
+                      json_string_value(json_object_get(e, "id")),
+                      json_integer_value(json_object_get(args, "bytes")),
+                      (int)json_integer_value(json_object_get(args, "device")),
+                      (uint64_t)json_integer_value(json_object_get(args, "stack"))) != 0)
             return -1;
-        uint32_t site = site_index(L, name, kind,
-                                   (uint64_t)json_integer_value(json_object_get(args, "stack")));
-        uint32_t track = track_index(L, kind, device);
-        if (site == UINT32_MAX || track == UINT32_MAX)
-            return -1;
-        if (ph[0] == 'b') {
-            if (!GROW(t->allocs, t->nallocs, L->allocs_cap))
-                return -1;
-            t->allocs[t->nallocs] = (report_alloc){site, track, bytes, ts, -1};
-            *slot = (uint32_t)t->nallocs++;
-        } else if (!found || t->allocs[*slot].t_release >= 0) {
-            /* A release without its allocation: a trace that began late. */
-            t->unmatched_releases++;
-            return 0;
-        } else {
-            t->allocs[*slot].t_release = ts;
-        }
-        if (!GROW(t->events, t->nevents, L->events_cap))
-            return -1;
-        t->events[t->nevents++] =
-            (report_event){ts, ph[0] == 'b' ? bytes : -bytes, site, track, *slot};
-        if (ph[0] == 'b') {
-            t->sites[site].count++;
-            t->sites[site].total += (uint64_t)bytes;
-        }
     } else if (ph[0] == 'i' && strcmp(name, "checkpoint") == 0) {
         if (!GROW(t->checkpoints, t->ncheckpoints, L->cp_cap))
             return -1;
@@ -381,6 +438,15 @@ int report_load(const char *path, report_trace *t, char *err, size_t errn)
             continue; /* counters: recomputed from the allocations */
         if (len > 0 && line[len - 1] == ',')
             line[--len] = '\0';
+        if (header && len > 2 && line[len - 1] == '}') {
+            int fast = take_fast(&L, line);
+            if (fast < 0) {
+                snprintf(err, errn, "out of memory reading %s (line %ld)", path, lineno);
+                goto out;
+            }
+            if (fast)
+                continue;
+        }
         json_error_t jerr;
         json_t *e = json_loads(line, 0, &jerr);
         if (!e) {
