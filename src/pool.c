@@ -452,6 +452,8 @@ static void *fail_alloc(const gpumem_pool *pool, size_t bytes, int err, int retr
     char where[256], size_text[32];
     const char *kind = gpumem_kind_name(pool->kind);
     int code = err == OVER_LIMIT || err == INJECTED ? GPUMEM_ENOMEM : gpumem__status_from_cuda(err);
+    gpumem__trace_failed(pool->kind, bytes, pool->device, site, 0, code,
+                         err == OVER_LIMIT || err == INJECTED ? 0 : err);
     gpumem_error *e = gpumem__err_begin(code, "gpumem_pool_alloc", site);
     e->requested = bytes;
     if (err != OVER_LIMIT && err != INJECTED)

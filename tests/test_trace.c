@@ -228,7 +228,8 @@ static void test_fork_without_exec(void)
     json_decref(t.root);
 }
 
-/* Pool blocks are allocations like the others, released through gpumem_free. */
+/* Pool blocks are allocations like the others, released through gpumem_free; a request the
+ * pool cannot serve is a failed allocation. */
 static void pooled(void)
 {
     gpumem_pool *pool = gpumem_pool_create(GPUMEM_KIND_DEVICE, 0, NULL);
@@ -238,6 +239,9 @@ static void pooled(void)
         _exit(3);
     gpumem_free(a);
     gpumem_free(b);
+    gpumem_set_error_handler(quiet, NULL);
+    if (gpumem_pool_alloc(pool, 1, (size_t)1 << 50, NULL)) /* more than the device has */
+        _exit(3);
     gpumem_pool_destroy(pool);
     exit(0);
 }
@@ -253,6 +257,7 @@ static void test_pool_blocks(void)
     EXPECT_EQ(t.alloc_bytes[GPUMEM_KIND_DEVICE], 4000);
     EXPECT_EQ(t.releases[GPUMEM_KIND_DEVICE], 2);
     EXPECT_EQ(t.last_counter[GPUMEM_KIND_DEVICE], 0);
+    EXPECT_EQ(t.failed, 1);
     json_decref(t.root);
 }
 
