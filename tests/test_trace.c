@@ -165,6 +165,40 @@ static void test_many_batches(void)
     json_decref(t.root);
 }
 
+/* Threads that record at once, fill several buffers each and end before the process does: every
+ * event arrives, in order per allocation, and the counter ends at zero. */
+static void *churn(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 3000; i++)
+        gpumem_free(gpumem_device_alloc(1, 512));
+    return NULL;
+}
+
+static void threads(void)
+{
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, churn, NULL);
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    exit(0);
+}
+
+static void test_threads(void)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/threads.json", dir);
+    ASSERT_EQ(run_child(threads, path, NULL), 0);
+    trace_read_t t;
+    ASSERT_EQ(trace_read(path, &t), 0);
+    EXPECT_EQ(t.allocs[GPUMEM_KIND_DEVICE], 12000);
+    EXPECT_EQ(t.releases[GPUMEM_KIND_DEVICE], 12000);
+    EXPECT_EQ(json_integer_value(json_object_get(t.end, "events")), 24000);
+    EXPECT_EQ(json_integer_value(json_object_get(t.end, "dropped")), 0);
+    json_decref(t.root);
+}
+
 static void read_file(const char *path, char *buf, size_t n)
 {
     buf[0] = '\0';
@@ -288,6 +322,7 @@ int main(void)
         return 1;
     RUN(test_scripted_program);
     RUN(test_many_batches);
+    RUN(test_threads);
     RUN(test_unwritable_file);
     RUN(test_full_disk);
     RUN(test_pid_in_path);
