@@ -401,7 +401,11 @@ int report_load(const char *path, report_trace *t, char *err, size_t errn)
     memset(t, 0, sizeof *t);
     FILE *f = fopen(path, "r");
     if (!f) {
-        snprintf(err, errn, "cannot read the trace %s: %s", path, strerror(errno));
+        int e = errno;
+        snprintf(err, errn, "cannot read the trace %s: %s%s", path, strerror(e),
+                 e == ENOENT ? " (a program writes its trace once it first allocates through "
+                               "gpumem or, under gpumem check, uses CUDA)"
+                             : "");
         return -1;
     }
     loader L = {.t = t};
