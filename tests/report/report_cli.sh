@@ -54,6 +54,20 @@ head -n 9 "$tmp/t.json" > "$tmp/cut.json"
 sed -n 10p "$tmp/t.json" | cut -c 1-30 >> "$tmp/cut.json"
 expect 0 "warning: $tmp/cut.json ends early" --summary "$tmp/cut.json"
 expect 0 "the trace ends early" --summary "$tmp/cut.json"
+# Cut anywhere: read what there is, or refuse with a message; never crash.
+size=$(wc -c < "$tmp/t.json")
+for off in 1 30 60 90 150 300 500 800 1200 1700 2300 3000 3800 4700 5600 6600; do
+  [ "$off" -lt "$size" ] || continue
+  head -c "$off" "$tmp/t.json" > "$tmp/cut-$off.json"
+  out=$("$gpumem" report --summary "$tmp/cut-$off.json" 2>&1)
+  got=$?
+  if [ "$got" -gt 1 ] || ! printf '%s\n' "$out" | grep -q -E "ends early|error: .*cut-$off.json"; then
+    echo "FAIL: the trace cut at byte $off: status $got, output:"
+    printf '%s\n' "$out"
+    fails=$((fails + 1))
+  fi
+done
+echo "ok   traces cut at 16 places are read or refused with a message"
 # Damaged in the middle: an error, with the line.
 { head -n 5 "$tmp/t.json"; echo '{"ph":"b", garbage'; tail -n +6 "$tmp/t.json"; } > "$tmp/bad.json"
 expect 1 "error: $tmp/bad.json:6: not a JSON event" --summary "$tmp/bad.json"
