@@ -75,6 +75,17 @@ expect 1 "error: $tmp/bad.json:6: not a JSON event" --summary "$tmp/bad.json"
 expect 1 "error: cannot write $tmp/no/such/dir.html" --html "$tmp/t.json" -o "$tmp/no/such/dir.html"
 expect 1 "error: writing /dev/full failed" --html "$tmp/t.json" -o /dev/full
 
+# gpumem check --trace into a folder that does not exist: refused before the program runs.
+out=$("$gpumem" check --trace="$tmp/no/such/t.json" -- true 2>&1)
+got=$?
+if [ "$got" -ne 2 ] || ! printf '%s\n' "$out" | grep -q "gpumem check: error: --trace=$tmp/no/such/t.json cannot be written: $tmp/no/such: No such file or directory"; then
+  echo "FAIL: gpumem check --trace into a missing folder: status $got, output:"
+  printf '%s\n' "$out"
+  fails=$((fails + 1))
+else
+  echo "ok   gpumem check --trace into a missing folder is refused"
+fi
+
 # Usage.
 expect 2 "say what to make" 
 expect 2 "what should be made of '$tmp/t.json'\? say --html" "$tmp/t.json"

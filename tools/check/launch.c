@@ -251,6 +251,19 @@ int gpumem_check_main(int argc, char **argv)
 #undef IS
     }
     check_supp_clear();
+    if (trace) { /* a trace that cannot be written is found out before the program runs */
+        char folder[PATH_MAX * 2];
+        snprintf(folder, sizeof folder, "%s", trace);
+        char *slash = strrchr(folder, '/');
+        if (slash)
+            *(slash == folder ? slash + 1 : slash) = '\0';
+        if (access(folder, W_OK | X_OK) != 0) {
+            free(supp);
+            fprintf(stderr, "gpumem check: error: --trace=%s cannot be written: %s: %s\n",
+                    trace, folder, strerror(errno));
+            return 2;
+        }
+    }
     if (i >= argc) {
         free(supp);
         return bad_usage("%s", "no PROGRAM to run (gpumem check [options] -- PROGRAM [ARGS...])");
