@@ -9,6 +9,8 @@
 #   timeline.png   its screenshot, where Chromium is installed (else: bench/timeline/screenshot.sh
 #                  timeline.html timeline.png on a machine that has it)
 #   machine.txt    date, GPU, driver, commit
+#   bench_trace.txt  what recording costs per allocation + release pair on this machine
+#   ctest.txt      the gpu test of gpumem check --trace (report_check_trace_gpu)
 # Optional libraries: .dev/deps from scripts/gpu-deps is used when present (jansson is needed
 # for gpumem report; without it the trace is still written).
 #   bench/timeline/h200-run.sh [BUILD_DIR]      (default build-timeline)
@@ -25,7 +27,8 @@ if [ -d "$deps" ]; then
 fi
 cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUMEM_BUILD_LINT=OFF \
   "${cmake_extra[@]}" > "$out/cmake.txt"
-cmake --build "$build" -j"$(nproc)" --target gpumem_tool > "$out/build.txt"
+cmake --build "$build" -j"$(nproc)" --target gpumem_tool bench_trace > "$out/build.txt"
+cmake --build "$build" -j"$(nproc)" --target check_leak_pinned_static >> "$out/build.txt" 2>&1 || true
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 "$nvcc" -O2 -g -lineinfo -o "$build/timeline_sample" "$top/bench/timeline/sample.cu"
 gpumem=$build/tools/gpumem
@@ -50,4 +53,7 @@ else
   echo "h200-run: gpumem report was not built (no jansson); make the summary and the page" \
        "from $out/trace.json on a machine that has it" >&2
 fi
+"$build/bench/bench_trace" | tee "$out/bench_trace.txt" || true
+(cd "$build" && ctest -R report_check_trace_gpu --output-on-failure) > "$out/ctest.txt" 2>&1 || true
+tail -3 "$out/ctest.txt"
 ls -la "$out"
