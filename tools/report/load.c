@@ -347,7 +347,8 @@ static int by_time(const void *a, const void *b)
 /* Live bytes over time: site and track peaks, the overall peak and what was live then. */
 static void analyse(report_trace *t)
 {
-    qsort(t->events, t->nevents, sizeof *t->events, by_time);
+    if (t->nevents)
+        qsort(t->events, t->nevents, sizeof *t->events, by_time);
     int64_t total = 0;
     t->peak_bytes = 0;
     t->peak_t = 0;
