@@ -102,6 +102,23 @@ static int is_choice(const char *choices, const char *text)
     return 0;
 }
 
+/* "a|b|c" as "a, b or c". */
+static void choice_list(const char *choices, char *out, size_t n)
+{
+    size_t o = 0;
+    out[0] = '\0';
+    for (const char *c = choices; *c && o + 1 < n;) {
+        const char *end = strchr(c, '|');
+        size_t len = end ? (size_t)(end - c) : strlen(c);
+        const char *sep = !end ? "" : strchr(end + 1, '|') ? ", " : " or ";
+        int w = snprintf(out + o, n - o, "%.*s%s", (int)len, c, sep);
+        if (w < 0 || (size_t)w >= n - o)
+            break;
+        o += (size_t)w;
+        c = end ? end + 1 : c + len;
+    }
+}
+
 /* Parses text for option id into numbers[id]; returns 0, or -1 with what was expected. */
 static int parse_value(int id, const char *text, const char **expected)
 {
@@ -118,7 +135,7 @@ static int parse_value(int id, const char *text, const char **expected)
         *expected = "a number, optionally with a unit such as 16MiB or 4GB";
         return gpumem__parse_size(text, &numbers[id]);
     case OT_CHOICE:
-        snprintf(choice_text, sizeof choice_text, "one of %s", defs[id].choices);
+        choice_list(defs[id].choices, choice_text, sizeof choice_text);
         *expected = choice_text;
         return is_choice(defs[id].choices, text) ? 0 : -1;
     case OT_PATH:
