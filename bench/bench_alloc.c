@@ -416,7 +416,7 @@ int main(int argc, char **argv)
 
     printf("\n%s gpumem alloc+free vs the raw pair, medians:", use_sim
                ? "Simulated device (not a GPU figure, no target applies):"
-               : "Target (issue 2): within 1 %;");
+               : "Target: within 1 %;");
     for (size_t i = 0; i < nsummary; i++)
         printf("%s %s", i ? "," : "", summary[i]);
     printf("%s\n", use_sim ? "." : all_met ? ". Met." : ". NOT met.");
