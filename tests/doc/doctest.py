@@ -13,10 +13,12 @@ marker line (blank lines may come between):
 
 In the block, each line that starts with "$ " is a command (run with sh from a scratch
 folder); the lines up to the next command are what it prints (stdout and stderr together).
-Marker words after "doc-test:" change the comparison:
+A line "..." among the shown lines stands for any number of lines of output. Marker words
+after "doc-test:" change the comparison:
 
     excerpt    the shown lines must appear, in order and together, in the output (the page
-               shows part of a long output); without it the output must be exactly the lines
+               shows part of a long output), as if "..." began and ended them; without it the
+               output must be exactly the lines
     no-driver  the block shows what happens without the NVIDIA driver: it is skipped on a
                machine where libcuda.so.1 loads
 
@@ -129,9 +131,34 @@ def masker(src, build, scratch):
     return mask
 
 
-def contains(hay, needle):
-    n = len(needle)
-    return any(hay[i:i + n] == needle for i in range(len(hay) - n + 1)) if n else True
+def matches(got, want, excerpt):
+    """Whether got is want, where a line "..." in want stands for any lines (an excerpt has
+    one at each end)."""
+    chunks, cur = [], []
+    for line in want:
+        if line == "...":
+            chunks.append(cur)
+            cur = []
+        else:
+            cur.append(line)
+    chunks.append(cur)
+    if excerpt:
+        chunks = [[]] + chunks + [[]]
+    if len(chunks) == 1:
+        return got == want
+    first, last = chunks[0], chunks[-1]
+    if got[:len(first)] != first or len(got) < len(first) + len(last):
+        return False
+    if last and got[len(got) - len(last):] != last:
+        return False
+    pos, end = len(first), len(got) - len(last)
+    for chunk in chunks[1:-1]:
+        n = len(chunk)
+        at = next((i for i in range(pos, end - n + 1) if got[i:i + n] == chunk), None)
+        if at is None:
+            return False
+        pos = at + n
+    return True
 
 
 def scratch_folder(src, build, prog):
@@ -195,7 +222,7 @@ def main(argv):
                                          stderr=subprocess.STDOUT, timeout=120)
                     got = mask(run.stdout.decode("utf-8", "replace").split("\n"))
                     want = mask(shown)
-                    ok = contains(got, want) if "excerpt" in words else got == want
+                    ok = matches(got, want, "excerpt" in words)
                     if ok:
                         print("ok   %s:%d: $ %s" % (rel, line, cmd))
                         continue
