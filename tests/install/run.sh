@@ -48,6 +48,20 @@ if ! ldconfig -p | grep -q 'libcuda\.so\.1 '; then
   echo "$results" | grep -q "consumer_checked .*Skipped" || { echo "no GPU, yet consumer_checked was not skipped"; exit 1; }
 fi
 
+# docs/ci.md's CTest recipe, as the page shows it: it builds, lists its tests with the command
+# lines its comments give, and runs them (the check tests are skipped without a GPU).
+recipes=$work/recipes
+python3 "$src/tests/ci/ci_recipes.py" extract "$src/docs/ci.md" "$recipes"
+cmake -S "$recipes" -B "$recipes/build" -DCMAKE_PREFIX_PATH="$prefix" -DCUDAToolkit_ROOT="$cuda" >/dev/null
+cmake --build "$recipes/build" >/dev/null
+listing=$(cd "$recipes/build" && ctest -N -V)
+for want in "$prefix/bin/gpumem \"check\" \"--error-exitcode=99\" \"--\" \"$recipes/build/app\" \"--small\"" \
+            "$prefix/bin/gpumem \"check\" \"--error-exitcode=42\" \"-q\" \"--leak-check=summary\" \"--\" \"$recipes/build/app\" \"--small\"" \
+            "$prefix/bin/gpumem \"--version\""; do
+  [[ $listing == *"$want"* ]] || { echo "docs/ci.md's recipe: no test runs $want:"; echo "$listing"; exit 1; }
+done
+(cd "$recipes/build" && ctest --output-on-failure >/dev/null) || { echo "docs/ci.md's recipe: ctest failed"; exit 1; }
+
 pc_dir=$(dirname "$(ls "$prefix"/lib*/pkgconfig/gpumem.pc)")
 export PKG_CONFIG_PATH=$pc_dir
 # The README's command for a prefix outside the loader's path.
