@@ -53,7 +53,7 @@ expect 2 "--error-exitcode takes a number from 0 to 255, not '300'" -- --error-e
 expect 2 "--error-exitcode takes a number from 0 to 255, not 'x'" -- --error-exitcode=x -- true
 expect 2 "--gen-suppressions takes no or yes" -- --gen-suppressions=maybe -- true
 expect 2 "--log-file needs a path" -- --log-file= -- true
-expect 2 "bad.supp:3: unknown finding kind after gpumem:" -- --suppressions="$tmp/bad.supp" -- true
+expect 2 "bad.supp:3: unknown finding kind after gpumem: 'leek'; did you mean gpumem:leak?" -- --suppressions="$tmp/bad.supp" -- true
 expect 2 "cannot read the suppression file" -- --suppressions="$tmp/none.supp" -- true
 expect 0 "true used no CUDA" -- --suppressions="$tmp/good.supp" -- true
 expect 3 "sh used no CUDA" -- -- sh -c 'exit 3'

@@ -17,8 +17,6 @@ import subprocess
 import sys
 import tempfile
 
-import yaml
-
 MARK = re.compile(r"^<!--\s*recipe:\s*([\w.\-]+)\s*-->\s*$")
 
 
@@ -105,6 +103,7 @@ def main(argv):
     if len(argv) not in (5, 6) or argv[1] != "check":
         print(__doc__, file=sys.stderr)
         return 2
+    import yaml  # python3-yaml; `extract` works without it
     page, hooks_path, gpumem = argv[2], argv[3], os.path.abspath(argv[4])
     sample = argv[5] if len(argv) == 6 else None
     r = recipes(page)
