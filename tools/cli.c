@@ -60,17 +60,10 @@ static int unknown_option(cli *c, const char *arg, size_t len)
 
 static int operand(cli *c, const char *a)
 {
-    switch (c->cmd->operands) {
-    case CLI_STOP_OPERAND:
+    if (c->cmd->operands == CLI_STOP_OPERAND)
         return CLI_DONE;
-    case CLI_MIXED_OPERANDS:
-        c->next++;
-        c->value = a;
-        return CLI_OPERAND;
-    default:
-        return fail(c, cli_usage_error(c, "unexpected argument '%s' (gpumem %s takes options only)",
-                                       a, c->cmd->name));
-    }
+    return fail(c, cli_usage_error(c, "unexpected argument '%s' (gpumem %s takes options only)", a,
+                                   c->cmd->name));
 }
 
 int cli_next(cli *c)

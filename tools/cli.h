@@ -41,9 +41,8 @@ typedef struct {
 } cli_opt;
 
 typedef enum {
-    CLI_NO_OPERANDS,   /* options only (bench, info) */
-    CLI_STOP_OPERAND,  /* the first operand ends the options: it and the rest are a command */
-    CLI_MIXED_OPERANDS /* operands between options, each returned as CLI_OPERAND */
+    CLI_NO_OPERANDS, /* options only (bench, info) */
+    CLI_STOP_OPERAND /* the first operand ends the options: it and the rest are a command */
 } cli_operands;
 
 typedef struct {
@@ -56,14 +55,14 @@ typedef struct {
 
 #define CLI_COUNT(table) (sizeof(table) / sizeof *(table))
 
-enum { CLI_DONE = -1, CLI_EXIT = -2, CLI_OPERAND = -3 };
+enum { CLI_DONE = -1, CLI_EXIT = -2 };
 
 typedef struct {
     const cli_cmd *cmd;
     int argc;
     char **argv;
     int next;          /* index in argv of what is read next; at CLI_DONE, the first operand */
-    const char *value; /* the option's value (NULL for a flag), or the operand */
+    const char *value; /* the option's value (NULL for a flag) */
     const char *opt;   /* the option's name from the table, for messages */
     int status;        /* at CLI_EXIT: the exit status */
     int only_operands; /* after `--` */
