@@ -88,11 +88,13 @@ fi
 
 # Usage.
 expect 2 "say what to make" 
-expect 2 "what should be made of '$tmp/t.json'\? say --html" "$tmp/t.json"
+expect 2 "unexpected argument '$tmp/t.json' \(gpumem report takes options only\)" "$tmp/t.json"
 expect 2 "--html needs -o FILE.html" --html "$tmp/t.json"
 expect 2 "separate runs" --html "$tmp/t.json" --summary "$tmp/t.json" -o x.html
 expect 2 "--summary needs a value" --summary
-expect 2 "unknown argument '--frob'" --frob
+expect 2 "unknown option '--frob'" --frob
+expect 2 "did you mean --summary" --sumary "$tmp/t.json"
+expect 0 "^peak: 12\.0 MiB" --summary="$tmp/t.json"
 expect 2 "--top takes a number" --summary "$tmp/t.json" --top 0
 [ "$fails" -eq 0 ] && echo "report_cli: all checks passed"
 exit $((fails > 0))

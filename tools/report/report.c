@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "gpumem.h"
 #include "tool.h"
 
@@ -19,26 +20,19 @@ static void usage(FILE *out)
             "program) wrote. The trace itself also opens in https://ui.perfetto.dev and\n"
             "chrome://tracing.\n"
             "\n"
-            "options:\n"
-            "  --html TRACE      write one HTML file (no network needed) that a browser opens\n"
-            "                    from disk: live memory over time stacked by call site, a track\n"
-            "                    per memory kind and device, the peak and what was live then,\n"
-            "                    hover, click and drag to zoom, and a table of the largest sites\n"
-            "  -o, --output FILE where --html writes (required with --html)\n"
-            "  --summary TRACE   print the peak, the call sites live at the peak and what was\n"
-            "                    still live at the end, as text (for terminals and CI logs)\n"
-            "  --top N           call sites to list in the summary (default 10)\n"
-            "  --help\n"
+            "options (each as --opt VALUE or --opt=VALUE):\n"
+            "  --html=TRACE        write one HTML file (no network needed) that a browser opens\n"
+            "                      from disk: live memory over time stacked by call site, a\n"
+            "                      track per memory kind and device, the peak and what was live\n"
+            "                      then, hover, click and drag to zoom, the largest call sites\n"
+            "  -o, --output=FILE   where --html writes (required with --html)\n"
+            "  --summary=TRACE     print the peak, the call sites live at the peak and what was\n"
+            "                      still live at the end, as text (for terminals and CI logs)\n"
+            "  --top=N             call sites to list in the summary (default 10)\n"
+            "  -h, --help, --version\n"
             "\n"
             "exit status: 0 done; 1 the trace cannot be read or the output cannot be written;\n"
             "2 usage error.\n");
-}
-
-static int bad_usage(const char *what)
-{
-    fprintf(stderr, "gpumem report: error: %s\n(`gpumem report --help` describes the options)\n",
-            what);
-    return 2;
 }
 
 /* "12.345 ms": ns in the unit that suits it. */
@@ -144,53 +138,45 @@ int gpumem_report_main(int argc, char **argv)
 {
     const char *html = NULL, *summary = NULL, *output = NULL;
     int top = 10;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *eq = strchr(a, '=');
-        size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
-#define IS(name) (nlen == strlen(name) && strncmp(a, name, nlen) == 0)
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            return 0;
+    enum { OPT_HTML, OPT_SUMMARY, OPT_OUTPUT, OPT_TOP };
+    static const cli_opt opts[] = {{"--html", 0, CLI_VALUE, OPT_HTML},
+                                   {"--summary", 0, CLI_VALUE, OPT_SUMMARY},
+                                   {"--output", 'o', CLI_VALUE, OPT_OUTPUT},
+                                   {"--top", 0, CLI_VALUE, OPT_TOP}};
+    static const cli_cmd cmd = {"report", opts, CLI_COUNT(opts), usage, CLI_NO_OPERANDS};
+    cli c;
+    cli_start(&c, &cmd, argc, argv);
+    for (int id; (id = cli_next(&c)) != CLI_DONE;) {
+        const char *v = c.value;
+        switch (id) {
+        case CLI_EXIT:
+            return c.status;
+        case OPT_HTML:
+        case OPT_SUMMARY:
+        case OPT_OUTPUT:
+            if (!*v)
+                return cli_usage_error(&c, "%s needs a path", c.opt);
+            *(id == OPT_HTML ? &html : id == OPT_SUMMARY ? &summary : &output) = v;
+            break;
+        case OPT_TOP: {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (!*v || *end || n < 1 || n > 100000)
+                return cli_usage_error(&c, "--top takes a number from 1 to 100000, not '%s'", v);
+            top = (int)n;
+            break;
         }
-        const char **slot = IS("--html") ? &html : IS("--summary") ? &summary
-                            : IS("-o") || IS("--output") ? &output : NULL;
-        if (slot || IS("--top")) {
-            const char *v = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
-            if (!v || !*v) {
-                char msg[128];
-                snprintf(msg, sizeof msg, "%.*s needs a value", (int)nlen, a);
-                return bad_usage(msg);
-            }
-            if (slot) {
-                *slot = v;
-            } else {
-                char *end;
-                long n = strtol(v, &end, 10);
-                if (*end || n < 1 || n > 100000)
-                    return bad_usage("--top takes a number from 1 up");
-                top = (int)n;
-            }
-        } else if (a[0] != '-') {
-            char msg[600];
-            snprintf(msg, sizeof msg, "what should be made of '%s'? say --html %s -o FILE.html, "
-                                      "or --summary %s", a, a, a);
-            return bad_usage(msg);
-        } else {
-            char msg[512];
-            snprintf(msg, sizeof msg, "unknown argument '%s'", a);
-            return bad_usage(msg);
         }
-#undef IS
     }
     if (!html && !summary)
-        return bad_usage("say what to make: --html TRACE -o FILE.html, or --summary TRACE");
+        return cli_usage_error(&c, "%s",
+                               "say what to make: --html TRACE -o FILE.html, or --summary TRACE");
     if (html && summary)
-        return bad_usage("--html and --summary are separate runs; give one of them");
+        return cli_usage_error(&c, "%s", "--html and --summary are separate runs; give one of them");
     if (html && !output)
-        return bad_usage("--html needs -o FILE.html, the file to write");
+        return cli_usage_error(&c, "%s", "--html needs -o FILE.html, the file to write");
     if (!html && output)
-        return bad_usage("-o goes with --html");
+        return cli_usage_error(&c, "%s", "-o goes with --html");
 
     report_trace t;
     char err[1024];
