@@ -49,7 +49,10 @@
     X(COPY_SLOT_BYTES, SIZE, "", "16MiB", "bytes of each pinned staging slot of gpumem_copy")    \
     X(COPY_SLOTS, SIZE, "", "4", "pinned staging slots per device and direction (2 to 64)")      \
     X(COPY_THREADS, SIZE, "", "0",                                                               \
-      "threads that fill and drain staging slots, the caller included (0: one a core, up to 16)")
+      "threads that fill and drain staging slots, the caller included (0: one a core, up to 16)") \
+    X(TRACE, TEXT, "", "",                                                                       \
+      "record every allocation, release, checkpoint and failed allocation to this file (Chrome " \
+      "trace JSON for Perfetto and gpumem report); %p is the process id")
 
 enum {
 #define GPUMEM__OPTION_ENUM(name, type, choices, def, help) GPUMEM__OPT_##name,
@@ -66,6 +69,10 @@ int gpumem__opt_bool(int id);
 /* Parsers, exposed for tests: return 0 on success, -1 on malformed text. */
 int gpumem__parse_size(const char *text, uint64_t *out);
 int gpumem__parse_bool(const char *text, int *out);
+/* The candidate closest to NAME (its first NAME_LEN characters), ignoring case, if at most
+ * MAX_DISTANCE edits away, else NULL: the "did you mean" of options, commands and keys. */
+const char *gpumem__suggest(const char *name, size_t name_len, const char *const *candidates,
+                            size_t count, size_t max_distance);
 
 /* ---- init.c: lazy initialization and the backend in use ---- */
 extern const gpumem__backend *gpumem__be;       /* valid once gpumem__ready() returned 0 */
