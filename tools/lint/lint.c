@@ -84,7 +84,7 @@ static void usage(FILE *out)
         "\n"
         "Exit status: 0 clean, 1 findings at or above --fail-on, 2 usage error, 3 something\n"
         "was not analyzed (a unit that does not compile, a timeout, a skipped file, no source\n"
-        "found), 4 clang-22 or the analyzer plugin is not installed.\n"
+        "found), 77 clang-22 or the analyzer plugin is not installed (cannot run here).\n"
         "Example: gpumem lint -p build --format=sarif -o lint.sarif src/\n",
         out);
 }

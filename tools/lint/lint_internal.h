@@ -19,7 +19,8 @@ enum lint_status {
     LINT_EXIT_USAGE = 2,      /* bad option, value, path, config, database or report file */
     LINT_EXIT_INCOMPLETE = 3, /* something was not analyzed (parse error, timeout, skipped
                                  file, no source found): the findings may be incomplete */
-    LINT_EXIT_NO_ANALYZER = 4 /* clang-22 or the gpumem analyzer plugin is not installed */
+    LINT_EXIT_NO_ANALYZER = 77 /* cannot run here: clang-22 or the gpumem analyzer plugin is not
+                                  installed (77, as every gpumem command that cannot run here) */
 };
 
 /** Stable rule ids: the index is GMxxx minus one. Never renumber. */

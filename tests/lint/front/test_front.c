@@ -284,18 +284,18 @@ static void test_exit_statuses(void)
     EXPECT_CONTAINS(r.out, "note: alignment not provable [GM003]");
     /* Missing analyzer: status 4 and what to install. */
     lint_bare("--no-config", "--clang=/nonexistent/clang++-22", "clean.cu", NULL);
-    EXPECT_EQ(r.rc, 4);
+    EXPECT_EQ(r.rc, 77);
     EXPECT_CONTAINS(r.err, "apt-get install clang-22 libclang-22-dev");
     char opt[600];
     snprintf(opt, sizeof opt, "--clang=%s", fake);
     lint_bare("--no-config", opt, "--analyzer-plugin=/nonexistent/gpumem-analyzer.so",
               "clean.cu", NULL);
-    EXPECT_EQ(r.rc, 4);
+    EXPECT_EQ(r.rc, 77);
     EXPECT_CONTAINS(r.err, "gpumem-analyzer.so");
     EXPECT_CONTAINS(r.err, "apt-get install clang-22 libclang-22-dev");
     write_file("noplugin.cu", "// FAKE: noplugin\n");
     lint("--no-config", "noplugin.cu", NULL);
-    EXPECT_EQ(r.rc, 4);
+    EXPECT_EQ(r.rc, 77);
     EXPECT_CONTAINS(r.err, "could not load the analyzer plugin");
 }
 
