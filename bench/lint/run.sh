@@ -6,7 +6,8 @@
 #        analyzer/gpumem-analyzer.so /work/shared/corpus/rodinia)
 #   LINT    build/tools/gpumem (then `lint` is added) or a gpumem-lint-dev binary
 #   PLUGIN  gpumem-analyzer.so
-# Prints one line per measurement: what, units, seconds; and the load average before each.
+# Prints one line per measurement (wall, user and sys seconds) and the load average before
+# each; JOBS="1 2" (the default) picks the -j values.
 # The baseline runs the commands `gpumem lint --print-commands` prints, less the plugin's
 # arguments (-load, -analyzer-checker=gpumem..., -analyzer-disable-checker and checker options),
 # one at a time or two at a time, as gpumem lint -j1 and -j2 do.
@@ -38,19 +39,22 @@ while IFS= read -r line; do
   }'
 done < "$work/gpumem.cmds" > "$work/clang.cmds"
 
-run_clang() { # JOBS
-  xargs -P "$1" -I{} sh -c '{} >/dev/null 2>&1 || true' < "$work/clang.cmds"
+# One measurement: wall seconds, and the CPU seconds of the command and its children (the
+# analyzer processes), which a machine shared with other work disturbs less than the wall.
+measure() { # WHAT COMMAND...
+  what=$1
+  shift
+  echo "load average before: $(load)"
+  /usr/bin/time -f "$what: %e s wall, %U s user, %S s sys" "$@" > /dev/null 2> "$work/time" || true
+  tail -1 "$work/time"
 }
 
-for round in 1 2; do
-  for j in 1 2; do
-    echo "load $(load)"
-    t0=$(now); run_clang "$j"; t1=$(now)
-    echo "clang --analyze (default checkers) -j$j: $units units, $(echo "$t1 - $t0" | bc) s"
-    echo "load $(load)"
-    t0=$(now)
-    $cmd --no-config -q --analyzer-plugin="$plugin" -j"$j" --fail-on=never "$@" > /dev/null 2>&1 || true
-    t1=$(now)
-    echo "gpumem lint -j$j: $units units, $(echo "$t1 - $t0" | bc) s"
-  done
+for j in ${JOBS:-1 2}; do
+  measure "clang --analyze (default checkers) -j$j, $units units" \
+    xargs -P "$j" -I{} sh -c '{} >/dev/null 2>&1 || true' < "$work/clang.cmds"
+  measure "gpumem lint -j$j, $units units" \
+    $cmd --no-config -q --analyzer-plugin="$plugin" -j"$j" --fail-on=never "$@"
 done
+$cmd --no-config -q --analyzer-plugin="$plugin" -j2 --fail-on=never --format=json "$@" \
+  2>/dev/null | grep -E '"(files|notAnalyzed|warnings)":' | tr -d ' ,' | tr '\n' ' '
+echo
