@@ -10,14 +10,21 @@
  * line with a `gpumem-lint: ignore[GMxxx]` comment is suppressed, as `gpumem lint` does; two
  * findings of one rule on one line (two allocations that leak at one exit) count once.
  *
+ * With --gpumem-lint GPUMEM (the `gpumem` command), each file goes through
+ * `gpumem lint --format=json` instead, so that the product's path (its flags, suppressions,
+ * merging) is what is measured; its findings are read with jansson.
+ *
  * usage: lint_test_corpus --clang CLANGXX --clang-c CLANG --plugin SO --include DIR
- *                         CORPUS_DIR SAMPLES_DIR
+ *                         [--gpumem-lint GPUMEM] CORPUS_DIR SAMPLES_DIR
  * Exit status 0 when every rule reaches 95 % precision and 95 % recall, 1 otherwise. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef LINT_TEST_HAVE_JANSSON
+#include <jansson.h>
+#endif
 
 #define MAX_RULES 12
 #define MAX_EXPECT 512
@@ -43,6 +50,7 @@ struct options {
     const char *clang_c;
     const char *plugin;
     const char *include;
+    const char *gpumem; /* `gpumem`, to run `gpumem lint`; NULL: clang directly */
 };
 
 static int tp[MAX_RULES], fp[MAX_RULES], fn[MAX_RULES];
@@ -104,6 +112,59 @@ static int read_expectations(const char *path, struct expectation *out, int max,
     return n;
 }
 
+/* Counts one finding against the expectations of its file. */
+static void count(const char *path, int line, int rule, const int *rules, struct expectation *exp,
+                  int nexp, const char *what) {
+    if (!rule || !rules[rule] || line <= 0 || line >= MAX_LINES)
+        return;
+    if ((suppressed[line] | counted[line]) & (1u << rule))
+        return;
+    counted[line] |= 1u << rule;
+    for (int i = 0; i < nexp; i++)
+        if (exp[i].line == line && exp[i].rule == rule && !exp[i].found) {
+            exp[i].found = 1;
+            tp[rule]++;
+            return;
+        }
+    fp[rule]++;
+    printf("false positive: %s:%d: GM%03d %s\n", path, line, rule, what);
+}
+
+#ifdef LINT_TEST_HAVE_JANSSON
+/* Runs `gpumem lint --format=json` on one file and counts its findings. */
+static void analyze_product(const struct options *o, const char *path, const char *dir,
+                            struct expectation *exp, int nexp, const int *rules) {
+    char cmd[16384 + 512];
+    snprintf(cmd, sizeof cmd,
+             "'%s' lint --no-config --format=json --fail-on never -q --analyzer-plugin '%s' "
+             "'%s' -- -I'%s' -I'%s'",
+             o->gpumem, o->plugin, path, dir, o->include);
+    FILE *p = popen(cmd, "r");
+    if (!p) {
+        perror("popen");
+        exit(2);
+    }
+    json_error_t err;
+    json_t *report = json_loadf(p, 0, &err);
+    int status = pclose(p);
+    if (!report || status != 0) {
+        fprintf(stderr, "lint_test_corpus: gpumem lint failed on %s (status %d): %s\n", path,
+                status, report ? "" : err.text);
+        exit(2);
+    }
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(report, "findings"), i, f) {
+        const char *rule = json_string_value(json_object_get(f, "rule"));
+        int line = (int)json_integer_value(json_object_get(f, "line"));
+        const char *msg = json_string_value(json_object_get(f, "message"));
+        count(path, line, rule && strncmp(rule, "GM", 2) == 0 ? atoi(rule + 2) : 0, rules, exp,
+              nexp, msg ? msg : "");
+    }
+    json_decref(report);
+}
+#endif
+
 /* Runs the analyzer on one file; counts each gpumem warning against the expectations. */
 static void analyze(const struct options *o, const char *path, struct expectation *exp,
                     int nexp, const int *rules) {
@@ -125,6 +186,12 @@ static void analyze(const struct options *o, const char *path, struct expectatio
         *slash = '\0';
     else
         snprintf(dir, sizeof dir, ".");
+#ifdef LINT_TEST_HAVE_JANSSON
+    if (o->gpumem) {
+        analyze_product(o, path, dir, exp, nexp, rules);
+        goto missed;
+    }
+#endif
     char cmd[16384 + 512];
     snprintf(cmd, sizeof cmd,
              "'%s' --analyze %s -I'%s' -I'%s' -Xclang -load -Xclang '%s' "
@@ -153,23 +220,7 @@ static void analyze(const struct options *o, const char *path, struct expectatio
             continue;
         const char *end = strchr(tag, ']');
         int rule = end ? rule_of_checker(tag + 1, (size_t)(end - tag - 1)) : 0;
-        if (!rule || !rules[rule] || line <= 0 || line >= MAX_LINES)
-            continue;
-        if ((suppressed[line] | counted[line]) & (1u << rule))
-            continue;
-        counted[line] |= 1u << rule;
-        int matched = 0;
-        for (int i = 0; i < nexp; i++)
-            if (exp[i].line == line && exp[i].rule == rule && !exp[i].found) {
-                exp[i].found = matched = 1;
-                break;
-            }
-        if (matched) {
-            tp[rule]++;
-        } else {
-            fp[rule]++;
-            printf("false positive: %s", buf);
-        }
+        count(path, line, rule, rules, exp, nexp, w + 11);
     }
     int status = pclose(p);
     if (status != 0) {
@@ -177,6 +228,9 @@ static void analyze(const struct options *o, const char *path, struct expectatio
                 status);
         exit(2);
     }
+#ifdef LINT_TEST_HAVE_JANSSON
+missed:
+#endif
     for (int i = 0; i < nexp; i++)
         if (!exp[i].found) {
             fn[exp[i].rule]++;
@@ -223,6 +277,8 @@ int main(int argc, char **argv) {
             o.plugin = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "--include") == 0)
             o.include = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "--gpumem-lint") == 0)
+            o.gpumem = argv[++i];
         else if (ndirs < 2)
             dirs[ndirs++] = argv[i];
     }
@@ -231,6 +287,13 @@ int main(int argc, char **argv) {
                         "--include DIR CORPUS_DIR SAMPLES_DIR\n");
         return 2;
     }
+#ifndef LINT_TEST_HAVE_JANSSON
+    if (o.gpumem) {
+        fprintf(stderr, "lint_test_corpus: built without jansson: --gpumem-lint unsupported\n");
+        return 2;
+    }
+#endif
+    printf("analyzing with %s\n", o.gpumem ? "gpumem lint" : "clang and the plugin");
     analyze_dir(&o, dirs[0], 1);
     analyze_dir(&o, dirs[1], 0);
 
