@@ -167,6 +167,7 @@ void lint_options_free(struct lint_options *o)
     lint_strlist_free(&o->launch_checks);
     lint_strlist_free(&o->owner_fns);
     lint_strlist_free(&o->release_fns);
+    lint_strlist_free(&o->noreturn_fns);
     lint_strlist_free(&o->exclude);
     lint_strlist_free(&o->file_suppress);
     lint_strlist_free(&o->extensions);
@@ -298,7 +299,7 @@ const char *lint_did_you_mean(const char *word, const char *const *words)
 
 const char *const lint_config_keys[] = {
     "format", "jobs", "exclude", "extensions", "max-file-size", "enable", "disable",
-    "launch-check", "owner-fn", "release-fn", "severity", "fail-on", "suppress", "pedantic",
+    "launch-check", "owner-fn", "release-fn", "noreturn-fn", "severity", "fail-on", "suppress", "pedantic",
     "path", "timeout", "clang", "analyzer-plugin", "baseline", "check-macro", "quiet", NULL,
 };
 
@@ -399,6 +400,8 @@ int lint_option_set(struct lint_options *o, const char *key, const char *value, 
         lint_strlist_add_split(&o->owner_fns, value);
     } else if (strcmp(key, "release-fn") == 0) {
         lint_strlist_add_split(&o->release_fns, value);
+    } else if (strcmp(key, "noreturn-fn") == 0) {
+        lint_strlist_add_split(&o->noreturn_fns, value);
     } else if (strcmp(key, "exclude") == 0) {
         lint_strlist_add_split(&o->exclude, value);
     } else if (strcmp(key, "extensions") == 0) {

@@ -60,6 +60,7 @@ static void usage(FILE *out)
         "      --launch-check NAME    a function that checks the last kernel launch\n"
         "      --owner-fn NAME        a function that takes ownership of pointer arguments\n"
         "      --release-fn NAME      a function that releases its pointer arguments\n"
+        "      --noreturn-fn NAME     an error handler that does not return (ends the path)\n"
         "      --pedantic             GM003 notes where alignment is not provable\n"
         "Output:\n"
         "      --format FORMAT        text (default), json or sarif (SARIF 2.1.0)\n"
@@ -113,6 +114,7 @@ static const struct opt value_opts[] = {
     {"--launch-check", 0, "launch-check"},
     {"--owner-fn", 0, "owner-fn"},
     {"--release-fn", 0, "release-fn"},
+    {"--noreturn-fn", 0, "noreturn-fn"},
     {"--severity", 0, "severity"},
     {"--fail-on", 0, "fail-on"},
     {"--timeout", 0, "timeout"},

@@ -89,6 +89,7 @@ struct lint_options {
     struct lint_strlist launch_checks; /**< calls that check a preceding kernel launch */
     struct lint_strlist owner_fns;     /**< calls that take ownership of pointer arguments */
     struct lint_strlist release_fns;   /**< calls that release their pointer arguments */
+    struct lint_strlist noreturn_fns;  /**< error handlers that do not return */
     struct lint_strlist exclude;       /**< fnmatch patterns of paths to skip */
     struct lint_strlist file_suppress; /**< "GLOB:GM001,GM002" entries from the config */
     struct lint_strlist extensions;    /**< ".cu" ... taken from folders */

@@ -127,6 +127,15 @@ void lint_unit_argv(const struct lint_options *o, const struct lint_run *r,
         add_xclang(a, LINT_DISABLED);
         add_config(a, "gpumem.Memory:ReleaseFunctions", &o->release_fns);
         add_config(a, "gpumem.Memory:OwnerFunctions", &o->owner_fns);
+        if (o->noreturn_fns.n) {
+            /* Added to the plugin's own list, which the option would otherwise replace. */
+            struct lint_strlist fns = {0};
+            lint_strlist_add_split(&fns, "error fatal fatal_error die panic");
+            for (size_t i = 0; i < o->noreturn_fns.n; i++)
+                lint_strlist_add(&fns, o->noreturn_fns.v[i]);
+            add_config(a, "gpumem.Memory:NoReturnFunctions", &fns);
+            lint_strlist_free(&fns);
+        }
         add_config(a, "gpumem.UncheckedStatus:LaunchChecks", &o->launch_checks);
         if (o->pedantic) {
             add_xclang(a, "-analyzer-config");

@@ -696,6 +696,9 @@ static void test_print_commands(void)
     EXPECT_CONTAINS(r.out, "-Xclang gpumem.VectorAlignment:Pedantic=true");
     EXPECT_CONTAINS(r.out, "--analyzer-output sarif");
     EXPECT_CONTAINS(r.out, "-Xclang -analyzer-disable-checker=deadcode,unix,cplusplus,security,nullability,optin ");
+    lint("--no-config", "--print-commands", "--noreturn-fn=my_die", "a.cu", NULL);
+    EXPECT_CONTAINS(r.out, "-Xclang gpumem.Memory:NoReturnFunctions=error,fatal,fatal_error,die,"
+                           "panic,my_die ");
     lint("--no-config", "--print-commands", "--disable=GM003,GM007", "a.cu", NULL);
     EXPECT_CONTAINS(r.out, "-analyzer-checker=gpumem.NeverReleased,gpumem.MismatchedRelease,"
                            "gpumem.UncheckedStatus,");
