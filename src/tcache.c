@@ -1,0 +1,322 @@
+/* Thread caches in front of the pools (tcmalloc's and mimalloc's idea, for gpumem's pools).
+ *
+ * A pool's own caches sit behind the pool's one mutex, a line every thread writes: with 16
+ * threads allocating at once, that line and that mutex were the whole cost. So each thread
+ * keeps, per pool and stream it uses (a bin), a short stack of released block addresses per
+ * size class. gpumem_free of a pool block pushes the address onto the releasing thread's bin
+ * for the block's stream (the thread that allocated it does not matter: a block freed on
+ * another thread goes to that thread's cache); gpumem_pool_alloc pops from the calling
+ * thread's bin for its stream, and reaches the pool only when that is empty.
+ *
+ * Stream order is kept exactly as in the pool's own per-stream caches: a device block is
+ * cached under the stream it is released on and handed out only to requests on that stream.
+ * Pinned blocks are all cached under the NULL stream.
+ *
+ * The pool still owns every block: to the pool, a block in a thread cache is in use, and
+ * each bin counts what it holds (bytes, blocks), the requested bytes of its allocations and
+ * releases, and its hits, so that gpumem_pool_stats adds the bins to the pool's own figures
+ * and gets what the pool alone gave before. Peaks are the pool's: peak_in_use counts blocks
+ * in thread caches as in use (at most what the bounds below allow per thread).
+ *
+ * Bounds: only classes up to TC_MAX_BYTES are cached here; a class keeps at most
+ * cap_of(size) blocks (32 small ones, 8 of 1 MiB, 2 of 4 MiB); when a push finds the stack
+ * full, half of it goes back to the pool in one locked call. A thread has at most TC_BINS
+ * bins; a pool or stream past that goes to the pool directly. When a pool's request misses
+ * here and the pool has more cached blocks of that class for the stream, up to half a stack
+ * of them comes over with the one asked for, so that a thread that only allocates (another
+ * releases) takes the pool's lock once per batch.
+ *
+ * Locks: every thread cache has a spin lock of its own, taken by its thread for each push
+ * and pop (uncontended: one atomic exchange on a line no other thread writes) and by other
+ * threads only to trim, destroy or read a pool's statistics, which visit every thread cache
+ * through one list. Order: the list's mutex, then thread caches, then a pool's mutex; a pool
+ * never calls in here with its mutex held. When a thread ends, its caches go back to their
+ * pools. */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define TC_BINS 16
+#define TC_MAX_BYTES ((size_t)4 << 20)
+#define TC_STACK_BYTES ((size_t)8 << 20)
+#define TC_STACK_MAX 32u
+
+typedef struct tc_stack {
+    unsigned n, cap;
+    uintptr_t base[];
+} tc_stack;
+
+typedef struct tc_bin {
+    struct gpumem_pool *pool; /* NULL: a free bin */
+    cudaStream_t stream;
+    tc_stack *cls[GPUMEM__TC_CLASSES];
+    gpumem__tc_counts counts;
+} tc_bin;
+
+typedef struct tcache {
+    atomic_flag busy;
+    tc_bin *last;
+    struct tcache *prev, *next; /* the list of every thread's cache */
+    tc_bin bins[TC_BINS];
+} tcache;
+
+static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
+static tcache *list_head;
+static pthread_key_t exit_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static _Thread_local tcache *mine;
+static _Thread_local int gone; /* the thread is ending: no new cache after its destructor */
+
+static void lock(tcache *t)
+{
+    unsigned spins = 0;
+    while (atomic_flag_test_and_set_explicit(&t->busy, memory_order_acquire)) {
+        if (++spins % 64 == 0)
+            sched_yield(); /* another thread is reading or draining this cache */
+    }
+}
+
+static void unlock(tcache *t)
+{
+    atomic_flag_clear_explicit(&t->busy, memory_order_release);
+}
+
+static unsigned cap_of(size_t size)
+{
+    size_t cap = TC_STACK_BYTES / size;
+    return cap > TC_STACK_MAX ? TC_STACK_MAX : cap < 2 ? 2u : (unsigned)cap;
+}
+
+/* Gives every block of bin back to its pool; forget frees the bin too. Locked (list, t). */
+static void drain_bin(tc_bin *bin, int forget)
+{
+    for (unsigned k = 0; k < GPUMEM__TC_CLASSES; k++) {
+        tc_stack *s = bin->cls[k];
+        if (s && s->n) {
+            gpumem__pool_tc_return(bin->pool, bin->stream, k, s->base, s->n);
+            bin->counts.cached_bytes -= (int64_t)s->n * (int64_t)gpumem__pool_class_size(k);
+            bin->counts.cached_blocks -= s->n;
+            s->n = 0;
+        }
+        if (forget) {
+            free(s);
+            bin->cls[k] = NULL;
+        }
+    }
+    /* The bin's requested bytes and hits belong to the pool now. */
+    gpumem__pool_tc_fold(bin->pool, &bin->counts);
+    memset(&bin->counts, 0, sizeof bin->counts);
+    if (forget)
+        bin->pool = NULL;
+}
+
+/* A thread's destructor: its caches go back to their pools, under the list lock so that a
+ * pool being destroyed meanwhile either drained this cache already or waits for it. */
+static void at_thread_exit(void *arg)
+{
+    tcache *t = arg;
+    gone = 1;
+    pthread_mutex_lock(&list_lock);
+    lock(t);
+    for (unsigned i = 0; i < TC_BINS; i++)
+        if (t->bins[i].pool)
+            drain_bin(&t->bins[i], 1);
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        list_head = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+    pthread_mutex_unlock(&list_lock);
+    free(t);
+    mine = NULL;
+}
+
+static void make_key(void)
+{
+    pthread_key_create(&exit_key, at_thread_exit);
+}
+
+/* The calling thread's cache, made on first use; NULL when out of host memory or ending. */
+static tcache *my_cache(void)
+{
+    if (GPUMEM__LIKELY(mine != NULL))
+        return mine;
+    if (gone)
+        return NULL;
+    pthread_once(&key_once, make_key);
+    tcache *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    atomic_flag_clear(&t->busy);
+    if (pthread_setspecific(exit_key, t) != 0) {
+        free(t);
+        return NULL;
+    }
+    pthread_mutex_lock(&list_lock);
+    t->next = list_head;
+    if (list_head)
+        list_head->prev = t;
+    list_head = t;
+    pthread_mutex_unlock(&list_lock);
+    return mine = t;
+}
+
+/* The bin of (pool, stream) in t; with create, a free one is taken. Locked (t). */
+static tc_bin *bin_of(tcache *t, struct gpumem_pool *pool, cudaStream_t stream, int create)
+{
+    tc_bin *b = t->last;
+    if (GPUMEM__LIKELY(b && b->pool == pool && b->stream == stream))
+        return b;
+    tc_bin *empty = NULL;
+    for (unsigned i = 0; i < TC_BINS; i++) {
+        b = &t->bins[i];
+        if (b->pool == pool && b->stream == stream)
+            return t->last = b;
+        if (!b->pool && !empty)
+            empty = b;
+    }
+    if (!create || !empty)
+        return NULL;
+    empty->pool = pool;
+    empty->stream = stream;
+    return t->last = empty;
+}
+
+static tc_stack *stack_of(tc_bin *bin, unsigned cls, size_t size)
+{
+    tc_stack *s = bin->cls[cls];
+    if (GPUMEM__UNLIKELY(!s)) {
+        unsigned cap = cap_of(size);
+        s = malloc(sizeof *s + cap * sizeof s->base[0]);
+        if (!s)
+            return NULL;
+        s->n = 0;
+        s->cap = cap;
+        bin->cls[cls] = s;
+    }
+    return s;
+}
+
+uintptr_t gpumem__tc_pop(struct gpumem_pool *pool, cudaStream_t stream, unsigned cls,
+                         size_t size, size_t bytes)
+{
+    if (size > TC_MAX_BYTES || cls >= GPUMEM__TC_CLASSES)
+        return 0;
+    tcache *t = my_cache();
+    if (GPUMEM__UNLIKELY(!t))
+        return 0;
+    uintptr_t base = 0;
+    lock(t);
+    tc_bin *bin = bin_of(t, pool, stream, 0);
+    tc_stack *s = bin ? bin->cls[cls] : NULL;
+    if (s && s->n) {
+        base = s->base[--s->n];
+        bin->counts.cached_bytes -= (int64_t)size;
+        bin->counts.cached_blocks--;
+        bin->counts.requested += (int64_t)bytes;
+        bin->counts.hits++;
+    }
+    unlock(t);
+    return base;
+}
+
+int gpumem__tc_push(struct gpumem_pool *pool, cudaStream_t stream, unsigned cls, size_t size,
+                    uintptr_t base, size_t bytes, int undo_hit)
+{
+    if (size > TC_MAX_BYTES || cls >= GPUMEM__TC_CLASSES)
+        return 0;
+    tcache *t = my_cache();
+    if (GPUMEM__UNLIKELY(!t))
+        return 0;
+    lock(t);
+    tc_bin *bin = bin_of(t, pool, stream, 1);
+    tc_stack *s = bin ? stack_of(bin, cls, size) : NULL;
+    if (GPUMEM__UNLIKELY(!s)) {
+        unlock(t);
+        return 0;
+    }
+    if (GPUMEM__UNLIKELY(s->n == s->cap)) {
+        /* Full: the older half goes back to the pool, the newer (warmer) half stays. */
+        unsigned half = s->cap / 2;
+        gpumem__pool_tc_return(pool, stream, cls, s->base, half);
+        memmove(s->base, s->base + half, (s->n - half) * sizeof s->base[0]);
+        s->n -= half;
+        bin->counts.cached_bytes -= (int64_t)half * (int64_t)size;
+        bin->counts.cached_blocks -= half;
+    }
+    s->base[s->n++] = base;
+    bin->counts.cached_bytes += (int64_t)size;
+    bin->counts.cached_blocks++;
+    bin->counts.requested -= (int64_t)bytes;
+    if (undo_hit)
+        bin->counts.hits--;
+    unlock(t);
+    return 1;
+}
+
+void gpumem__tc_refill(struct gpumem_pool *pool, cudaStream_t stream, unsigned cls, size_t size)
+{
+    if (size > TC_MAX_BYTES || cls >= GPUMEM__TC_CLASSES)
+        return;
+    tcache *t = my_cache();
+    if (GPUMEM__UNLIKELY(!t))
+        return;
+    lock(t);
+    tc_bin *bin = bin_of(t, pool, stream, 1);
+    tc_stack *s = bin ? stack_of(bin, cls, size) : NULL;
+    if (s && s->n < s->cap / 2) {
+        unsigned got = gpumem__pool_tc_take(pool, stream, cls, s->base + s->n, s->cap / 2 - s->n);
+        s->n += got;
+        bin->counts.cached_bytes += (int64_t)got * (int64_t)size;
+        bin->counts.cached_blocks += got;
+    }
+    unlock(t);
+}
+
+void gpumem__tc_drain(struct gpumem_pool *pool, int forget)
+{
+    pthread_mutex_lock(&list_lock);
+    for (tcache *t = list_head; t; t = t->next) {
+        lock(t);
+        for (unsigned i = 0; i < TC_BINS; i++) {
+            if (t->bins[i].pool == pool)
+                drain_bin(&t->bins[i], forget);
+        }
+        if (forget && t->last && !t->last->pool)
+            t->last = NULL;
+        unlock(t);
+    }
+    pthread_mutex_unlock(&list_lock);
+}
+
+/* Every thread cache stays locked until gpumem__tc_sum_end, so that no block moves between a
+ * cache and the pool while the pool's own figures are read: the sum is one instant's. */
+void gpumem__tc_sum_begin(struct gpumem_pool *pool, gpumem__tc_counts *out)
+{
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&list_lock);
+    for (tcache *t = list_head; t; t = t->next) {
+        lock(t);
+        for (unsigned i = 0; i < TC_BINS; i++) {
+            const gpumem__tc_counts *c = &t->bins[i].counts;
+            if (t->bins[i].pool != pool)
+                continue;
+            out->cached_bytes += c->cached_bytes;
+            out->cached_blocks += c->cached_blocks;
+            out->requested += c->requested;
+            out->hits += c->hits;
+        }
+    }
+}
+
+void gpumem__tc_sum_end(void)
+{
+    for (tcache *t = list_head; t; t = t->next)
+        unlock(t);
+    pthread_mutex_unlock(&list_lock);
+}
