@@ -26,17 +26,32 @@
  * of them comes over with the one asked for, so that a thread that only allocates (another
  * releases) takes the pool's lock once per batch.
  *
- * Locks: every thread cache has a spin lock of its own, taken by its thread for each push
- * and pop (uncontended: one atomic exchange on a line no other thread writes) and by other
- * threads only to trim, destroy or read a pool's statistics, which visit every thread cache
- * through one list. Order: the list's mutex, then thread caches, then a pool's mutex; a pool
- * never calls in here with its mutex held. When a thread ends, its caches go back to their
- * pools. */
+ * Exclusion without atomic instructions on the owner's side. A thread cache is used by its
+ * own thread for every push and pop, and by other threads only to trim, destroy or read a
+ * pool's statistics, which visit every thread cache through one list. Even an uncontended
+ * lock would cost each push and pop an atomic exchange (a full fence); instead the two sides
+ * use Dekker's protocol with asymmetric fences, as userspace RCU and folly do: the owner
+ * marks itself active with a plain store, then reads the cache's remote flag, with only a
+ * compiler barrier between; a visitor sets remote on every cache, then calls
+ * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), which runs a full fence on every thread of
+ * the process, then waits for each owner to be inactive. Either the owner's active store was
+ * before that fence, and the visitor sees it and waits, or the owner's read comes after it
+ * and sees remote, and the owner steps back until the visitor is done. Where membarrier is not
+ * available (old kernels, seccomp), the owner uses a full fence instead: correct, and as
+ * costly as a lock. So the visitors pay, a system call each (microseconds), and the pairs do
+ * not.
+ *
+ * Order: the list's mutex, then thread caches, then a pool's mutex; a pool never calls in
+ * here with its mutex held. When a thread ends, its caches go back to their pools. */
+#define _DEFAULT_SOURCE
 #define _POSIX_C_SOURCE 200809L
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -58,7 +73,8 @@ typedef struct tc_bin {
 } tc_bin;
 
 typedef struct tcache {
-    atomic_flag busy;
+    _Alignas(64) atomic_int active; /* written by the owner: inside a push or pop */
+    atomic_int remote;              /* written by a visitor (list lock held) */
     tc_bin *last;
     struct tcache *prev, *next; /* the list of every thread's cache */
     tc_bin bins[TC_BINS];
@@ -70,19 +86,49 @@ static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static _Thread_local tcache *mine;
 static _Thread_local int gone; /* the thread is ending: no new cache after its destructor */
+static int asymmetric;          /* membarrier is registered: owners need no fence */
 
-static void lock(tcache *t)
+/* The owner's side: marks t active unless a visitor is in it (then waits for it to go). */
+static inline void enter(tcache *t)
 {
-    unsigned spins = 0;
-    while (atomic_flag_test_and_set_explicit(&t->busy, memory_order_acquire)) {
-        if (++spins % 64 == 0)
-            sched_yield(); /* another thread is reading or draining this cache */
+    for (;;) {
+        atomic_store_explicit(&t->active, 1, memory_order_relaxed);
+        if (GPUMEM__LIKELY(asymmetric))
+            atomic_signal_fence(memory_order_seq_cst); /* the visitor's membarrier fences */
+        else
+            atomic_thread_fence(memory_order_seq_cst);
+        if (GPUMEM__LIKELY(!atomic_load_explicit(&t->remote, memory_order_acquire)))
+            return;
+        atomic_store_explicit(&t->active, 0, memory_order_release);
+        while (atomic_load_explicit(&t->remote, memory_order_acquire))
+            sched_yield();
     }
 }
 
-static void unlock(tcache *t)
+static inline void leave(tcache *t)
 {
-    atomic_flag_clear_explicit(&t->busy, memory_order_release);
+    atomic_store_explicit(&t->active, 0, memory_order_release);
+}
+
+/* The visitors' side, list lock held: afterwards no owner is in its cache until visit_end. */
+static void visit_begin(void)
+{
+    for (tcache *t = list_head; t; t = t->next)
+        atomic_store_explicit(&t->remote, 1, memory_order_seq_cst);
+    if (asymmetric)
+        syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+    else
+        atomic_thread_fence(memory_order_seq_cst);
+    for (tcache *t = list_head; t; t = t->next) {
+        while (atomic_load_explicit(&t->active, memory_order_acquire))
+            sched_yield();
+    }
+}
+
+static void visit_end(void)
+{
+    for (tcache *t = list_head; t; t = t->next)
+        atomic_store_explicit(&t->remote, 0, memory_order_release);
 }
 
 static unsigned cap_of(size_t size)
@@ -91,7 +137,8 @@ static unsigned cap_of(size_t size)
     return cap > TC_STACK_MAX ? TC_STACK_MAX : cap < 2 ? 2u : (unsigned)cap;
 }
 
-/* Gives every block of bin back to its pool; forget frees the bin too. Locked (list, t). */
+/* Gives every block of bin back to its pool; forget frees the bin too. The list lock is
+ * held and the owner is out (visit_begin), or the owner is ending. */
 static void drain_bin(tc_bin *bin, int forget)
 {
     for (unsigned k = 0; k < GPUMEM__TC_CLASSES; k++) {
@@ -120,8 +167,7 @@ static void at_thread_exit(void *arg)
 {
     tcache *t = arg;
     gone = 1;
-    pthread_mutex_lock(&list_lock);
-    lock(t);
+    pthread_mutex_lock(&list_lock); /* no visitor meanwhile: it would hold this lock */
     for (unsigned i = 0; i < TC_BINS; i++)
         if (t->bins[i].pool)
             drain_bin(&t->bins[i], 1);
@@ -139,6 +185,7 @@ static void at_thread_exit(void *arg)
 static void make_key(void)
 {
     pthread_key_create(&exit_key, at_thread_exit);
+    asymmetric = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
 
 /* The calling thread's cache, made on first use; NULL when out of host memory or ending. */
@@ -152,7 +199,6 @@ static tcache *my_cache(void)
     tcache *t = calloc(1, sizeof *t);
     if (!t)
         return NULL;
-    atomic_flag_clear(&t->busy);
     if (pthread_setspecific(exit_key, t) != 0) {
         free(t);
         return NULL;
@@ -166,7 +212,7 @@ static tcache *my_cache(void)
     return mine = t;
 }
 
-/* The bin of (pool, stream) in t; with create, a free one is taken. Locked (t). */
+/* The bin of (pool, stream) in t; with create, a free one is taken. Inside enter. */
 static tc_bin *bin_of(tcache *t, struct gpumem_pool *pool, cudaStream_t stream, int create)
 {
     tc_bin *b = t->last;
@@ -211,7 +257,7 @@ uintptr_t gpumem__tc_pop(struct gpumem_pool *pool, cudaStream_t stream, unsigned
     if (GPUMEM__UNLIKELY(!t))
         return 0;
     uintptr_t base = 0;
-    lock(t);
+    enter(t);
     tc_bin *bin = bin_of(t, pool, stream, 0);
     tc_stack *s = bin ? bin->cls[cls] : NULL;
     if (s && s->n) {
@@ -221,7 +267,7 @@ uintptr_t gpumem__tc_pop(struct gpumem_pool *pool, cudaStream_t stream, unsigned
         bin->counts.requested += (int64_t)bytes;
         bin->counts.hits++;
     }
-    unlock(t);
+    leave(t);
     return base;
 }
 
@@ -233,11 +279,11 @@ int gpumem__tc_push(struct gpumem_pool *pool, cudaStream_t stream, unsigned cls,
     tcache *t = my_cache();
     if (GPUMEM__UNLIKELY(!t))
         return 0;
-    lock(t);
+    enter(t);
     tc_bin *bin = bin_of(t, pool, stream, 1);
     tc_stack *s = bin ? stack_of(bin, cls, size) : NULL;
     if (GPUMEM__UNLIKELY(!s)) {
-        unlock(t);
+        leave(t);
         return 0;
     }
     if (GPUMEM__UNLIKELY(s->n == s->cap)) {
@@ -255,7 +301,7 @@ int gpumem__tc_push(struct gpumem_pool *pool, cudaStream_t stream, unsigned cls,
     bin->counts.requested -= (int64_t)bytes;
     if (undo_hit)
         bin->counts.hits--;
-    unlock(t);
+    leave(t);
     return 1;
 }
 
@@ -266,7 +312,7 @@ void gpumem__tc_refill(struct gpumem_pool *pool, cudaStream_t stream, unsigned c
     tcache *t = my_cache();
     if (GPUMEM__UNLIKELY(!t))
         return;
-    lock(t);
+    enter(t);
     tc_bin *bin = bin_of(t, pool, stream, 1);
     tc_stack *s = bin ? stack_of(bin, cls, size) : NULL;
     if (s && s->n < s->cap / 2) {
@@ -275,33 +321,33 @@ void gpumem__tc_refill(struct gpumem_pool *pool, cudaStream_t stream, unsigned c
         bin->counts.cached_bytes += (int64_t)got * (int64_t)size;
         bin->counts.cached_blocks += got;
     }
-    unlock(t);
+    leave(t);
 }
 
 void gpumem__tc_drain(struct gpumem_pool *pool, int forget)
 {
     pthread_mutex_lock(&list_lock);
+    visit_begin();
     for (tcache *t = list_head; t; t = t->next) {
-        lock(t);
         for (unsigned i = 0; i < TC_BINS; i++) {
             if (t->bins[i].pool == pool)
                 drain_bin(&t->bins[i], forget);
         }
         if (forget && t->last && !t->last->pool)
             t->last = NULL;
-        unlock(t);
     }
+    visit_end();
     pthread_mutex_unlock(&list_lock);
 }
 
-/* Every thread cache stays locked until gpumem__tc_sum_end, so that no block moves between a
+/* No owner may enter its cache until gpumem__tc_sum_end, so that no block moves between a
  * cache and the pool while the pool's own figures are read: the sum is one instant's. */
 void gpumem__tc_sum_begin(struct gpumem_pool *pool, gpumem__tc_counts *out)
 {
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&list_lock);
+    visit_begin();
     for (tcache *t = list_head; t; t = t->next) {
-        lock(t);
         for (unsigned i = 0; i < TC_BINS; i++) {
             const gpumem__tc_counts *c = &t->bins[i].counts;
             if (t->bins[i].pool != pool)
@@ -316,7 +362,6 @@ void gpumem__tc_sum_begin(struct gpumem_pool *pool, gpumem__tc_counts *out)
 
 void gpumem__tc_sum_end(void)
 {
-    for (tcache *t = list_head; t; t = t->next)
-        unlock(t);
+    visit_end();
     pthread_mutex_unlock(&list_lock);
 }
