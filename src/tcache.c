@@ -20,7 +20,9 @@
  *
  * Bounds: only classes up to TC_MAX_BYTES are cached here; a class keeps at most
  * cap_of(size) blocks (32 small ones, 8 of 1 MiB, 2 of 4 MiB); when a push finds the stack
- * full, half of it goes back to the pool in one locked call. A thread has at most TC_BINS
+ * full, half of it goes back to the pool in one locked call. A thread's caches together hold
+ * at most TC_THREAD_BYTES: a push past that empties the class's stack into the pool, and if
+ * that is not enough, the block goes to the pool too. A thread has at most TC_BINS
  * bins; a pool or stream past that goes to the pool directly. When a pool's request misses
  * here and the pool has more cached blocks of that class for the stream, up to half a stack
  * of them comes over with the one asked for, so that a thread that only allocates (another
@@ -59,6 +61,7 @@
 #define TC_MAX_BYTES ((size_t)4 << 20)
 #define TC_STACK_BYTES ((size_t)8 << 20)
 #define TC_STACK_MAX 32u
+#define TC_THREAD_BYTES ((int64_t)32 << 20) /* what one thread's caches hold at most */
 
 typedef struct tc_stack {
     unsigned n, cap;
@@ -76,6 +79,7 @@ typedef struct tcache {
     _Alignas(64) atomic_int active; /* written by the owner: inside a push or pop */
     atomic_int remote;              /* written by a visitor (list lock held) */
     tc_bin *last;
+    int64_t bytes;              /* cached in all bins */
     struct tcache *prev, *next; /* the list of every thread's cache */
     tc_bin bins[TC_BINS];
 } tcache;
@@ -139,13 +143,15 @@ static unsigned cap_of(size_t size)
 
 /* Gives every block of bin back to its pool; forget frees the bin too. The list lock is
  * held and the owner is out (visit_begin), or the owner is ending. */
-static void drain_bin(tc_bin *bin, int forget)
+static void drain_bin(tcache *t, tc_bin *bin, int forget)
 {
     for (unsigned k = 0; k < GPUMEM__TC_CLASSES; k++) {
         tc_stack *s = bin->cls[k];
         if (s && s->n) {
             gpumem__pool_tc_return(bin->pool, bin->stream, k, s->base, s->n);
-            bin->counts.cached_bytes -= (int64_t)s->n * (int64_t)gpumem__pool_class_size(k);
+            int64_t bytes = (int64_t)s->n * (int64_t)gpumem__pool_class_size(k);
+            bin->counts.cached_bytes -= bytes;
+            t->bytes -= bytes;
             bin->counts.cached_blocks -= s->n;
             s->n = 0;
         }
@@ -170,7 +176,7 @@ static void at_thread_exit(void *arg)
     pthread_mutex_lock(&list_lock); /* no visitor meanwhile: it would hold this lock */
     for (unsigned i = 0; i < TC_BINS; i++)
         if (t->bins[i].pool)
-            drain_bin(&t->bins[i], 1);
+            drain_bin(t, &t->bins[i], 1);
     if (t->prev)
         t->prev->next = t->next;
     else
@@ -262,6 +268,7 @@ uintptr_t gpumem__tc_pop(struct gpumem_pool *pool, cudaStream_t stream, unsigned
     tc_stack *s = bin ? bin->cls[cls] : NULL;
     if (s && s->n) {
         base = s->base[--s->n];
+        t->bytes -= (int64_t)size;
         bin->counts.cached_bytes -= (int64_t)size;
         bin->counts.cached_blocks--;
         bin->counts.requested += (int64_t)bytes;
@@ -286,16 +293,23 @@ int gpumem__tc_push(struct gpumem_pool *pool, cudaStream_t stream, unsigned cls,
         leave(t);
         return 0;
     }
-    if (GPUMEM__UNLIKELY(s->n == s->cap)) {
-        /* Full: the older half goes back to the pool, the newer (warmer) half stays. */
-        unsigned half = s->cap / 2;
-        gpumem__pool_tc_return(pool, stream, cls, s->base, half);
-        memmove(s->base, s->base + half, (s->n - half) * sizeof s->base[0]);
-        s->n -= half;
-        bin->counts.cached_bytes -= (int64_t)half * (int64_t)size;
-        bin->counts.cached_blocks -= half;
+    if (GPUMEM__UNLIKELY(s->n == s->cap || t->bytes + (int64_t)size > TC_THREAD_BYTES)) {
+        /* Full: the older half goes back to the pool, the newer (warmer) half stays; over
+         * the thread's bound, all of it. */
+        unsigned out = s->n == s->cap ? s->cap / 2 : s->n;
+        gpumem__pool_tc_return(pool, stream, cls, s->base, out);
+        memmove(s->base, s->base + out, (s->n - out) * sizeof s->base[0]);
+        s->n -= out;
+        t->bytes -= (int64_t)out * (int64_t)size;
+        bin->counts.cached_bytes -= (int64_t)out * (int64_t)size;
+        bin->counts.cached_blocks -= out;
+        if (t->bytes + (int64_t)size > TC_THREAD_BYTES) {
+            leave(t);
+            return 0; /* the other classes hold the thread's share: the pool takes it */
+        }
     }
     s->base[s->n++] = base;
+    t->bytes += (int64_t)size;
     bin->counts.cached_bytes += (int64_t)size;
     bin->counts.cached_blocks++;
     bin->counts.requested -= (int64_t)bytes;
@@ -315,9 +329,14 @@ void gpumem__tc_refill(struct gpumem_pool *pool, cudaStream_t stream, unsigned c
     enter(t);
     tc_bin *bin = bin_of(t, pool, stream, 1);
     tc_stack *s = bin ? stack_of(bin, cls, size) : NULL;
-    if (s && s->n < s->cap / 2) {
-        unsigned got = gpumem__pool_tc_take(pool, stream, cls, s->base + s->n, s->cap / 2 - s->n);
+    unsigned room = s && s->n < s->cap / 2 ? s->cap / 2 - s->n : 0;
+    int64_t fits = (TC_THREAD_BYTES - t->bytes) / (int64_t)size;
+    if (fits < (int64_t)room)
+        room = fits > 0 ? (unsigned)fits : 0;
+    if (room) {
+        unsigned got = gpumem__pool_tc_take(pool, stream, cls, s->base + s->n, room);
         s->n += got;
+        t->bytes += (int64_t)got * (int64_t)size;
         bin->counts.cached_bytes += (int64_t)got * (int64_t)size;
         bin->counts.cached_blocks += got;
     }
@@ -331,7 +350,7 @@ void gpumem__tc_drain(struct gpumem_pool *pool, int forget)
     for (tcache *t = list_head; t; t = t->next) {
         for (unsigned i = 0; i < TC_BINS; i++) {
             if (t->bins[i].pool == pool)
-                drain_bin(&t->bins[i], forget);
+                drain_bin(t, &t->bins[i], forget);
         }
         if (forget && t->last && !t->last->pool)
             t->last = NULL;

@@ -284,6 +284,49 @@ static void test_trim_destroy_with_cached_blocks(void)
     EXPECT_EQ(gpumem_pool_destroy(next), GPUMEM_OK);
 }
 
+static void alloc_mixed(void *arg)
+{
+    batch *b = arg;
+    for (int i = 0; i < b->n; i++)
+        b->p[i] = gpumem_pool_alloc(b->pool, 1, b->bytes + (size_t)(i % 16) * (128u << 10),
+                                    b->stream);
+}
+
+/* A thread's caches hold at most 32 MiB: of 64 released blocks of 1 to 2.9 MiB (124 MiB),
+ * the rest went to the pool, where another thread finds them. */
+static void test_thread_cache_bound(void)
+{
+    gpumem_pool *pool = gpumem_pool_create(GPUMEM_KIND_DEVICE, 0, NULL);
+    ASSERT_NOT_NULL(pool);
+    helper h;
+    pthread_t t;
+    helper_start(&h, &t);
+    batch b = {pool, S1, (size_t)1 << 20, 64, {0}, {0}};
+    helper_run(&h, alloc_mixed, &b);
+    uint64_t total = 0;
+    for (int i = 0; i < b.n; i++) {
+        ASSERT_NOT_NULL(b.p[i]);
+        size_t n = ((size_t)1 << 20) + (size_t)(i % 16) * (128u << 10);
+        total += n <= (2u << 20) ? n : (n + (256u << 10) - 1) & ~(size_t)((256u << 10) - 1);
+    }
+    helper_run(&h, free_batch, &b);
+    gpumem_pool_stats_t st = stats_of(pool);
+    EXPECT_EQ(st.blocks_cached, 64);
+    EXPECT_EQ(st.cached, total); /* class sizes: 128 KiB apart to 2 MiB, then 256 KiB */
+    batch c = {pool, S1, (size_t)1 << 20, 64, {0}, {0}};
+    alloc_mixed(&c); /* on this thread: hits are blocks the helper's cache did not keep */
+    gpumem_pool_stats_t after = stats_of(pool);
+    uint64_t kept = (after.misses - st.misses) * ((size_t)1 << 20); /* at least, per miss */
+    EXPECT_LE(kept, (uint64_t)32 << 20);
+    if (tcache_on)
+        EXPECT_GE(after.misses - st.misses, 1);
+    else
+        EXPECT_EQ(after.misses, st.misses);
+    free_batch(&c);
+    helper_stop(&h, t);
+    EXPECT_EQ(gpumem_pool_destroy(pool), GPUMEM_OK);
+}
+
 /* Interior lookups of large pool blocks (above 64 KiB), which stay in the registry's table of
  * large spans while the pool owns them: exact while live, nothing once released or trimmed. */
 static void test_large_block_lookups(void)
@@ -487,6 +530,7 @@ int main(void)
     RUN(test_cross_thread_free);
     RUN(test_thread_exit_returns_blocks);
     RUN(test_trim_destroy_with_cached_blocks);
+    RUN(test_thread_cache_bound);
     RUN(test_large_block_lookups);
     RUN(test_single_thread_peak_exact);
     RUN(test_checkpoint_epoch);
