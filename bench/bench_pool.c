@@ -42,7 +42,7 @@
 #include "bench_util.h"
 #include "gpumem.h"
 #ifdef GPUMEM_BENCH_HAVE_CUB
-#include "bench_pool_peers.h"
+#include "cub.h"
 #endif
 
 #define THREADS 16
@@ -381,9 +381,9 @@ int main(int argc, char **argv)
         bench_cub_destroy();
 #endif
     if (have_keep)
-        cudaMemPoolDestroy(keep_pool);
+        (void)cudaMemPoolDestroy(keep_pool);
     if (have_host)
-        cudaMemPoolDestroy(host_pool);
+        (void)cudaMemPoolDestroy(host_pool);
     if (failed)
         fprintf(stderr, "bench_pool: error: a measurement failed (see above); its numbers are not "
                         "valid\n");

@@ -1,9 +1,9 @@
-// bench_pool's CUB peer: CUB's CachingDeviceAllocator (header-only, shipped with the CUDA
-// toolkit's CCCL), one allocator shared by every thread, as a program would keep it. C++,
-// so it lives here behind three C functions.
+// The CUB peer of `gpumem bench` and bench_pool: CUB's CachingDeviceAllocator (header-only,
+// shipped with the CUDA toolkit's CCCL), one allocator shared by every thread, as a program
+// would keep it. C++, so it lives here behind three C functions.
 #include <cub/util_allocator.cuh>
 
-#include "bench_pool_peers.h"
+#include "cub.h"
 
 static cub::CachingDeviceAllocator *allocator;
 

@@ -1,6 +1,7 @@
-/* bench_pool's C++ peer (bench_pool_cub.cu), built only with nvcc. */
-#ifndef GPUMEM_BENCH_POOL_PEERS_H
-#define GPUMEM_BENCH_POOL_PEERS_H
+/* CUB's CachingDeviceAllocator behind C functions (cub.cu, built only with nvcc), for
+ * `gpumem bench` and bench_pool. */
+#ifndef GPUMEM_BENCH_CUB_H
+#define GPUMEM_BENCH_CUB_H
 
 #include <stddef.h>
 
