@@ -22,12 +22,9 @@
  * (gpumem__reg_pool_span): its pairs, which cost no CUDA call, then take no global lock.
  *
  * Each shard starts a cache line of its own and ends with a line of padding, so that threads
- * working in different shards never write a line another shard uses. Its lock is a spin lock
- * that yields the processor while it waits: it is held for a probe and a record copy, and a
- * pthread mutex would cost every insert and take a second atomic instruction to unlock. */
+ * working in different shards never write a line another shard uses. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,7 +48,7 @@ typedef struct {
 } table;
 
 typedef struct {
-    _Alignas(64) atomic_int lock; /* shard_lock */
+    _Alignas(64) pthread_mutex_t lock;
     table t;
     uintptr_t *ring; /* released addresses in release order, oldest at ring[head] */
     size_t ring_cap, ring_len, ring_head;
@@ -85,26 +82,6 @@ static struct {
     size_t *bytes;
     size_t len, cap;
 } large = {PTHREAD_RWLOCK_INITIALIZER, NULL, NULL, 0, 0};
-
-static inline int shard_trylock(atomic_int *l)
-{
-    return atomic_load_explicit(l, memory_order_relaxed) == 0 &&
-           atomic_exchange_explicit(l, 1, memory_order_acquire) == 0;
-}
-
-static inline void shard_lock(atomic_int *l)
-{
-    unsigned spins = 0;
-    while (GPUMEM__UNLIKELY(!shard_trylock(l))) {
-        if (++spins % 64 == 0)
-            sched_yield(); /* the holder may be descheduled: more threads than cores */
-    }
-}
-
-static inline void shard_unlock(atomic_int *l)
-{
-    atomic_store_explicit(l, 0, memory_order_release);
-}
 
 static inline uint64_t hash_addr(uintptr_t a)
 {
@@ -276,6 +253,7 @@ void gpumem__reg_setup(void)
     size_t q = (size_t)gpumem__opt_u64(GPUMEM__OPT_QUARANTINE);
     size_t per = q / SHARDS + (q % SHARDS != 0);
     for (unsigned i = 0; i < SHARDS; i++) {
+        pthread_mutex_init(&shards[i].lock, NULL);
         shards[i].ring_cap = per;
     }
 }
@@ -290,7 +268,7 @@ int gpumem__reg_insert(const gpumem__rec *r)
 {
     reg_ensure();
     shard *s = shard_of(r->base);
-    shard_lock(&s->lock);
+    pthread_mutex_lock(&s->lock);
     /* An earlier release of the same address gives its slot to the new allocation; its ring
      * entry then finds nothing to forget. */
     size_t i = table_find(&s->t, r->base);
@@ -298,7 +276,7 @@ int gpumem__reg_insert(const gpumem__rec *r)
         s->t.keys[i] = r->base;
     } else {
         if (table_reserve(&s->t) != 0) {
-            shard_unlock(&s->lock);
+            pthread_mutex_unlock(&s->lock);
             return -1;
         }
         i = table_put(&s->t, r->base);
@@ -311,7 +289,7 @@ int gpumem__reg_insert(const gpumem__rec *r)
     s->dev_total_bytes[gpumem__dev_slot(r->device)] += r->bytes;
     if (r->bytes > SMALL_MAX && !r->pool)
         large_add(r->base, r->bytes);
-    shard_unlock(&s->lock);
+    pthread_mutex_unlock(&s->lock);
     return 0;
 }
 
@@ -349,12 +327,12 @@ int gpumem__reg_find(const void *p, gpumem__rec *out)
     if (!(a & (GPUMEM_ALIGNMENT - 1))) {
         /* The common case, an allocation's own base: one shard, no global lock. */
         shard *s = shard_of(a);
-        shard_lock(&s->lock);
+        pthread_mutex_lock(&s->lock);
         size_t i = table_find(&s->t, a);
         int live = i != NONE && !(s->t.keys[i] & RELEASED);
         if (live)
             *out = s->t.recs[i];
-        shard_unlock(&s->lock);
+        pthread_mutex_unlock(&s->lock);
         if (live)
             return 1;
     }
@@ -365,17 +343,17 @@ int gpumem__reg_find(const void *p, gpumem__rec *out)
         cand = large_base; /* allocations do not overlap: nothing else can contain a */
     for (;;) {
         shard *s = shard_of(cand);
-        shard_lock(&s->lock);
+        pthread_mutex_lock(&s->lock);
         size_t i = table_find(&s->t, cand);
         if (i != NONE && !(s->t.keys[i] & RELEASED)) {
             const gpumem__rec *r = &s->t.recs[i];
             int inside = a - r->base < r->bytes;
             if (inside)
                 *out = *r;
-            shard_unlock(&s->lock);
+            pthread_mutex_unlock(&s->lock);
             return inside;
         }
-        shard_unlock(&s->lock);
+        pthread_mutex_unlock(&s->lock);
         if (large_base || cand < GPUMEM_ALIGNMENT || cand - GPUMEM_ALIGNMENT < lowest)
             return 0;
         cand -= GPUMEM_ALIGNMENT;
@@ -389,11 +367,11 @@ gpumem__take_result gpumem__reg_take(const void *p, gpumem_site site, unsigned k
     uintptr_t a = (uintptr_t)p;
     shard *s = shard_of(a);
     *kind_mismatch = 0;
-    shard_lock(&s->lock);
+    pthread_mutex_lock(&s->lock);
     size_t i = table_find(&s->t, a);
     if (i != NONE && (s->t.keys[i] & RELEASED)) {
         *out = s->t.recs[i]; /* a released base cannot lie inside a live allocation */
-        shard_unlock(&s->lock);
+        pthread_mutex_unlock(&s->lock);
         return GPUMEM__DOUBLE;
     }
     if (i != NONE) {
@@ -401,7 +379,7 @@ gpumem__take_result gpumem__reg_take(const void *p, gpumem_site site, unsigned k
         if (kind_mask && !(kind_mask & (1u << r->kind))) {
             *out = *r;
             *kind_mismatch = 1;
-            shard_unlock(&s->lock);
+            pthread_mutex_unlock(&s->lock);
             return GPUMEM__UNKNOWN;
         }
         count_live(s, r, -1);
@@ -411,10 +389,10 @@ gpumem__take_result gpumem__reg_take(const void *p, gpumem_site site, unsigned k
         r->freed_thread = gpumem__thread_id();
         *out = *r;
         remember_release(s, a);
-        shard_unlock(&s->lock);
+        pthread_mutex_unlock(&s->lock);
         return GPUMEM__TAKEN;
     }
-    shard_unlock(&s->lock);
+    pthread_mutex_unlock(&s->lock);
     return gpumem__reg_find(p, out) ? GPUMEM__INTERIOR : GPUMEM__UNKNOWN;
 }
 
@@ -422,18 +400,18 @@ void gpumem__reg_set_freed_stack(const void *p, uint32_t stack)
 {
     uintptr_t a = (uintptr_t)p;
     shard *s = shard_of(a);
-    shard_lock(&s->lock);
+    pthread_mutex_lock(&s->lock);
     size_t i = table_find(&s->t, a);
     if (i != NONE && (s->t.keys[i] & RELEASED))
         s->t.recs[i].freed_stack = stack;
-    shard_unlock(&s->lock);
+    pthread_mutex_unlock(&s->lock);
 }
 
 void gpumem__reg_untake(const void *p)
 {
     uintptr_t a = (uintptr_t)p;
     shard *s = shard_of(a);
-    shard_lock(&s->lock);
+    pthread_mutex_lock(&s->lock);
     size_t i = table_find(&s->t, a);
     if (i != NONE && (s->t.keys[i] & RELEASED)) { /* its ring entry finds nothing later */
         gpumem__rec *r = &s->t.recs[i];
@@ -445,7 +423,7 @@ void gpumem__reg_untake(const void *p)
         if (r->bytes > SMALL_MAX && !r->pool)
             large_add(r->base, r->bytes);
     }
-    shard_unlock(&s->lock);
+    pthread_mutex_unlock(&s->lock);
 }
 
 void gpumem__reg_live(gpumem_live *out)
@@ -454,12 +432,12 @@ void gpumem__reg_live(gpumem_live *out)
     memset(out, 0, sizeof *out);
     for (unsigned i = 0; i < SHARDS; i++) {
         shard *s = &shards[i];
-        shard_lock(&s->lock);
+        pthread_mutex_lock(&s->lock);
         for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
             out->count[k] += s->live_count[k];
             out->bytes[k] += s->live_bytes[k];
         }
-        shard_unlock(&s->lock);
+        pthread_mutex_unlock(&s->lock);
     }
     for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
         out->count[0] += out->count[k];
@@ -473,7 +451,7 @@ void gpumem__reg_counts(gpumem__counts *out)
     memset(out, 0, sizeof *out);
     for (unsigned i = 0; i < SHARDS; i++) {
         shard *s = &shards[i];
-        shard_lock(&s->lock);
+        pthread_mutex_lock(&s->lock);
         for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
             out->count[k].current += s->live_count[k];
             out->count[k].total += s->total_count[k];
@@ -486,7 +464,7 @@ void gpumem__reg_counts(gpumem__counts *out)
             out->device_bytes[d] += s->dev_live_bytes[d];
             out->device_total_bytes[d] += s->dev_total_bytes[d];
         }
-        shard_unlock(&s->lock);
+        pthread_mutex_unlock(&s->lock);
     }
     for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
         out->count[0].current += out->count[k].current;
@@ -506,18 +484,18 @@ int gpumem__reg_foreach(int (*fn)(const gpumem__rec *r, void *arg), void *arg, i
         if (try_only) {
             int got = 0;
             for (int attempt = 0; attempt < 1000 && !got; attempt++)
-                got = shard_trylock(&s->lock);
+                got = pthread_mutex_trylock(&s->lock) == 0;
             if (!got) {
                 skipped++;
                 continue;
             }
         } else {
-            shard_lock(&s->lock);
+            pthread_mutex_lock(&s->lock);
         }
         for (size_t j = 0; s->t.keys && j <= s->t.mask && !stop; j++)
             if (s->t.keys[j] && !(s->t.keys[j] & RELEASED))
                 stop = fn(&s->t.recs[j], arg);
-        shard_unlock(&s->lock);
+        pthread_mutex_unlock(&s->lock);
         if (stop)
             break;
     }
