@@ -327,6 +327,56 @@ static void test_thread_cache_bound(void)
     EXPECT_EQ(gpumem_pool_destroy(pool), GPUMEM_OK);
 }
 
+#define VISIT_THREADS 8
+static gpumem_pool *visit_pool;
+static atomic_int visit_stop, visit_errors, visit_pairs;
+
+static void *visit_worker(void *arg)
+{
+    cudaStream_t s = (cudaStream_t)(uintptr_t)(0x1000 * (1 + (uintptr_t)arg % 2));
+    size_t bytes = 4096u << ((uintptr_t)arg % 3);
+    while (!atomic_load(&visit_stop)) {
+        void *p = gpumem_pool_alloc(visit_pool, 1, bytes, s);
+        if (!p || gpumem_free(p) != GPUMEM_OK)
+            atomic_fetch_add(&visit_errors, 1);
+        atomic_fetch_add(&visit_pairs, 1);
+    }
+    return NULL;
+}
+
+/* Statistics and trims from one thread while others run pairs on the pool: every reading is
+ * one instant's (reserved = in use + cached, at most one block in use a thread), and nothing
+ * is lost or counted twice. */
+static void test_concurrent_visits(void)
+{
+    visit_pool = gpumem_pool_create(GPUMEM_KIND_DEVICE, 0, NULL);
+    ASSERT_NOT_NULL(visit_pool);
+    pthread_t t[VISIT_THREADS];
+    for (uintptr_t i = 0; i < VISIT_THREADS; i++)
+        pthread_create(&t[i], NULL, visit_worker, (void *)i);
+    int bad = 0;
+    for (int round = 0; round < 300 || atomic_load(&visit_pairs) < 20000; round++) {
+        gpumem_pool_stats_t st = stats_of(visit_pool);
+        bad += st.reserved != st.in_use + st.cached;
+        bad += st.blocks_in_use > VISIT_THREADS;
+        bad += st.requested > st.in_use;
+        if (round % 10 == 0)
+            EXPECT_EQ(gpumem_pool_trim(visit_pool), GPUMEM_OK);
+    }
+    EXPECT_EQ(bad, 0);
+    atomic_store(&visit_stop, 1);
+    for (int i = 0; i < VISIT_THREADS; i++)
+        pthread_join(t[i], NULL);
+    EXPECT_EQ(atomic_load(&visit_errors), 0);
+    gpumem_pool_stats_t st = stats_of(visit_pool);
+    EXPECT_EQ(st.blocks_in_use, 0);
+    EXPECT_EQ(st.in_use, 0);
+    EXPECT_EQ(st.requested, 0);
+    EXPECT_EQ(st.reserved, st.cached);
+    EXPECT_GE(st.hits, 1);
+    EXPECT_EQ(gpumem_pool_destroy(visit_pool), GPUMEM_OK);
+}
+
 /* Interior lookups of large pool blocks (above 64 KiB), which stay in the registry's table of
  * large spans while the pool owns them: exact while live, nothing once released or trimmed. */
 static void test_large_block_lookups(void)
@@ -531,6 +581,7 @@ int main(void)
     RUN(test_thread_exit_returns_blocks);
     RUN(test_trim_destroy_with_cached_blocks);
     RUN(test_thread_cache_bound);
+    RUN(test_concurrent_visits);
     RUN(test_large_block_lookups);
     RUN(test_single_thread_peak_exact);
     RUN(test_checkpoint_epoch);
