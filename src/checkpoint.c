@@ -32,7 +32,7 @@ gpumem_checkpoint_t gpumem_checkpoint(void)
     if (!read_device(&dev, &cp.device_free, &cp.device_total))
         dev = -1;
     cp.device = dev;
-    cp.seq = gpumem__seq_next() - 1;
+    cp.seq = gpumem__seq_checkpoint() - 1;
     cp.device_bytes = device_resident_bytes();
     gpumem__trace_checkpoint(cp.seq);
     return cp;
