@@ -625,6 +625,8 @@ static json_t *stack_json(uint32_t id)
         json_object_set_new(fr, "line", json_integer(frames[i].line));
         json_object_set_new(fr, "module",
                             frames[i].object ? json_string(frames[i].object) : json_null());
+        if (frames[i].inlined)
+            json_object_set_new(fr, "inlined", json_true()); /* into the next frame */
         json_array_append_new(arr, fr);
     }
     return arr;
