@@ -272,6 +272,127 @@ static void test_unmap_range(void)
     free(log);
 }
 
+/* CUDA arrays, kept under their handles: released right, leaked, and released with cudaFree
+ * (a mismatch CUDA refuses) or with the other array call. */
+#define ARR 0x55550000ull
+#define BIT(k) (1u << GPUMEM_KIND_##k)
+static const unsigned cudafree_mask = BIT(DEVICE) | BIT(DEVICE_ASYNC) | BIT(MANAGED) | BIT(GRAPH);
+
+static void arrays(void)
+{
+    check_alloc("cudaMallocArray", GPUMEM_KIND_ARRAY, check_array_key(ARR), 65536, 0, 0, 0);
+    check_alloc("cudaMalloc3DArray", GPUMEM_KIND_ARRAY, check_array_key(ARR + 0x100), 4096, 0, 0, 0);
+    check_alloc("cudaMallocMipmappedArray", GPUMEM_KIND_MIPMAPPED, check_array_key(ARR + 0x200),
+                5456, 0, 0, 0);
+    check_alloc("cuArrayCreate", GPUMEM_KIND_ARRAY, check_array_key(ARR + 0x300), 1024, 0, 0, 0);
+    /* Right: cudaFreeArray of the first, cuArrayDestroy of the driver's. */
+    EXPECT_EQ(check_release_begin("cudaFreeArray", BIT(ARRAY), check_array_key(ARR), 0), CHECK_GO);
+    check_release_end(check_array_key(ARR), 1);
+    EXPECT_EQ(check_release_begin("cuArrayDestroy", BIT(ARRAY), check_array_key(ARR + 0x300), 0),
+              CHECK_GO);
+    check_release_end(check_array_key(ARR + 0x300), 1);
+    /* cudaFree of an array's handle; cudaFreeArray of a mipmapped array; twice the first. */
+    EXPECT_EQ(check_release_begin("cudaFree", cudafree_mask, ARR + 0x100, 0), CHECK_REPORTED);
+    EXPECT_EQ(check_release_begin("cudaFreeArray", BIT(ARRAY), check_array_key(ARR + 0x200), 0),
+              CHECK_REPORTED);
+    EXPECT_EQ(check_release_begin("cudaFreeArray", BIT(ARRAY), check_array_key(ARR), 0),
+              CHECK_REPORTED);
+}
+
+static void test_arrays(void)
+{
+    /* 3 findings, 2 leaks (the 3D array and the mipmapped one stay). */
+    EXPECT_EQ(run_scenario("arrays", arrays, NULL), 5);
+    char *log = log_of("arrays");
+    EXPECT_CONTAINS(log, "Mismatched release: cudaFree() of 4,096 bytes of array memory allocated "
+                         "by cudaMalloc3DArray");
+    EXPECT_CONTAINS(log, "array memory is released with cudaFreeArray(); CUDA refuses this call");
+    EXPECT_CONTAINS(log, "Mismatched release: cudaFreeArray() of 5,456 bytes of mipmapped-array "
+                         "memory allocated by cudaMallocMipmappedArray");
+    EXPECT_CONTAINS(log, "released with cudaFreeMipmappedArray()");
+    EXPECT_CONTAINS(log, "Double release: cudaFreeArray() of 65,536 bytes of array memory at "
+                         "0x55550000,");
+    EXPECT_CONTAINS(log, "4,096 bytes in 1 array allocation by cudaMalloc3DArray() still live");
+    EXPECT_CONTAINS(log, "5,456 bytes in 1 mipmapped-array allocation by "
+                         "cudaMallocMipmappedArray() still live");
+    EXPECT_CONTAINS(log, "PEAK: array 69.0 KiB, mipmapped-array 5.3 KiB");
+    free(log);
+}
+
+/* Graph memory nodes: released by a free node or by cudaFree after the graph ran; one without
+ * either is a leak. Address reservations: cuMemAddressFree, and mappings inside a reservation
+ * leave the reservation alone. */
+static void graphs_and_reservations(void)
+{
+    check_alloc("cudaGraphAddMemAllocNode", GPUMEM_KIND_GRAPH, DEV, 1 << 20, 0, 0, 0);
+    check_alloc("cudaGraphAddMemAllocNode", GPUMEM_KIND_GRAPH, DEV + (1 << 20), 1 << 20, 0, 0, 0);
+    check_alloc("cuGraphAddMemAllocNode", GPUMEM_KIND_GRAPH, DEV + (2 << 20), 512 << 20, 0, 0, 0);
+    EXPECT_EQ(check_release_begin("cudaGraphAddMemFreeNode", BIT(GRAPH), DEV, 0), CHECK_GO);
+    check_release_end(DEV, 1);
+    EXPECT_EQ(check_release_begin("cudaFree", cudafree_mask, DEV + (1 << 20), 0), CHECK_GO);
+    check_release_end(DEV + (1 << 20), 1);
+    /* A free node for device memory is a mismatch. */
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, MAN, 4096, 0, 0, 0);
+    EXPECT_EQ(check_release_begin("cudaGraphAddMemFreeNode", BIT(GRAPH), MAN, 0), CHECK_REPORTED);
+    EXPECT_EQ(check_release_begin("cudaFree", cudafree_mask, MAN, 0), CHECK_GO);
+    check_release_end(MAN, 1);
+
+    const uintptr_t va = 0x7a0000000000ull;
+    check_alloc("cuMemAddressReserve", GPUMEM_KIND_RESERVED, check_reserve_key(va), 64 << 20, 0, 0, 0);
+    check_alloc("cuMemAddressReserve", GPUMEM_KIND_RESERVED, check_reserve_key(va + (64 << 20)),
+                32 << 20, 0, 0, 0);
+    check_alloc("cuMemMap", GPUMEM_KIND_VIRTUAL, va, 2 << 20, 0, 0, 0);
+    EXPECT_EQ(check_release_begin("cuMemUnmap", BIT(VIRTUAL), va, 0), CHECK_GO);
+    check_release_end(va, 1);
+    check_unmap_rest(va, 2 << 20);
+    EXPECT_EQ(check_release_begin("cuMemAddressFree", BIT(RESERVED), check_reserve_key(va), 0),
+              CHECK_GO);
+    check_release_end(check_reserve_key(va), 1);
+}
+
+static void test_graphs_and_reservations(void)
+{
+    /* 1 mismatch, 2 leaks: the driver's graph allocation and the second reservation. */
+    EXPECT_EQ(run_scenario("graphs", graphs_and_reservations, NULL), 3);
+    char *log = log_of("graphs");
+    EXPECT_CONTAINS(log, "Mismatched release: cudaGraphAddMemFreeNode() of 4,096 bytes of device "
+                         "memory allocated by cudaMalloc");
+    EXPECT_CONTAINS(log, "536,870,912 bytes in 1 graph allocation by cuGraphAddMemAllocNode() "
+                         "still live at exit");
+    EXPECT_CONTAINS(log, "33,554,432 bytes in 1 reserved allocation by cuMemAddressReserve() "
+                         "still live at exit");
+    EXPECT_EQ(strstr(log, "1,048,576 bytes in") == NULL, 1);
+    EXPECT_EQ(strstr(log, "67,108,864 bytes in") == NULL, 1);
+    free(log);
+}
+
+/* realloc() of pinned memory (preload.c): looked up first (its size, for the copy), then
+ * released as a mismatch, with realloc's own hint. Other memory is not CUDA's. */
+static void host_realloc(void)
+{
+    check_alloc("cudaMallocHost", GPUMEM_KIND_PINNED, PIN, 8192, 0, 0, 0);
+    uintptr_t base = 0;
+    size_t bytes = 0;
+    EXPECT_EQ(check_host_lookup(0x1000, &base, &bytes), 0);
+    EXPECT_EQ(check_host_lookup(PIN + 100, &base, &bytes), GPUMEM_KIND_PINNED);
+    EXPECT_EQ(base, PIN);
+    EXPECT_EQ(bytes, 8192);
+    EXPECT_EQ(check_host_free("realloc", PIN, 0), GPUMEM_KIND_PINNED);
+    EXPECT_EQ(check_host_lookup(PIN, &base, &bytes), 0);
+}
+
+static void test_host_realloc(void)
+{
+    EXPECT_EQ(run_scenario("realloc", host_realloc, NULL), 1);
+    char *log = log_of("realloc");
+    EXPECT_CONTAINS(log, "Mismatched release: realloc() of 8,192 bytes of pinned memory "
+                         "allocated by cudaMallocHost");
+    EXPECT_CONTAINS(log, "pinned memory is released with cudaFreeHost(); gpumem check gave "
+                         "realloc() new memory with the old contents and released the old so");
+    EXPECT_CONTAINS(log, "LEAK SUMMARY: no CUDA memory left allocated at exit");
+    free(log);
+}
+
 static void suppressed_leaks(void)
 {
     check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEV, 4096, 0, 0, 0);
@@ -549,6 +670,9 @@ int main(void)
     RUN(test_host_free);
     RUN(test_device_reset);
     RUN(test_unmap_range);
+    RUN(test_arrays);
+    RUN(test_graphs_and_reservations);
+    RUN(test_host_realloc);
     RUN(test_suppressions);
     RUN(test_suppression_files);
     RUN(test_leak_check_modes);

@@ -190,6 +190,16 @@ static const char *right_release(int kind, const char *made_by)
                                                              : "cudaHostUnregister";
     case GPUMEM_KIND_VIRTUAL:
         return made_by && strcmp(made_by, "cuMemCreate") == 0 ? "cuMemRelease" : "cuMemUnmap";
+    case GPUMEM_KIND_ARRAY:
+        return made_by && strncmp(made_by, "cuArray", 7) == 0 ? "cuArrayDestroy" : "cudaFreeArray";
+    case GPUMEM_KIND_MIPMAPPED:
+        return made_by && strncmp(made_by, "cuMipmapped", 11) == 0 ? "cuMipmappedArrayDestroy"
+                                                                   : "cudaFreeMipmappedArray";
+    case GPUMEM_KIND_GRAPH:
+        return made_by && strncmp(made_by, "cuGraph", 7) == 0 ? "cuGraphAddMemFreeNode"
+                                                              : "cudaGraphAddMemFreeNode";
+    case GPUMEM_KIND_RESERVED:
+        return "cuMemAddressFree";
     default:
         return made_by && strncmp(made_by, "cuMem", 5) == 0 ? "cuMemFree" : "cudaFree";
     }
@@ -291,7 +301,11 @@ static void print_finding(const finding *f)
         say_stack(f->stack);
         say(" Allocated by %s():", f->alloc_call);
         say_stack(f->alloc_stack);
-        if (strcmp(f->call, "free") == 0 || strncmp(f->call, "operator delete", 15) == 0)
+        if (strcmp(f->call, "realloc") == 0)
+            say(" %s memory is released with %s(); gpumem check gave realloc() new memory with "
+                "the old contents and released the old so, and the program runs on", mem,
+                right_release(f->memory, f->alloc_call));
+        else if (strcmp(f->call, "free") == 0 || strncmp(f->call, "operator delete", 15) == 0)
             say(" %s memory is released with %s(); gpumem check released it so, and the program "
                 "runs on", mem, right_release(f->memory, f->alloc_call));
         else
@@ -381,6 +395,31 @@ uintptr_t check_handle_key(unsigned long long handle)
     return ((uintptr_t)1 << 63) | ((uintptr_t)handle << 8);
 }
 
+uintptr_t check_array_key(uintptr_t array)
+{
+    return ((uintptr_t)3 << 62) | array;
+}
+
+uintptr_t check_reserve_key(uintptr_t base)
+{
+    return ((uintptr_t)1 << 62) | base;
+}
+
+/* What the program passed: the handle or address a registry key stands for. */
+static uintptr_t key_shown(uintptr_t key)
+{
+    switch (key >> 62) {
+    case 3:
+        return key & ~((uintptr_t)3 << 62);
+    case 2:
+        return (key & ~((uintptr_t)1 << 63)) >> 8;
+    case 1:
+        return key & ~((uintptr_t)1 << 62);
+    default:
+        return key;
+    }
+}
+
 static void forget(const gpumem__rec *r)
 {
     gpumem__stats_release(r->kind, r->device, r->bytes);
@@ -435,7 +474,7 @@ static int classify(const char *call, unsigned mask, uintptr_t p, uint32_t stack
         forget(r);
         return CHECK_GO;
     }
-    finding f = {.call = call, .address = p, .stack = stack, .memory = r->kind,
+    finding f = {.call = call, .address = key_shown(p), .stack = stack, .memory = r->kind,
                  .bytes = r->bytes, .alloc_call = r->site.func, .alloc_stack = r->stack};
     if (mismatch) {
         f.kind = CHECK_MISMATCHED;
@@ -449,7 +488,7 @@ static int classify(const char *call, unsigned mask, uintptr_t p, uint32_t stack
     } else if (defer_unknown) {
         return CHECK_UNKNOWN;
     } else {
-        f = (finding){.kind = CHECK_INVALID, .call = call, .address = p, .stack = stack};
+        f = (finding){.kind = CHECK_INVALID, .call = call, .address = key_shown(p), .stack = stack};
     }
     report(&f);
     return CHECK_REPORTED;
@@ -460,7 +499,7 @@ void check_release_unknown_end(const char *call, uintptr_t p, uint32_t stack, in
     if (succeeded)
         return;
     check_tls_busy++;
-    finding f = {.kind = CHECK_INVALID, .call = call, .address = p, .stack = stack};
+    finding f = {.kind = CHECK_INVALID, .call = call, .address = key_shown(p), .stack = stack};
     report(&f);
     check_tls_busy--;
 }
@@ -473,6 +512,10 @@ int check_release_begin(const char *call, unsigned kind_mask, uintptr_t p, uint3
     check_tls_busy++;
     gpumem__rec r;
     int res = classify(call, kind_mask ? kind_mask : ~0u, p, stack, &r, 1);
+    /* cudaFree of a CUDA array (a handle, kept apart from addresses): a mismatched release. */
+    if (res == CHECK_UNKNOWN && !(p >> 62) && gpumem__reg_find((const void *)check_array_key(p), &r) &&
+        r.base == check_array_key(p))
+        res = classify(call, kind_mask ? kind_mask : ~0u, check_array_key(p), stack, &r, 1);
     check_tls_busy--;
     return res;
 }
@@ -490,6 +533,24 @@ void check_release_end(uintptr_t p, int succeeded)
             atomic_fetch_add(&host_live, 1);
     }
     check_tls_busy--;
+}
+
+int check_host_lookup(uintptr_t p, uintptr_t *base, size_t *bytes)
+{
+    if (GPUMEM__LIKELY(atomic_load_explicit(&host_live, memory_order_relaxed) == 0) ||
+        p < atomic_load_explicit(&host_lo, memory_order_relaxed) ||
+        p >= atomic_load_explicit(&host_hi, memory_order_relaxed))
+        return 0;
+    check_tls_busy++;
+    gpumem__rec r;
+    int kind = 0;
+    if (gpumem__reg_find((const void *)p, &r) && host_visible(r.kind)) {
+        kind = r.kind;
+        *base = r.base;
+        *bytes = r.bytes;
+    }
+    check_tls_busy--;
+    return kind;
 }
 
 int check_host_free(const char *call, uintptr_t p, uint32_t stack)

@@ -44,6 +44,12 @@ void check_alloc(const char *call, int kind, uintptr_t base, size_t bytes, int d
 
 /* Registry key of a cuMemCreate handle: apart from every address. */
 uintptr_t check_handle_key(unsigned long long handle);
+/* Registry key of a CUDA array or mipmapped array (cudaArray_t, CUarray, ...): apart from
+ * every address and handle. A release of the array's handle as an address (cudaFree of an
+ * array) finds it too, as a mismatched release. */
+uintptr_t check_array_key(uintptr_t array);
+/* Registry key of a cuMemAddressReserve range at base: apart from the mappings inside it. */
+uintptr_t check_reserve_key(uintptr_t base);
 
 /* What check_release_begin decided. */
 enum { CHECK_GO, CHECK_REPORTED, CHECK_IGNORED, CHECK_UNKNOWN };
@@ -70,6 +76,11 @@ void check_unmap_rest(uintptr_t p, size_t bytes);
  * and the return value is the gpumem kind of the memory: the caller releases it with the
  * matching CUDA call (check_tls_busy set). Cheap when no host-visible CUDA memory is live. */
 int check_host_free(const char *call, uintptr_t p, uint32_t stack);
+
+/* realloc's first look: the gpumem kind of the live host-visible CUDA allocation p lies in,
+ * with its base and size, or 0 (as cheap as check_host_free for anything else). Nothing is
+ * reported or changed: the caller copies the contents, then calls check_host_free. */
+int check_host_lookup(uintptr_t p, uintptr_t *base, size_t *bytes);
 
 /* cudaDeviceReset or the destruction of a device's context: its allocations are gone. */
 void check_device_reset(int device);
