@@ -31,6 +31,13 @@ expect 2 "--error-exitcode takes a number from 0 to 255, not '300'" -- --error-e
 expect 2 "--error-exitcode takes a number from 0 to 255, not 'x'" -- --error-exitcode=x -- true
 expect 2 "--gen-suppressions takes no or yes" -- --gen-suppressions=maybe -- true
 expect 2 "--log-file needs a path" -- --log-file= -- true
+expect 2 "--show-leak-kinds takes definite, reachable, all or none (comma-separated), not 'lost'" -- --show-leak-kinds=lost -- true
+expect 2 "--errors-for-leak-kinds takes definite, reachable, all or none (comma-separated), not 'definite,x'" -- --errors-for-leak-kinds=definite,x -- true
+expect 0 "true used no CUDA" -- --show-leak-kinds=definite,reachable --errors-for-leak-kinds=all -- true
+expect 0 "sh used no CUDA" -- -- sh -c 'test "$GPUMEM_CHECK_SHOW_LEAK_KINDS" = definite && test "$GPUMEM_CHECK_ERRORS_FOR_LEAK_KINDS" = definite'
+expect 0 "sh used no CUDA" -- --show-leak-kinds=all -- sh -c 'test "$GPUMEM_CHECK_SHOW_LEAK_KINDS" = all'
+# The preloaded realloc and the wrapped main leave ordinary programs alone (sort reallocs).
+expect 0 "sort used no CUDA" -- -- sort /etc/passwd /etc/passwd /etc/passwd
 expect 2 "bad.supp:3: unknown finding kind after gpumem:" -- --suppressions="$tmp/bad.supp" -- true
 expect 2 "cannot read the suppression file" -- --suppressions="$tmp/none.supp" -- true
 expect 0 "true used no CUDA" -- --suppressions="$tmp/good.supp" -- true

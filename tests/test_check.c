@@ -5,6 +5,7 @@
  * The engine's state is the process's (one report per process, as in a checked program), so
  * every scenario runs in a child process of its own and the parent reads what it wrote. */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,7 +204,7 @@ static void test_refused_release(void)
 {
     EXPECT_EQ(run_scenario("refused", refused_release, NULL), 1);
     char *log = log_of("refused");
-    EXPECT_CONTAINS(log, "512 bytes in 1 device allocation by cudaMalloc() still live at exit");
+    EXPECT_CONTAINS(log, "512 bytes in 1 device allocation by cudaMalloc() is definitely lost");
     EXPECT_EQ(strstr(log, "Double release") == NULL, 1);
     free(log);
 }
@@ -249,7 +250,7 @@ static void test_device_reset(void)
     char *log = log_of("reset");
     EXPECT_CONTAINS(log, "4,096 bytes in 1 device allocation by cudaMalloc()");
     EXPECT_CONTAINS(log, "4,096 bytes in 1 registered allocation by cudaHostRegister()");
-    EXPECT_CONTAINS(log, "LEAK SUMMARY: 8,192 bytes in 2 allocations from 2 call sites");
+    EXPECT_CONTAINS(log, "LEAK SUMMARY: definitely lost: 8,192 bytes in 2 allocations from 2 call sites");
     free(log);
 }
 
@@ -268,7 +269,7 @@ static void test_unmap_range(void)
 {
     EXPECT_EQ(run_scenario("unmap", unmap_range, NULL), 1);
     char *log = log_of("unmap");
-    EXPECT_CONTAINS(log, "2,097,152 bytes in 1 virtual allocation by cuMemMap() still live");
+    EXPECT_CONTAINS(log, "2,097,152 bytes in 1 virtual allocation by cuMemMap() is definitely lost");
     free(log);
 }
 
@@ -312,9 +313,9 @@ static void test_arrays(void)
     EXPECT_CONTAINS(log, "released with cudaFreeMipmappedArray()");
     EXPECT_CONTAINS(log, "Double release: cudaFreeArray() of 65,536 bytes of array memory at "
                          "0x55550000,");
-    EXPECT_CONTAINS(log, "4,096 bytes in 1 array allocation by cudaMalloc3DArray() still live");
+    EXPECT_CONTAINS(log, "4,096 bytes in 1 array allocation by cudaMalloc3DArray() is definitely lost");
     EXPECT_CONTAINS(log, "5,456 bytes in 1 mipmapped-array allocation by "
-                         "cudaMallocMipmappedArray() still live");
+                         "cudaMallocMipmappedArray() is definitely lost");
     EXPECT_CONTAINS(log, "PEAK: array 69.0 KiB, mipmapped-array 5.3 KiB");
     free(log);
 }
@@ -358,9 +359,9 @@ static void test_graphs_and_reservations(void)
     EXPECT_CONTAINS(log, "Mismatched release: cudaGraphAddMemFreeNode() of 4,096 bytes of device "
                          "memory allocated by cudaMalloc");
     EXPECT_CONTAINS(log, "536,870,912 bytes in 1 graph allocation by cuGraphAddMemAllocNode() "
-                         "still live at exit");
+                         "is definitely lost");
     EXPECT_CONTAINS(log, "33,554,432 bytes in 1 reserved allocation by cuMemAddressReserve() "
-                         "still live at exit");
+                         "is definitely lost");
     EXPECT_EQ(strstr(log, "1,048,576 bytes in") == NULL, 1);
     EXPECT_EQ(strstr(log, "67,108,864 bytes in") == NULL, 1);
     free(log);
@@ -391,6 +392,124 @@ static void test_host_realloc(void)
                          "realloc() new memory with the old contents and released the old so");
     EXPECT_CONTAINS(log, "LEAK SUMMARY: no CUDA memory left allocated at exit");
     free(log);
+}
+
+/* Leak kinds: five fake device allocations, of which the program still points at four, from a
+ * heap block, a global, inside one (an interior pointer) and from another thread's stack; the
+ * fifth is referenced nowhere. Addresses no other test uses. */
+#define REACH 0x6a0000000000ull
+static volatile uintptr_t reach_global;
+static uintptr_t *reach_heap;
+static pthread_mutex_t reach_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t reach_cond = PTHREAD_COND_INITIALIZER;
+static int reach_state; /* 1: the thread holds its pointer; 2: it may end */
+
+static void *reach_thread(void *arg)
+{
+    (void)arg;
+    volatile uintptr_t on_my_stack = REACH + 0x300000;
+    pthread_mutex_lock(&reach_lock);
+    reach_state = 1;
+    pthread_cond_broadcast(&reach_cond);
+    while (reach_state != 2)
+        pthread_cond_wait(&reach_cond, &reach_lock);
+    pthread_mutex_unlock(&reach_lock);
+    return (void *)(uintptr_t)on_my_stack;
+}
+
+static void leak_kinds(void)
+{
+    for (uintptr_t i = 0; i < 5; i++)
+        check_alloc(i == 4 ? "cudaMallocAsync" : "cudaMalloc",
+                    i == 4 ? GPUMEM_KIND_DEVICE_ASYNC : GPUMEM_KIND_DEVICE, REACH + i * 0x100000,
+                    4096 * (i + 1), 0, 0, 0);
+    reach_heap = malloc(64 * sizeof *reach_heap);
+    if (!reach_heap)
+        return;
+    memset(reach_heap, 0, 64 * sizeof *reach_heap);
+    reach_heap[17] = REACH;                    /* from the heap */
+    reach_global = REACH + 0x100000;           /* from the data segment */
+    reach_heap[40] = REACH + 0x200000 + 4000;  /* inside the third (12 KiB) one */
+    pthread_t t;
+    if (pthread_create(&t, NULL, reach_thread, NULL) != 0)
+        return;
+    pthread_mutex_lock(&reach_lock);
+    while (reach_state != 1)
+        pthread_cond_wait(&reach_cond, &reach_lock);
+    pthread_mutex_unlock(&reach_lock);
+    /* REACH + 0x400000 (the cudaMallocAsync one) is held by nobody. */
+    check_finish("exited", 0);
+    pthread_mutex_lock(&reach_lock);
+    reach_state = 2;
+    pthread_cond_broadcast(&reach_cond);
+    pthread_mutex_unlock(&reach_lock);
+    pthread_join(t, NULL);
+}
+
+static void test_leak_kinds(void)
+{
+    /* Default: only definitely lost memory is listed and is an error. */
+    EXPECT_EQ(run_scenario("kinds", leak_kinds, NULL), 1);
+    char *log = log_of("kinds");
+    EXPECT_CONTAINS(log, "20,480 bytes in 1 device-async allocation by cudaMallocAsync() is "
+                         "definitely lost");
+    EXPECT_CONTAINS(log, "LEAK SUMMARY: definitely lost: 20,480 bytes in 1 allocation from 1 call "
+                         "site (device-async 20,480 in 1)");
+    /* 4 + 8 + 12 + 16 KiB from one call site (no stacks here): one still reachable group. */
+    EXPECT_CONTAINS(log, "LEAK SUMMARY: still reachable: 40,960 bytes in 4 allocations from 1 "
+                         "call site (device 40,960 in 4); --show-leak-kinds=all lists them");
+    EXPECT_EQ(strstr(log, "is still reachable") == NULL && strstr(log, "are still reachable") == NULL, 1);
+    EXPECT_CONTAINS(log, "ERROR SUMMARY: 1 error (1 leak)");
+    free(log);
+#ifdef GPUMEM_HAVE_JANSSON
+    char path[256];
+    snprintf(path, sizeof path, "%s/kinds.json", dir);
+    json_error_t jerr;
+    json_t *doc = json_load_file(path, 0, &jerr);
+    ASSERT_NOT_NULL(doc);
+    json_t *fs = json_object_get(doc, "findings");
+    EXPECT_EQ(json_array_size(fs), 1);
+    EXPECT_STR_EQ(json_string_value(json_object_get(json_array_get(fs, 0), "leak_kind")), "definite");
+    json_decref(doc);
+#endif
+
+    /* All listed, reachable ones not counted; then counted too. */
+    EXPECT_EQ(run_scenario("kinds_all", leak_kinds, "GPUMEM_CHECK_SHOW_LEAK_KINDS=all"), 1);
+    log = log_of("kinds_all");
+    EXPECT_CONTAINS(log, "40,960 bytes in 4 device allocations by cudaMalloc() are still reachable");
+    EXPECT_CONTAINS(log, "is definitely lost");
+    EXPECT_EQ(strstr(log, "lists them") == NULL, 1);
+    free(log);
+#ifdef GPUMEM_HAVE_JANSSON
+    snprintf(path, sizeof path, "%s/kinds_all.json", dir);
+    doc = json_load_file(path, 0, &jerr);
+    ASSERT_NOT_NULL(doc);
+    fs = json_object_get(doc, "findings");
+    EXPECT_EQ(json_array_size(fs), 2);
+    for (size_t i = 0; i < json_array_size(fs); i++) {
+        json_t *f = json_array_get(fs, i);
+        const char *lk = json_string_value(json_object_get(f, "leak_kind"));
+        EXPECT_TRUE(lk && (strcmp(lk, "definite") == 0 || strcmp(lk, "reachable") == 0));
+        if (lk && strcmp(lk, "reachable") == 0)
+            EXPECT_TRUE(json_is_false(json_object_get(f, "error")));
+    }
+    json_decref(doc);
+#endif
+    EXPECT_EQ(run_scenario("kinds_err", leak_kinds,
+                           "GPUMEM_CHECK_SHOW_LEAK_KINDS=definite,reachable;"
+                           "GPUMEM_CHECK_ERRORS_FOR_LEAK_KINDS=all"), 2);
+    /* Nothing listed: the summary still counts both. */
+    EXPECT_EQ(run_scenario("kinds_none", leak_kinds,
+                           "GPUMEM_CHECK_SHOW_LEAK_KINDS=none;GPUMEM_CHECK_ERRORS_FOR_LEAK_KINDS=none"), 0);
+    log = log_of("kinds_none");
+    EXPECT_CONTAINS(log, "LEAK SUMMARY: definitely lost: 20,480 bytes");
+    EXPECT_EQ(strstr(log, "is definitely lost") == NULL, 1);
+    free(log);
+    EXPECT_EQ(check_leak_kinds_parse("definite,reachable"), 3);
+    EXPECT_EQ(check_leak_kinds_parse("all"), 3);
+    EXPECT_EQ(check_leak_kinds_parse("none"), 0);
+    EXPECT_EQ(check_leak_kinds_parse("definite,possible"), 1);
+    EXPECT_EQ(check_leak_kinds_parse("lost"), -1);
 }
 
 static void suppressed_leaks(void)
@@ -496,10 +615,10 @@ static void test_leak_check_modes(void)
 {
     EXPECT_EQ(run_scenario("summary", suppressed_leaks, "GPUMEM_CHECK_LEAK=summary"), 3);
     char *log = log_of("summary");
-    EXPECT_CONTAINS(log, "LEAK SUMMARY: 8,192 bytes in 2 allocations from 2 call sites "
+    EXPECT_CONTAINS(log, "LEAK SUMMARY: definitely lost: 8,192 bytes in 2 allocations from 2 call sites "
                              "(device 4,096 in 1, pinned 4,096 in 1)");
     EXPECT_CONTAINS(log, "--leak-check=full shows where");
-    EXPECT_EQ(strstr(log, "still live at exit") == NULL, 1);
+    EXPECT_EQ(strstr(log, " is definitely lost") == NULL, 1);
     free(log);
     EXPECT_EQ(run_scenario("noleak", suppressed_leaks, "GPUMEM_CHECK_LEAK=no"), 1);
     log = log_of("noleak");
@@ -673,6 +792,7 @@ int main(void)
     RUN(test_arrays);
     RUN(test_graphs_and_reservations);
     RUN(test_host_realloc);
+    RUN(test_leak_kinds);
     RUN(test_suppressions);
     RUN(test_suppression_files);
     RUN(test_leak_check_modes);

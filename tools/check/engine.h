@@ -97,6 +97,17 @@ void check_unchecked(const char *why);
  * Runs once; later calls do nothing. */
 void check_finish(const char *status, int code);
 
+/* Leak kinds, valgrind's names: "definite", "reachable", "all", "none", comma-separated
+ * ("possible" and "indirect" are accepted and never found). Returns the set as bits (1
+ * definite, 2 reachable), or -1 for a word it does not know. */
+int check_leak_kinds_parse(const char *list);
+/* "definite" (1) or "reachable" (2); NULL otherwise. */
+const char *check_leak_kind_name(int leak_kind);
+
+/* The program's main returned; frame is the address of the frame it returned to. The leak
+ * scan reads the exiting thread's stack from there up: main's own frame is dead. */
+void check_main_returned(uintptr_t frame);
+
 /* Errors reported so far (not suppressed), for tests. */
 long check_error_count(void);
 

@@ -39,6 +39,10 @@ static void usage(FILE *out)
             "options:\n"
             "  --leak-check=no|summary|full  leaks at exit: none, one summary line, or each\n"
             "                                with its allocation stack (default: full)\n"
+            "  --show-leak-kinds=KINDS       leaks to list: definite (no pointer reaches them),\n"
+            "                                reachable (a pointer still does), all, none; comma-\n"
+            "                                separated (default: definite)\n"
+            "  --errors-for-leak-kinds=KINDS leaks that count as errors (default: definite)\n"
             "  --error-exitcode=N            exit with N when errors were found (default: exit\n"
             "                                as PROGRAM did)\n"
             "  --log-file=PATH               write the report to PATH instead of stderr; %%p is the\n"
@@ -155,6 +159,7 @@ static int set_env(const char *name, const char *value)
 int gpumem_check_main(int argc, char **argv)
 {
     const char *leak = "full", *log = NULL, *json = NULL, *gen = "no";
+    const char *show_kinds = "definite", *error_kinds = "definite";
     long error_exitcode = 0;
     char *supp = NULL; /* newline-separated */
     size_t supp_len = 0;
@@ -191,6 +196,17 @@ int gpumem_check_main(int argc, char **argv)
                 return bad_usage("--leak-check takes no, summary or full, not '%s'", v);
             }
             leak = v;
+        } else if (IS("--show-leak-kinds") || IS("--errors-for-leak-kinds")) {
+            if (check_leak_kinds_parse(v) < 0) {
+                free(supp);
+                return bad_usage("%s takes definite, reachable, all or none (comma-separated), "
+                                 "not '%s'", IS("--show-leak-kinds") ? "--show-leak-kinds"
+                                                                     : "--errors-for-leak-kinds", v);
+            }
+            if (IS("--show-leak-kinds"))
+                show_kinds = v;
+            else
+                error_kinds = v;
         } else if (IS("--error-exitcode")) {
             char *end;
             errno = 0;
@@ -275,6 +291,8 @@ int gpumem_check_main(int argc, char **argv)
     snprintf(exitcode_text, sizeof exitcode_text, "%ld", error_exitcode);
     if (set_env("CUDA_INJECTION64_PATH", lib) || set_env("LD_PRELOAD", preload) ||
         set_env("GPUMEM_CHECK_LEAK", leak) || set_env("GPUMEM_CHECK_GEN_SUPPRESSIONS", gen) ||
+        set_env("GPUMEM_CHECK_SHOW_LEAK_KINDS", show_kinds) ||
+        set_env("GPUMEM_CHECK_ERRORS_FOR_LEAK_KINDS", error_kinds) ||
         set_env("GPUMEM_CHECK_STATUS", status_dir) ||
         (log && set_env("GPUMEM_CHECK_LOG", log)) || (json && set_env("GPUMEM_CHECK_JSON", json)) ||
         (supp && set_env("GPUMEM_CHECK_SUPPRESSIONS", supp))) {
