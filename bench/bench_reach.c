@@ -3,19 +3,21 @@
  *
  *   bench_reach [GIB...]      (default 1 2 4)
  *
- * For each size, maps that much anonymous memory and fills every page (so that all of it is
- * resident and read: the scan skips pages never touched), with words that look like data
+ * For each size, starts a thread with a stack that large (the scan reads data, bss and stacks,
+ * not the heap), which waits while the bench fills every page of it but its own top frames
+ * (so that all of it is resident and read: the scan skips pages never touched), with words
+ * that look like data
  * (small integers, heap-like pointers) and, at a few places, pointers into the targets. The
  * targets stand for the live CUDA allocations at exit: 10 000 ranges of 64 KiB to 4 MiB at
  * addresses where nothing is mapped (16 TiB up). Host memory stands in for a program's heap; no GPU is needed (the
  * scan never reads device memory). Prints the seconds per scan (best of 3), per 4 GiB, and
  * for scale the best of 3 plain sums of the same memory (how fast this machine reads it now). */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
 #include "reach.h"
@@ -27,6 +29,20 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+static int done;
+
+static void *waiter(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&lock);
+    while (!done)
+        pthread_cond_wait(&cond, &lock);
+    pthread_mutex_unlock(&lock);
+    return NULL;
 }
 
 int main(int argc, char **argv)
@@ -53,11 +69,22 @@ int main(int argc, char **argv)
     for (int run = 0; run < 2 * nsizes; run++) {
         int s = run / 2, near = run % 2;
         size_t bytes = (size_t)(sizes[s] * (double)(1ull << 30));
-        uintptr_t *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (mem == MAP_FAILED) {
-            fprintf(stderr, "bench_reach: cannot map %.1f GiB\n", sizes[s]);
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, bytes + ((size_t)1 << 20));
+        pthread_t th;
+        done = 0;
+        if (pthread_create(&th, &attr, waiter, NULL) != 0) {
+            fprintf(stderr, "bench_reach: cannot start a thread with a %.1f GiB stack\n", sizes[s]);
             return 1;
         }
+        pthread_attr_destroy(&attr);
+        void *stack_lo;
+        size_t stack_size;
+        pthread_getattr_np(th, &attr);
+        pthread_attr_getstack(&attr, &stack_lo, &stack_size);
+        pthread_attr_destroy(&attr);
+        uintptr_t *mem = stack_lo; /* the lowest GiBs; the thread's frames are at the top */
         size_t words = bytes / sizeof *mem;
         for (size_t i = 0; i < words; i++) {
             x ^= x << 13, x ^= x >> 7, x ^= x << 17;
@@ -79,7 +106,7 @@ int main(int argc, char **argv)
             /* The targets themselves are not the program's pointers (gpumem check skips its
              * own records the same way). */
             check_span skip = {(uintptr_t)targets, (uintptr_t)(targets + TARGETS)};
-            scanned = check_reach_scan(targets, TARGETS, reached, &skip, 1, 0);
+            scanned = check_reach_scan(targets, TARGETS, reached, NULL, &skip, 1, 0);
             double t = now() - t0;
             best = t < best ? t : best;
         }
@@ -103,7 +130,11 @@ int main(int argc, char **argv)
                (double)scanned / (double)(1ull << 30), best,
                best / ((double)scanned / (double)(4ull << 30)), sum_best, got, TARGETS,
                got == TARGETS / 2 ? "" : "  (expected half)");
-        munmap(mem, bytes);
+        pthread_mutex_lock(&lock);
+        done = 1;
+        pthread_cond_broadcast(&cond);
+        pthread_mutex_unlock(&lock);
+        pthread_join(th, NULL);
     }
     return 0;
 }

@@ -367,6 +367,35 @@ static void test_graphs_and_reservations(void)
     free(log);
 }
 
+/* The default suppressions (tools/check/suppressions/default.supp) load, and match the caching
+ * allocators' stacks but not a raw allocation from Python. */
+static void test_default_suppressions(void)
+{
+    char err[512] = "";
+    check_supp_clear();
+    EXPECT_EQ(check_supp_load(DEFAULT_SUPP, err, sizeof err), 0);
+    fprintf(stderr, "%s", err);
+    const char *site = "/opt/venv/lib/python3.12/site-packages";
+    char torch[256], cupy[256], ctypes[256], cublas[256];
+    snprintf(torch, sizeof torch, "%s/torch/lib/libc10_cuda.so", site);
+    snprintf(cupy, sizeof cupy, "%s/cupy/cuda/memory.cpython-312-x86_64-linux-gnu.so", site);
+    snprintf(ctypes, sizeof ctypes, "/usr/lib/python3.12/lib-dynload/_ctypes.cpython-312-x86_64-linux-gnu.so");
+    snprintf(cublas, sizeof cublas, "%s/nvidia/cu13/lib/libcublas.so.13", site);
+    gpumem__frame py = {.func = "_PyEval_EvalFrameDefault", .object = "/usr/bin/python3.12"};
+    gpumem__frame f_torch[3] = {{.func = "???", .object = torch}, {.func = "???", .object = torch}, py};
+    gpumem__frame f_cupy[2] = {{.func = "???", .object = cupy}, py};
+    gpumem__frame f_cublas[2] = {{.func = "???", .object = cublas}, py};
+    gpumem__frame f_raw[3] = {{.func = "ffi_call", .object = "/lib/x86_64-linux-gnu/libffi.so.8"},
+                              {.func = "???", .object = ctypes}, py};
+    EXPECT_CONTAINS(check_supp_match(CHECK_LEAK, "cudaMalloc", f_torch, 3), "PyTorch");
+    EXPECT_CONTAINS(check_supp_match(CHECK_LEAK, "cudaMalloc", f_cupy, 2), "CuPy");
+    EXPECT_CONTAINS(check_supp_match(CHECK_LEAK, "cudaMalloc", f_cublas, 2), "cuBLAS");
+    EXPECT_NULL(check_supp_match(CHECK_LEAK, "cudaMalloc", f_raw, 3));
+    /* Leaks only: a mismatched release inside PyTorch is still reported. */
+    EXPECT_NULL(check_supp_match(CHECK_MISMATCHED, "cudaFree", f_torch, 3));
+    check_supp_clear();
+}
+
 /* realloc() of pinned memory (preload.c): looked up first (its size, for the copy), then
  * released as a mismatch, with realloc's own hint. Other memory is not CUDA's. */
 static void host_realloc(void)
@@ -394,11 +423,13 @@ static void test_host_realloc(void)
     free(log);
 }
 
-/* Leak kinds: five fake device allocations, of which the program still points at four, from a
- * heap block, a global, inside one (an interior pointer) and from another thread's stack; the
- * fifth is referenced nowhere. Addresses no other test uses. */
+/* Leak kinds: five fake device allocations. The program points at three from where the scan
+ * reads: a global, a global pointing inside one (an interior pointer) and another thread's
+ * stack; at one only from a heap block, which the scan does not read (the CUDA libraries keep
+ * their own copies of every address there), so it is definitely lost; the fifth is referenced
+ * nowhere. Addresses no other test uses. */
 #define REACH 0x6a0000000000ull
-static volatile uintptr_t reach_global;
+static volatile uintptr_t reach_global, reach_global_interior;
 static uintptr_t *reach_heap;
 static pthread_mutex_t reach_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t reach_cond = PTHREAD_COND_INITIALIZER;
@@ -429,7 +460,7 @@ static void leak_kinds(void)
     memset(reach_heap, 0, 64 * sizeof *reach_heap);
     reach_heap[17] = REACH;                    /* from the heap */
     reach_global = REACH + 0x100000;           /* from the data segment */
-    reach_heap[40] = REACH + 0x200000 + 4000;  /* inside the third (12 KiB) one */
+    reach_global_interior = REACH + 0x200000 + 4000; /* inside the third (12 KiB) one */
     pthread_t t;
     if (pthread_create(&t, NULL, reach_thread, NULL) != 0)
         return;
@@ -448,18 +479,20 @@ static void leak_kinds(void)
 
 static void test_leak_kinds(void)
 {
-    /* Default: only definitely lost memory is listed and is an error. */
-    EXPECT_EQ(run_scenario("kinds", leak_kinds, NULL), 1);
+    /* Default: only definitely lost memory is listed and is an error: the unreferenced one and
+     * the one referenced from the heap only. */
+    EXPECT_EQ(run_scenario("kinds", leak_kinds, NULL), 2);
     char *log = log_of("kinds");
     EXPECT_CONTAINS(log, "20,480 bytes in 1 device-async allocation by cudaMallocAsync() is "
                          "definitely lost");
-    EXPECT_CONTAINS(log, "LEAK SUMMARY: definitely lost: 20,480 bytes in 1 allocation from 1 call "
-                         "site (device-async 20,480 in 1)");
-    /* 4 + 8 + 12 + 16 KiB from one call site (no stacks here): one still reachable group. */
-    EXPECT_CONTAINS(log, "LEAK SUMMARY: still reachable: 40,960 bytes in 4 allocations from 1 "
-                         "call site (device 40,960 in 4); --show-leak-kinds=all lists them");
+    EXPECT_CONTAINS(log, "4,096 bytes in 1 device allocation by cudaMalloc() is definitely lost");
+    EXPECT_CONTAINS(log, "LEAK SUMMARY: definitely lost: 24,576 bytes in 2 allocations from 2 "
+                         "call sites (device 4,096 in 1, device-async 20,480 in 1)");
+    /* 8 + 12 + 16 KiB from one call site (no stacks here): one still reachable group. */
+    EXPECT_CONTAINS(log, "LEAK SUMMARY: still reachable: 36,864 bytes in 3 allocations from 1 "
+                         "call site (device 36,864 in 3); --show-leak-kinds=all lists them");
     EXPECT_EQ(strstr(log, "is still reachable") == NULL && strstr(log, "are still reachable") == NULL, 1);
-    EXPECT_CONTAINS(log, "ERROR SUMMARY: 1 error (1 leak)");
+    EXPECT_CONTAINS(log, "ERROR SUMMARY: 2 errors (2 leaks)");
     free(log);
 #ifdef GPUMEM_HAVE_JANSSON
     char path[256];
@@ -468,15 +501,15 @@ static void test_leak_kinds(void)
     json_t *doc = json_load_file(path, 0, &jerr);
     ASSERT_NOT_NULL(doc);
     json_t *fs = json_object_get(doc, "findings");
-    EXPECT_EQ(json_array_size(fs), 1);
+    EXPECT_EQ(json_array_size(fs), 2);
     EXPECT_STR_EQ(json_string_value(json_object_get(json_array_get(fs, 0), "leak_kind")), "definite");
     json_decref(doc);
 #endif
 
     /* All listed, reachable ones not counted; then counted too. */
-    EXPECT_EQ(run_scenario("kinds_all", leak_kinds, "GPUMEM_CHECK_SHOW_LEAK_KINDS=all"), 1);
+    EXPECT_EQ(run_scenario("kinds_all", leak_kinds, "GPUMEM_CHECK_SHOW_LEAK_KINDS=all"), 2);
     log = log_of("kinds_all");
-    EXPECT_CONTAINS(log, "40,960 bytes in 4 device allocations by cudaMalloc() are still reachable");
+    EXPECT_CONTAINS(log, "36,864 bytes in 3 device allocations by cudaMalloc() are still reachable");
     EXPECT_CONTAINS(log, "is definitely lost");
     EXPECT_EQ(strstr(log, "lists them") == NULL, 1);
     free(log);
@@ -485,7 +518,7 @@ static void test_leak_kinds(void)
     doc = json_load_file(path, 0, &jerr);
     ASSERT_NOT_NULL(doc);
     fs = json_object_get(doc, "findings");
-    EXPECT_EQ(json_array_size(fs), 2);
+    EXPECT_EQ(json_array_size(fs), 3);
     for (size_t i = 0; i < json_array_size(fs); i++) {
         json_t *f = json_array_get(fs, i);
         const char *lk = json_string_value(json_object_get(f, "leak_kind"));
@@ -497,12 +530,12 @@ static void test_leak_kinds(void)
 #endif
     EXPECT_EQ(run_scenario("kinds_err", leak_kinds,
                            "GPUMEM_CHECK_SHOW_LEAK_KINDS=definite,reachable;"
-                           "GPUMEM_CHECK_ERRORS_FOR_LEAK_KINDS=all"), 2);
+                           "GPUMEM_CHECK_ERRORS_FOR_LEAK_KINDS=all"), 3);
     /* Nothing listed: the summary still counts both. */
     EXPECT_EQ(run_scenario("kinds_none", leak_kinds,
                            "GPUMEM_CHECK_SHOW_LEAK_KINDS=none;GPUMEM_CHECK_ERRORS_FOR_LEAK_KINDS=none"), 0);
     log = log_of("kinds_none");
-    EXPECT_CONTAINS(log, "LEAK SUMMARY: definitely lost: 20,480 bytes");
+    EXPECT_CONTAINS(log, "LEAK SUMMARY: definitely lost: 24,576 bytes");
     EXPECT_EQ(strstr(log, "is definitely lost") == NULL, 1);
     free(log);
     EXPECT_EQ(check_leak_kinds_parse("definite,reachable"), 3);
@@ -793,6 +826,7 @@ int main(void)
     RUN(test_graphs_and_reservations);
     RUN(test_host_realloc);
     RUN(test_leak_kinds);
+    RUN(test_default_suppressions);
     RUN(test_suppressions);
     RUN(test_suppression_files);
     RUN(test_leak_check_modes);

@@ -415,7 +415,8 @@ uintptr_t check_handle_key(unsigned long long handle)
 
 uintptr_t check_array_key(uintptr_t array)
 {
-    return ((uintptr_t)3 << 62) | array;
+    /* Shifted as handles are: registry keys are multiples of 256 (array handles need not be). */
+    return ((uintptr_t)3 << 62) | (array << 8);
 }
 
 uintptr_t check_reserve_key(uintptr_t base)
@@ -428,7 +429,7 @@ static uintptr_t key_shown(uintptr_t key)
 {
     switch (key >> 62) {
     case 3:
-        return key & ~((uintptr_t)3 << 62);
+        return (key & ~((uintptr_t)3 << 62)) >> 8;
     case 2:
         return (key & ~((uintptr_t)1 << 63)) >> 8;
     case 1:
@@ -531,7 +532,7 @@ int check_release_begin(const char *call, unsigned kind_mask, uintptr_t p, uint3
     gpumem__rec r;
     int res = classify(call, kind_mask ? kind_mask : ~0u, p, stack, &r, 1);
     /* cudaFree of a CUDA array (a handle, kept apart from addresses): a mismatched release. */
-    if (res == CHECK_UNKNOWN && !(p >> 62) && gpumem__reg_find((const void *)check_array_key(p), &r) &&
+    if (res == CHECK_UNKNOWN && !(p >> 54) && gpumem__reg_find((const void *)check_array_key(p), &r) &&
         r.base == check_array_key(p))
         res = classify(call, kind_mask ? kind_mask : ~0u, check_array_key(p), stack, &r, 1);
     check_tls_busy--;
@@ -789,6 +790,25 @@ static int by_bytes_desc(const void *x, const void *y)
     return a->first_seq < b->first_seq ? -1 : a->first_seq > b->first_seq;
 }
 
+/* "reached: cudaMalloc 0x7f..: from 0x55..: 55..-55.. rw-p ... /path" (GPUMEM_CHECK_REACH_WHY).
+ * Under out_lock (check_finish holds it). */
+static void say_reached_from(const gpumem__rec *r, uintptr_t at)
+{
+    char line[512] = "?";
+    FILE *maps = fopen("/proc/self/maps", "re");
+    while (maps && fgets(line, sizeof line, maps)) {
+        unsigned long a, b;
+        if (sscanf(line, "%lx-%lx", &a, &b) == 2 && at >= a && at < b)
+            break;
+        snprintf(line, sizeof line, "?");
+    }
+    if (maps)
+        fclose(maps);
+    line[strcspn(line, "\n")] = '\0';
+    say("reached: %s %p from %p in %s", r->site.func ? r->site.func : "?",
+        (void *)key_shown(r->base), (void *)at, line);
+}
+
 /* The live allocations, grouped by call, memory kind, stack and leak kind, largest first.
  * With scan, the process's memory is scanned for pointers into them (reach.c); without (after a
  * signal), or when the scan cannot run, every one is definitely lost (*scanned is then -1). */
@@ -835,8 +855,14 @@ static long leak_groups(int scan, leak_group **out, int *skipped, long long *sca
         uintptr_t from = atomic_load(&main_frame);
         if (!from)
             from = (uintptr_t)__builtin_frame_address(0);
-        *scanned = check_reach_scan(targets, l.n, reached, skip.s, skip.n, from);
+        /* GPUMEM_CHECK_REACH_WHY=1: where each reached allocation was reached from. */
+        uintptr_t *found_at = getenv("GPUMEM_CHECK_REACH_WHY") ? calloc(l.n, sizeof *found_at) : NULL;
+        *scanned = check_reach_scan(targets, l.n, reached, found_at, skip.s, skip.n, from);
         munmap(skip.s, skip.cap * sizeof *skip.s);
+        for (size_t i = 0; found_at && i < l.n; i++)
+            if (reached[i])
+                say_reached_from(&l.r[i], found_at[i]);
+        free(found_at);
     }
     for (size_t i = 0; i < l.n; i++)
         rk[i] = (rec_kind){&l.r[i], *scanned >= 0 && reached[i] ? LEAK_REACHABLE : LEAK_DEFINITE};

@@ -52,6 +52,8 @@ static void usage(FILE *out)
             "  --suppressions=FILE           ignore findings that FILE describes (repeatable;\n"
             "                                format in docs/check.md)\n"
             "  --gen-suppressions=no|yes     print a suppression for each finding\n"
+            "  --default-suppressions=yes|no read the suppressions installed with gpumem for\n"
+            "                                frameworks' caching allocators (default: yes)\n"
             "  --help, --version\n"
             "\n"
             "Children PROGRAM starts are checked too, each with its own report: without %%p in\n"
@@ -160,6 +162,7 @@ int gpumem_check_main(int argc, char **argv)
 {
     const char *leak = "full", *log = NULL, *json = NULL, *gen = "no";
     const char *show_kinds = "definite", *error_kinds = "definite";
+    int default_supp = 1;
     long error_exitcode = 0;
     char *supp = NULL; /* newline-separated */
     size_t supp_len = 0;
@@ -243,6 +246,12 @@ int gpumem_check_main(int argc, char **argv)
             supp = grown;
             snprintf(supp + supp_len, add + 1, "%s\n", full);
             supp_len += add;
+        } else if (IS("--default-suppressions")) {
+            if (strcmp(v, "yes") && strcmp(v, "no")) {
+                free(supp);
+                return bad_usage("--default-suppressions takes yes or no, not '%s'", v);
+            }
+            default_supp = strcmp(v, "yes") == 0;
         } else if (IS("--gen-suppressions")) {
             if (strcmp(v, "no") && strcmp(v, "yes") && strcmp(v, "all")) {
                 free(supp);
@@ -264,6 +273,34 @@ int gpumem_check_main(int argc, char **argv)
     if (find_library(lib) != 0) {
         free(supp);
         return 2;
+    }
+    /* The default suppressions lie beside the library (build tree and installation alike). */
+    if (default_supp) {
+        char path[PATH_MAX + 32];
+        snprintf(path, sizeof path, "%s", lib);
+        char *slash = strrchr(path, '/');
+        snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0),
+                 "default.supp");
+        char err[512];
+        if (access(path, R_OK) != 0) {
+            fprintf(stderr, "gpumem check: warning: the default suppressions (%s) are missing: "
+                            "leaks of frameworks' caching allocators will be reported; "
+                            "--default-suppressions=no silences this\n", path);
+        } else if (check_supp_load(path, err, sizeof err) != 0) {
+            fprintf(stderr, "gpumem check: error: %s\n", err);
+            free(supp);
+            return 2;
+        } else {
+            size_t add = strlen(path) + 1;
+            char *grown = realloc(supp, supp_len + add + 1);
+            if (!grown) {
+                free(supp);
+                return bad_usage("%s", "out of memory");
+            }
+            supp = grown;
+            snprintf(supp + supp_len, add + 1, "%s\n", path);
+            supp_len += add;
+        }
     }
     /* A library the loader cannot load (CUPTI missing, say) would be skipped with a warning
      * and the program would run unchecked: find out here. It stays loaded in this process,

@@ -1,8 +1,13 @@
 /* gpumem check's leak kinds (reach.h): which live allocations some pointer still reaches.
  *
- * At exit, every pointer-sized, aligned word of the process's writable memory is read: the
- * data and bss of every loaded object, the heap and other anonymous mappings, and the stacks
- * of the threads (the exiting thread's from its live frames up). A word whose value lies inside
+ * At exit, every pointer-sized, aligned word of the process's writable data and stacks is
+ * read: the data and bss of every loaded object (but the CUDA libraries'), the main stack and
+ * the threads' stacks (an anonymous mapping right above a guard page; the exiting thread's
+ * from its live frames up). Not the heap, nor other anonymous memory: measured on an H200 with
+ * CUDA 13, the driver and the runtime keep copies of the address of every allocation in their
+ * heap memory, so that a heap scan finds every leak still reachable. A pointer the program
+ * keeps only in heap memory (a std::vector of buffers, a framework's pool) therefore does not
+ * count: what it points to is definitely lost, as without any scan. A word whose value lies inside
  * an allocation's range [lo, hi) reaches it, also when it points inside rather than at the
  * start: CUDA programs keep offsets into their buffers (sub-buffers, pitched rows, a pool's
  * blocks), and an interior pointer is as good a handle on the memory as its base. Nothing is
@@ -87,11 +92,12 @@ typedef struct {
     size_t n;
     uint64_t *bitmap;
     unsigned char *reached;
+    uintptr_t *found_at; /* where each target was first reached; NULL: not kept */
     size_t left; /* targets not reached yet: the scan stops early at 0 */
     uintptr_t min_lo, width; /* every range lies in [min_lo, min_lo + width) */
 } scan_state;
 
-static void mark(scan_state *st, uintptr_t v)
+static void mark(scan_state *st, uintptr_t v, const uintptr_t *at)
 {
     /* The last range starting at or below v, then back while an earlier one may hold v. */
     size_t lo = 0, hi = st->n;
@@ -105,6 +111,8 @@ static void mark(scan_state *st, uintptr_t v)
     for (size_t j = lo; j-- > 0 && st->ix[j].maxhi > v;) {
         if (v < st->ix[j].hi && !st->reached[st->ix[j].index]) {
             st->reached[st->ix[j].index] = 1;
+            if (st->found_at)
+                st->found_at[st->ix[j].index] = (uintptr_t)at;
             st->left--;
         }
     }
@@ -129,18 +137,18 @@ static void scan_words(scan_state *st, const uintptr_t *w, size_t n)
                                  ((d - lo) < width), 0) &&
             (maybe(bm, a) | maybe(bm, b) | maybe(bm, c) | maybe(bm, d))) {
             if (maybe(bm, a))
-                mark(st, a);
+                mark(st, a, &w[i]);
             if (maybe(bm, b))
-                mark(st, b);
+                mark(st, b, &w[i + 1]);
             if (maybe(bm, c))
-                mark(st, c);
+                mark(st, c, &w[i + 2]);
             if (maybe(bm, d))
-                mark(st, d);
+                mark(st, d, &w[i + 3]);
         }
     }
     for (; i < n; i++)
         if (w[i] - lo < width && maybe(bm, w[i]))
-            mark(st, w[i]);
+            mark(st, w[i], &w[i]);
 }
 
 /* Scans the words of [a, b) (8-byte aligned) on resident pages. Returns the bytes read. */
@@ -189,7 +197,8 @@ static int skipped_mapping(const char *path)
 }
 
 long long check_reach_scan(const check_span *targets, size_t n, unsigned char *reached,
-                           const check_span *skip_in, size_t nskip, uintptr_t stack_from)
+                           uintptr_t *found_at, const check_span *skip_in, size_t nskip,
+                           uintptr_t stack_from)
 {
     memset(reached, 0, n);
     if (n == 0)
@@ -231,7 +240,7 @@ long long check_reach_scan(const check_span *targets, size_t n, unsigned char *r
     skip[nskip++] = (check_span){(uintptr_t)skip, (uintptr_t)skip + skip_bytes};
     sort_spans(skip, nskip);
 
-    scan_state st = {ix, n, bitmap, reached, n, ix[0].lo, maxhi - ix[0].lo};
+    scan_state st = {ix, n, bitmap, reached, found_at, n, ix[0].lo, maxhi - ix[0].lo};
     FILE *maps = fopen("/proc/self/maps", "re");
     if (!maps)
         goto out;
@@ -241,6 +250,10 @@ long long check_reach_scan(const check_span *targets, size_t n, unsigned char *r
         stack_from = here; /* never this function's own locals, which hold the ranges */
     char line[4096];
     total = 0;
+    /* The mapping before, for what an anonymous mapping is: an object's bss right after its
+     * file-backed data, or a thread's stack right above its guard page. */
+    unsigned long prev_end = 0;
+    int prev_file = 0, prev_skipped = 0, prev_guard = 0;
     while (st.left && fgets(line, sizeof line, maps)) {
         unsigned long a, b;
         char perms[8] = "";
@@ -249,8 +262,20 @@ long long check_reach_scan(const check_span *targets, size_t n, unsigned char *r
             continue;
         char *path = path_at ? line + path_at : line + strlen(line);
         path[strcspn(path, "\n")] = '\0';
-        if (perms[0] != 'r' || perms[1] != 'w' || skipped_mapping(path))
+        int file = path[0] == '/', skipped = skipped_mapping(path);
+        int adjacent = a == prev_end, was_file = prev_file, was_skipped = prev_skipped;
+        int was_guard = prev_guard;
+        prev_end = b;
+        prev_guard = !path[0] && strncmp(perms, "---", 3) == 0;
+        /* An anonymous mapping right after an object's is its bss: the object's. */
+        prev_file = file || (!path[0] && adjacent && was_file);
+        prev_skipped = file ? skipped : !path[0] && adjacent && was_file && was_skipped;
+        if (perms[0] != 'r' || perms[1] != 'w' || skipped || prev_skipped)
             continue;
+        int data = file || (!path[0] && adjacent && was_file);
+        int stack = strcmp(path, "[stack]") == 0 || (!path[0] && adjacent && was_guard);
+        if (!data && !stack)
+            continue; /* the heap and other anonymous memory: see the comment at the top */
         if (here >= a && here < b && stack_from < b)
             a = stack_from & ~(uintptr_t)7;
         /* The pieces of [a, b) between the spans to skip. */
