@@ -1041,7 +1041,22 @@ static void write_json(const char *status, int code, const gpumem_stats_t *st, u
 }
 #endif
 
-static void write_status(const char *status)
+/* The command line, its words separated by spaces, at most n - 1 bytes. */
+static void command_text(char *buf, size_t n)
+{
+    buf[0] = '\0';
+    FILE *f = fopen("/proc/self/cmdline", "re");
+    if (!f)
+        return;
+    size_t got = fread(buf, 1, n - 1, f);
+    fclose(f);
+    buf[got] = '\0';
+    for (size_t i = 0; i + 1 < got; i++)
+        if (buf[i] == '\0' || buf[i] == '\n')
+            buf[i] = ' ';
+}
+
+static void write_status(const char *status, int code, uint64_t leaks, uint64_t leaked_bytes)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%ld", opt.status, (long)getpid());
@@ -1051,7 +1066,12 @@ static void write_status(const char *status)
             "count this process", path, strerror(errno));
         return;
     }
-    fprintf(f, "errors %ld\nstatus %s\n", atomic_load(&error_count), status);
+    char cmd[256];
+    command_text(cmd, sizeof cmd);
+    /* Read by `gpumem check` (launch.c): its exit status, and its summary of many processes. */
+    fprintf(f, "errors %ld\nstatus %s\ncode %d\nleaks %llu\nleaked_bytes %llu\ncommand %s\n",
+            atomic_load(&error_count), status, code, (unsigned long long)leaks,
+            (unsigned long long)leaked_bytes, cmd);
     fclose(f);
 }
 
@@ -1171,7 +1191,7 @@ void check_finish(const char *status, int code)
         say("gpumem check: warning: --json needs gpumem built with jansson (libjansson-dev)");
 #endif
     if (opt.status)
-        write_status(status);
+        write_status(status, code, leaks, leaked_bytes);
     fflush(out()); /* a process killed by its signal next writes nothing more */
     if (out_file && out_file != stderr)
         fclose(out_file);

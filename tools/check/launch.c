@@ -116,11 +116,66 @@ static void forward(int sig)
         kill(child, sig);
 }
 
-/* Sums the status files; returns the number of processes that reported. */
+/* One checked process, from its status file. */
+typedef struct {
+    long pid, errors, code;
+    unsigned long long leaks, leaked_bytes;
+    char status[32], command[256];
+} proc_status;
+
+static int by_pid(const void *a, const void *b)
+{
+    const proc_status *x = a, *y = b;
+    return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/* 8192 -> "8,192". */
+static const char *grouped_num(unsigned long long v, char *buf, size_t n)
+{
+    char digits[32];
+    int len = snprintf(digits, sizeof digits, "%llu", v);
+    size_t o = 0;
+    for (int i = 0; i < len && o + 2 < n; i++) {
+        if (i && (len - i) % 3 == 0)
+            buf[o++] = ',';
+        buf[o++] = digits[i];
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+/* Several processes were checked (a launcher such as mpirun or torchrun, workers): one line
+ * for each, by process id, and the total. */
+static void print_processes(const proc_status *p, int n)
+{
+    long errors = 0;
+    unsigned long long leaks = 0, bytes = 0;
+    char b[32];
+    fprintf(stderr, "gpumem check: %d processes checked, each with its report above:\n", n);
+    for (int i = 0; i < n; i++) {
+        const char *how = strcmp(p[i].status, "signaled") == 0 ? "killed by signal"
+                          : strcmp(p[i].status, "unchecked") == 0 ? "unchecked, exit"
+                                                                  : "exited";
+        fprintf(stderr, "gpumem check:   pid %ld (%s): %ld error%s (%llu leak%s, %s bytes), %s %ld\n",
+                p[i].pid, p[i].command, p[i].errors, p[i].errors == 1 ? "" : "s", p[i].leaks,
+                p[i].leaks == 1 ? "" : "s", grouped_num(p[i].leaked_bytes, b, sizeof b), how,
+                p[i].code);
+        errors += p[i].errors;
+        leaks += p[i].leaks;
+        bytes += p[i].leaked_bytes;
+    }
+    fprintf(stderr, "gpumem check: total: %ld error%s (%llu leak%s, %s bytes) in %d processes\n",
+            errors, errors == 1 ? "" : "s", leaks, leaks == 1 ? "" : "s",
+            grouped_num(bytes, b, sizeof b), n);
+}
+
+/* Sums the status files, and lists the processes when there were several; returns the number
+ * of processes that reported. */
 static int read_status(const char *dir, long *errors, int *unchecked)
 {
     DIR *d = opendir(dir);
-    int n = 0;
+    int n = 0, cap = 0;
+    proc_status *procs = NULL;
     *errors = 0;
     *unchecked = 0;
     if (!d)
@@ -132,20 +187,46 @@ static int read_status(const char *dir, long *errors, int *unchecked)
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         FILE *f = fopen(path, "r");
+        proc_status ps = {.pid = strtol(e->d_name, NULL, 10), .errors = -1};
         if (f) {
-            long errs = 0;
-            char status[32] = "";
-            if (fscanf(f, "errors %ld\nstatus %31s", &errs, status) >= 1) {
-                *errors += errs;
-                n++;
-                *unchecked += strcmp(status, "unchecked") == 0;
+            char line[512];
+            while (fgets(line, sizeof line, f)) {
+                line[strcspn(line, "\n")] = '\0';
+                if (strncmp(line, "command ", 8) == 0)
+                    snprintf(ps.command, sizeof ps.command, "%.255s", line + 8);
+                else if (sscanf(line, "errors %ld", &ps.errors) == 1 ||
+                         sscanf(line, "status %31s", ps.status) == 1 ||
+                         sscanf(line, "code %ld", &ps.code) == 1 ||
+                         sscanf(line, "leaks %llu", &ps.leaks) == 1 ||
+                         sscanf(line, "leaked_bytes %llu", &ps.leaked_bytes) == 1)
+                    continue;
             }
             fclose(f);
         }
         unlink(path);
+        if (ps.errors < 0)
+            continue;
+        *errors += ps.errors;
+        *unchecked += strcmp(ps.status, "unchecked") == 0;
+        if (n == cap) {
+            int ncap = cap ? cap * 2 : 16;
+            proc_status *grown = realloc(procs, (size_t)ncap * sizeof *grown);
+            if (grown) {
+                procs = grown;
+                cap = ncap;
+            }
+        }
+        if (n < cap)
+            procs[n] = ps;
+        n++;
     }
     closedir(d);
     rmdir(dir);
+    if (n > 1 && n <= cap) {
+        qsort(procs, (size_t)n, sizeof *procs, by_pid);
+        print_processes(procs, n);
+    }
+    free(procs);
     return n;
 }
 
