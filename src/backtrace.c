@@ -348,9 +348,11 @@ static const char *base_name(const char *path)
 
 static int is_start_func(const char *f)
 {
+    /* __gpumem_check_start_main: gpumem check's wrapper of main (tools/check/preload.c). */
     static const char *const names[] = {"_start", "__libc_start_main", "__libc_start_call_main",
                                         "__libc_start_main_impl", "start_thread", "clone",
-                                        "clone3", "__clone", "__clone3", "__clone_internal"};
+                                        "clone3", "__clone", "__clone3", "__clone_internal",
+                                        "__gpumem_check_start_main"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(f, names[i]) == 0)
             return 1;
@@ -372,6 +374,8 @@ static unsigned char classify(const pc_func *p, const char *object)
 {
     const char *obj = base_name(object);
     size_t dir = src_dir_len();
+    if (is_start_func(p->func))
+        return FRAME_START;
     if (strncmp(p->func, "gpumem_", 7) == 0)
         return FRAME_GPUMEM;
     if (p->file && dir && strncmp(p->file, __FILE__, dir) == 0)
@@ -389,8 +393,6 @@ static unsigned char classify(const pc_func *p, const char *object)
     const char *header = base_name(p->file);
     if (header && (strcmp(header, "cuda_runtime.h") == 0 || strcmp(header, "cuda_runtime_api.h") == 0))
         return FRAME_CUDA;
-    if (is_start_func(p->func))
-        return FRAME_START;
     /* Trimmed only where below every other frame: libc's start code, and a sanitizer's
      * thread start wrapper (__tsan_thread_start_func) between start_thread and the thread. */
     if (obj && (strncmp(obj, "libc.so", 7) == 0 || strncmp(obj, "ld-linux", 8) == 0 ||
@@ -679,12 +681,15 @@ static sym_stack *symbolize(const stack_node *s)
     }
     /* gpumem's frames are innermost. Between two of them there may be frames it cannot name
      * (static functions without debug info): the whole run up to the last gpumem frame goes,
-     * unless a frame with a source file outside gpumem proves the caller was reached. */
+     * unless a frame with a source file outside gpumem proves the caller was reached, or CUDA's
+     * frames follow gpumem's (gpumem check's callback, called by CUPTI inside the CUDA call):
+     * the program's frames come after those. */
     int begin = 0;
     for (int i = 0; i < end; i++) {
         if (info[i].f.cls == FRAME_GPUMEM)
             begin = i + 1;
-        else if (info[i].f.cls == FRAME_USER && info[i].f.file)
+        else if ((info[i].f.cls == FRAME_USER && info[i].f.file) ||
+                 (info[i].f.cls == FRAME_CUDA && begin > 0))
             break;
     }
     sym_stack *out = malloc(sizeof *out + (size_t)(end > begin ? end - begin : 0) *

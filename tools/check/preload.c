@@ -65,13 +65,15 @@ static int cuda_memory(const char *call, void *p)
 
 #define EXPORT __attribute__((visibility("default")))
 
-/* main, wrapped: when it returns, the leak scan learns where the stack's live part begins. */
+/* main, wrapped: when it returns, the leak scan learns where the stack's live part begins. The
+ * wrapper's name is one the stack module trims as start code (src/backtrace.c). */
 typedef int (*main_fn)(int, char **, char **);
 typedef int (*start_fn)(main_fn, int, char **, void (*)(void), void (*)(void), void (*)(void),
                         void *);
 static main_fn program_main;
 
-__attribute__((noinline)) static int checked_main(int argc, char **argv, char **envp)
+int __gpumem_check_start_main(int argc, char **argv, char **envp);
+__attribute__((noinline)) int __gpumem_check_start_main(int argc, char **argv, char **envp)
 {
     int rc = program_main(argc, argv, envp);
     check_main_returned((uintptr_t)__builtin_frame_address(0));
@@ -86,7 +88,7 @@ int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
     start_fn real;
     *(void **)(&real) = dlsym(RTLD_NEXT, "__libc_start_main");
     program_main = main;
-    return real(checked_main, argc, argv, init, fini, rtld_fini, stack_end);
+    return real(__gpumem_check_start_main, argc, argv, init, fini, rtld_fini, stack_end);
 }
 
 EXPORT void free(void *p);
