@@ -2,6 +2,9 @@
 # `gpumem check` of a program that forks and execs workers (check_multi.c): one report per
 # process, then one summary line per process and the total.
 gpumem=$1 prog=$2
+# A stand-in driver (tests/fake_libcuda.c): `gpumem check` runs only where a driver loads.
+GPUMEM_LIBCUDA=$3
+export GPUMEM_LIBCUDA
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 out=$(cd "$tmp" && GPUMEM_CHECK_STACKS=0 "$gpumem" check --log-file="$tmp/log.%p" -- "$prog" 2>&1)

@@ -18,10 +18,11 @@ extern uint32_t fake_cudart_stack;
 #include "harness.h"
 
 static int line_call;
+static int unexpected_rc; // the stand-in (fake_cudart.c) answers 256 bytes with out of memory
 
 __attribute__((noinline)) static void leak_helper(float **p)
 {
-    cudaMalloc(p, 256); line_call = __LINE__;
+    line_call = __LINE__; if (cudaMalloc(p, 256) != cudaErrorMemoryAllocation) unexpected_rc = 1;
     __asm__ volatile("" ::: "memory");
 }
 
@@ -33,6 +34,7 @@ int main()
     }
     float *p = nullptr;
     leak_helper(&p);
+    EXPECT_EQ(unexpected_rc, 0);
     EXPECT_NE(fake_cudart_stack, 0);
     gpumem__frame f[GPUMEM__STACK_MAX_FRAMES];
     int n = gpumem__stack_frames(fake_cudart_stack, f, GPUMEM__STACK_MAX_FRAMES);

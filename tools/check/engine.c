@@ -41,6 +41,7 @@ static struct {
     unsigned show_kinds, error_kinds;
     int gen_supp;
     int stacks;
+    int quiet; /* -q: findings only */
     long root;
     const char *log, *json, *status;
 } opt;
@@ -71,6 +72,7 @@ static void setup(void)
     opt.error_kinds = (unsigned)check_leak_kinds_parse(env_or("GPUMEM_CHECK_ERRORS_FOR_LEAK_KINDS", "definite"));
     opt.gen_supp = strcmp(env_or("GPUMEM_CHECK_GEN_SUPPRESSIONS", "no"), "yes") == 0;
     opt.stacks = strcmp(env_or("GPUMEM_CHECK_STACKS", "1"), "0") != 0;
+    opt.quiet = strcmp(env_or("GPUMEM_CHECK_QUIET", "0"), "1") == 0;
     opt.root = strtol(env_or("GPUMEM_CHECK_ROOT", "0"), NULL, 10);
     opt.log = env_or("GPUMEM_CHECK_LOG", NULL);
     opt.json = env_or("GPUMEM_CHECK_JSON", NULL);
@@ -1142,8 +1144,8 @@ void check_finish(const char *status, int code)
     if (opt.leak != LEAK_NO) {
         static const char *const names[3] = {"", "definitely lost", "still reachable"};
         for (int lk = LEAK_DEFINITE; lk <= LEAK_REACHABLE; lk++) {
-            if (!sum_sites[lk])
-                continue;
+            if (!sum_sites[lk] || (opt.quiet && !(opt.error_kinds & (unsigned)lk)))
+                continue; /* -q: only what counts as errors */
             char kinds[512];
             kind_list(kinds, sizeof kinds, by_kind_count[lk], by_kind_bytes[lk], by_kind_count[lk],
                       grouped);
@@ -1156,9 +1158,10 @@ void check_finish(const char *status, int code)
                     : lk == LEAK_REACHABLE ? "; --show-leak-kinds=all lists them"
                                            : "; --show-leak-kinds=definite lists them");
         }
-        if (!sum_sites[LEAK_DEFINITE] && !sum_sites[LEAK_REACHABLE])
-            say("LEAK SUMMARY: no CUDA memory left allocated at exit");
-        else if (opt.leak == LEAK_SUMMARY)
+        if (!sum_sites[LEAK_DEFINITE] && !sum_sites[LEAK_REACHABLE]) {
+            if (!opt.quiet)
+                say("LEAK SUMMARY: no CUDA memory left allocated at exit");
+        } else if (opt.leak == LEAK_SUMMARY)
             say("   --leak-check=full shows where each was allocated");
         if (ng > 0 && scanned < 0)
             say("   (no pointer scan%s: every allocation left is counted as definitely lost)",
@@ -1177,10 +1180,13 @@ void check_finish(const char *status, int code)
         peak[k] = st.bytes[k].peak;
     }
     kind_list(peaks, sizeof peaks, made, peak, NULL, gpumem_format_bytes);
-    say("PEAK: %s", *peaks ? peaks : "no CUDA memory allocated");
-    check_supp_print_used(out(), prefix);
+    if (!opt.quiet)
+        say("PEAK: %s", *peaks ? peaks : "no CUDA memory allocated");
     long errors = atomic_load(&error_count), supp = atomic_load(&suppressed_count);
-    say("ERROR SUMMARY: %ld error%s (%llu leak%s), %ld suppressed", errors, errors == 1 ? "" : "s",
+    if (!opt.quiet)
+        check_supp_print_used(out(), prefix);
+    if (!opt.quiet || errors || leaks)
+        say("ERROR SUMMARY: %ld error%s (%llu leak%s), %ld suppressed", errors, errors == 1 ? "" : "s",
         (unsigned long long)leaks, leaks == 1 ? "" : "s", supp);
     fflush(out());
 #ifdef GPUMEM_HAVE_JANSSON

@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "engine.h"
 #include "gpumem.h"
 #include "suppress.h"
@@ -33,10 +34,11 @@ static void usage(FILE *out)
             "mismatched releases (cudaFree of pinned memory, free() of cudaMallocHost memory,\n"
             "...), double, invalid and interior releases, and failed allocations, each with the\n"
             "stacks of the calls involved; then peak usage by memory kind. Only the memory API is\n"
-            "watched (through CUPTI), so PROGRAM runs at native speed. Build it with -g or\n"
-            "-lineinfo for file:line in the stacks.\n"
+            "watched: CUDA's calls through CUPTI (CUDA_INJECTION64_PATH), and free, delete and\n"
+            "friends through LD_PRELOAD; so PROGRAM runs at native speed. Build it with -g or\n"
+            "-lineinfo for file:line in the stacks. It needs a GPU and its driver.\n"
             "\n"
-            "options:\n"
+            "options (each as --opt VALUE or --opt=VALUE):\n"
             "  --leak-check=no|summary|full  leaks at exit: none, one summary line, or each\n"
             "                                with its allocation stack (default: full)\n"
             "  --show-leak-kinds=KINDS       leaks to list: definite (no pointer reaches them),\n"
@@ -54,24 +56,16 @@ static void usage(FILE *out)
             "  --gen-suppressions=no|yes     print a suppression for each finding\n"
             "  --default-suppressions=yes|no read the suppressions installed with gpumem for\n"
             "                                frameworks' caching allocators (default: yes)\n"
-            "  --help, --version\n"
+            "  -q, --quiet                   print findings only: no summaries when nothing was\n"
+            "                                found, no note when PROGRAM used no CUDA\n"
+            "  -h, --help, --version\n"
             "\n"
             "Children PROGRAM starts are checked too, each with its own report: without %%p in\n"
             "--log-file or --json their files get the suffix .PID.\n"
             "\n"
             "exit status: PROGRAM's; --error-exitcode's when errors were found; 128+N when\n"
-            "PROGRAM was killed by signal N; 2 for a usage error, 127 when PROGRAM cannot run.\n");
-}
-
-__attribute__((format(printf, 1, 2))) static int bad_usage(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "gpumem check: error: ");
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\n(`gpumem check --help` lists the options)\n");
-    return 2;
+            "PROGRAM was killed by signal N; 2 for a usage error; 77 when it cannot run here (no\n"
+            "NVIDIA driver); 127 when PROGRAM cannot run.\n");
 }
 
 /* The library: $GPUMEM_CHECK_LIBRARY, else beside this executable (build tree), else where
@@ -245,75 +239,60 @@ int gpumem_check_main(int argc, char **argv)
     const char *show_kinds = "definite", *error_kinds = "definite";
     int default_supp = 1;
     long error_exitcode = 0;
+    int quiet = 0;
     char *supp = NULL; /* newline-separated */
     size_t supp_len = 0;
-    int i = 1;
-    for (; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--") == 0) {
-            i++;
-            break;
-        }
-        if (a[0] != '-')
-            break;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
+    enum { OPT_LEAK, OPT_EXITCODE, OPT_LOG, OPT_JSON, OPT_SUPP, OPT_GEN, OPT_QUIET,
+           OPT_SHOW_KINDS, OPT_ERROR_KINDS, OPT_DEFAULT_SUPP };
+    static const cli_opt opts[] = {
+        {"--leak-check", 0, CLI_VALUE, OPT_LEAK},     {"--error-exitcode", 0, CLI_VALUE, OPT_EXITCODE},
+        {"--log-file", 0, CLI_VALUE, OPT_LOG},        {"--json", 0, CLI_VALUE, OPT_JSON},
+        {"--suppressions", 0, CLI_VALUE, OPT_SUPP},   {"--gen-suppressions", 0, CLI_VALUE, OPT_GEN},
+        {"--quiet", 'q', CLI_FLAG, OPT_QUIET},        {"--show-leak-kinds", 0, CLI_VALUE, OPT_SHOW_KINDS},
+        {"--errors-for-leak-kinds", 0, CLI_VALUE, OPT_ERROR_KINDS},
+        {"--default-suppressions", 0, CLI_VALUE, OPT_DEFAULT_SUPP}};
+    static const cli_cmd cmd = {"check", opts, CLI_COUNT(opts), usage, CLI_STOP_OPERAND};
+    cli c;
+    cli_start(&c, &cmd, argc, argv);
+    for (int id; (id = cli_next(&c)) != CLI_DONE;) {
+        const char *v = c.value;
+        int bad = 0;
+        switch (id) {
+        case CLI_EXIT:
             free(supp);
-            return 0;
-        }
-        if (strcmp(a, "--version") == 0) {
-            printf("gpumem check %s\n", gpumem_version());
-            free(supp);
-            return 0;
-        }
-        const char *eq = strchr(a, '=');
-        if (!eq) {
-            free(supp);
-            return bad_usage("unknown option '%s' (options take their value after '=')", a);
-        }
-        size_t nlen = (size_t)(eq - a);
-        const char *v = eq + 1;
-#define IS(name) (nlen == strlen(name) && strncmp(a, name, nlen) == 0)
-        if (IS("--leak-check")) {
-            if (strcmp(v, "no") && strcmp(v, "summary") && strcmp(v, "full")) {
-                free(supp);
-                return bad_usage("--leak-check takes no, summary or full, not '%s'", v);
-            }
+            return c.status;
+        case OPT_LEAK:
+            if (strcmp(v, "no") && strcmp(v, "summary") && strcmp(v, "full"))
+                bad = cli_usage_error(&c, "--leak-check takes no, summary or full, not '%s'", v);
             leak = v;
-        } else if (IS("--show-leak-kinds") || IS("--errors-for-leak-kinds")) {
-            if (check_leak_kinds_parse(v) < 0) {
-                free(supp);
-                return bad_usage("%s takes definite, reachable, all or none (comma-separated), "
-                                 "not '%s'", IS("--show-leak-kinds") ? "--show-leak-kinds"
-                                                                     : "--errors-for-leak-kinds", v);
-            }
-            if (IS("--show-leak-kinds"))
-                show_kinds = v;
-            else
-                error_kinds = v;
-        } else if (IS("--error-exitcode")) {
+            break;
+        case OPT_SHOW_KINDS:
+        case OPT_ERROR_KINDS:
+            if (check_leak_kinds_parse(v) < 0)
+                bad = cli_usage_error(&c, "%s takes definite, reachable, all or none "
+                                          "(comma-separated), not '%s'", c.opt, v);
+            *(id == OPT_SHOW_KINDS ? &show_kinds : &error_kinds) = v;
+            break;
+        case OPT_EXITCODE: {
             char *end;
             errno = 0;
             error_exitcode = strtol(v, &end, 10);
-            if (!*v || *end || errno || error_exitcode < 0 || error_exitcode > 255) {
-                free(supp);
-                return bad_usage("--error-exitcode takes a number from 0 to 255, not '%s'", v);
-            }
-        } else if (IS("--log-file") || IS("--json")) {
-            if (!*v) {
-                free(supp);
-                return bad_usage("%s needs a path", IS("--log-file") ? "--log-file" : "--json");
-            }
-            if (IS("--log-file"))
-                log = v;
-            else
-                json = v;
-        } else if (IS("--suppressions")) {
+            if (!*v || *end || errno || error_exitcode < 0 || error_exitcode > 255)
+                bad = cli_usage_error(&c, "--error-exitcode takes a number from 0 to 255, not '%s'", v);
+            break;
+        }
+        case OPT_LOG:
+        case OPT_JSON:
+            if (!*v)
+                bad = cli_usage_error(&c, "%s needs a path", c.opt);
+            *(id == OPT_LOG ? &log : &json) = v;
+            break;
+        case OPT_SUPP: {
             char err[512];
             if (check_supp_load(v, err, sizeof err) != 0) {
                 fprintf(stderr, "gpumem check: error: %s\n", err);
-                free(supp);
-                return 2;
+                bad = 2;
+                break;
             }
             char full[PATH_MAX];
             if (!realpath(v, full))
@@ -321,34 +300,43 @@ int gpumem_check_main(int argc, char **argv)
             size_t add = strlen(full) + 1;
             char *grown = realloc(supp, supp_len + add + 1);
             if (!grown) {
-                free(supp);
-                return bad_usage("%s", "out of memory");
+                bad = cli_usage_error(&c, "%s", "out of memory");
+                break;
             }
             supp = grown;
             snprintf(supp + supp_len, add + 1, "%s\n", full);
             supp_len += add;
-        } else if (IS("--default-suppressions")) {
-            if (strcmp(v, "yes") && strcmp(v, "no")) {
-                free(supp);
-                return bad_usage("--default-suppressions takes yes or no, not '%s'", v);
-            }
-            default_supp = strcmp(v, "yes") == 0;
-        } else if (IS("--gen-suppressions")) {
-            if (strcmp(v, "no") && strcmp(v, "yes") && strcmp(v, "all")) {
-                free(supp);
-                return bad_usage("--gen-suppressions takes no or yes, not '%s'", v);
-            }
-            gen = strcmp(v, "no") ? "yes" : "no";
-        } else {
-            free(supp);
-            return bad_usage("unknown option '%s'", a);
+            break;
         }
-#undef IS
+        case OPT_GEN:
+            if (strcmp(v, "no") && strcmp(v, "yes") && strcmp(v, "all"))
+                bad = cli_usage_error(&c, "--gen-suppressions takes no or yes, not '%s'", v);
+            gen = strcmp(v, "no") ? "yes" : "no";
+            break;
+        case OPT_DEFAULT_SUPP:
+            if (strcmp(v, "yes") && strcmp(v, "no"))
+                bad = cli_usage_error(&c, "--default-suppressions takes yes or no, not '%s'", v);
+            default_supp = strcmp(v, "yes") == 0;
+            break;
+        case OPT_QUIET:
+            quiet = 1;
+            break;
+        }
+        if (bad) {
+            free(supp);
+            return bad;
+        }
     }
+    int i = c.next;
     check_supp_clear();
     if (i >= argc) {
         free(supp);
-        return bad_usage("%s", "no PROGRAM to run (gpumem check [options] -- PROGRAM [ARGS...])");
+        return cli_usage_error(&c, "%s",
+                               "no PROGRAM to run (gpumem check [options] -- PROGRAM [ARGS...])");
+    }
+    if (!cli_have_driver("check", "gpumem check needs a GPU to run a program")) {
+        free(supp);
+        return CLI_EXIT_UNAVAILABLE;
     }
     char lib[PATH_MAX];
     if (find_library(lib) != 0) {
@@ -375,13 +363,15 @@ int gpumem_check_main(int argc, char **argv)
             size_t add = strlen(path) + 1;
             char *grown = realloc(supp, supp_len + add + 1);
             if (!grown) {
+                fprintf(stderr, "gpumem check: error: out of memory\n");
                 free(supp);
-                return bad_usage("%s", "out of memory");
+                return 1;
             }
             supp = grown;
             snprintf(supp + supp_len, add + 1, "%s\n", path);
             supp_len += add;
         }
+        check_supp_clear(); /* only checked here; the program's processes read it */
     }
     /* A library the loader cannot load (CUPTI missing, say) would be skipped with a warning
      * and the program would run unchecked: find out here. It stays loaded in this process,
@@ -412,7 +402,7 @@ int gpumem_check_main(int argc, char **argv)
         set_env("GPUMEM_CHECK_SHOW_LEAK_KINDS", show_kinds) ||
         set_env("GPUMEM_CHECK_ERRORS_FOR_LEAK_KINDS", error_kinds) ||
         set_env("GPUMEM_CHECK_STATUS", status_dir) ||
-        (log && set_env("GPUMEM_CHECK_LOG", log)) || (json && set_env("GPUMEM_CHECK_JSON", json)) ||
+        (quiet && set_env("GPUMEM_CHECK_QUIET", "1")) || (log && set_env("GPUMEM_CHECK_LOG", log)) || (json && set_env("GPUMEM_CHECK_JSON", json)) ||
         (supp && set_env("GPUMEM_CHECK_SUPPRESSIONS", supp))) {
         free(supp);
         return 1;
@@ -451,7 +441,7 @@ int gpumem_check_main(int argc, char **argv)
     int reported = read_status(status_dir, &errors, &unchecked);
     if (WIFEXITED(st) && WEXITSTATUS(st) == 127 && reported == 0)
         return 127;
-    if (reported == 0)
+    if (reported == 0 && !quiet)
         fprintf(stderr, "gpumem check: %s used no CUDA, so there was nothing to check\n", argv[i]);
     if (WIFSIGNALED(st))
         return 128 + WTERMSIG(st);
