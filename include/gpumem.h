@@ -250,7 +250,7 @@ typedef struct gpumem_info {
     int line;
     const char *func;
     unsigned thread;       /**< gpumem's number of the allocating thread (1 = first seen) */
-    uint64_t seq;          /**< allocation sequence number, process-wide, from 1 */
+    uint64_t seq;          /**< allocation sequence number: unique, increasing per thread */
 } gpumem_info;
 
 /** Fills @p info for any address inside a live gpumem allocation (its start or interior).
@@ -537,7 +537,9 @@ GPUMEM_API int gpumem_stats(gpumem_stats_t *out);
 /** Prints the statistics as a table, one row per kind and per device used, each row ending in
  *  "ok" or "not all freed". Returns GPUMEM_OK, or GPUMEM_EINVAL for NULL. No CUDA call. */
 GPUMEM_API int gpumem_stats_print(FILE *out);
-/** Sets every peak to its current value, to measure the peak of a phase of the program. */
+/** Sets every peak to its current value, to measure the peak of a phase of the program.
+ *  Peaks are exact for the calling thread's own allocations; with several threads allocating
+ *  at once they are within 4 MiB a thread of the true peak (docs/leaks.md). */
 GPUMEM_API void gpumem_stats_reset_peak(void);
 /**@}*/
 

@@ -8,17 +8,40 @@
 
 #include "backtrace.h"
 #include "internal.h"
+#include "trace.h"
+
+/* Sequence numbers: unique and increasing on each thread. A thread takes them SEQ_BLOCK at a
+ * time from the shared counter, so that threads allocating at once do not all write one cache
+ * line; numbers therefore jump between threads (and after a checkpoint), and numbers from
+ * different threads are not in allocation order. A checkpoint must still see every allocation
+ * made after it: it bumps the epoch first and then reads the counter, and a thread whose block
+ * was taken in an older epoch drops what is left of it. An allocation ordered after the
+ * checkpoint (same thread, or synchronized with it) sees the new epoch, so its block, and its
+ * number, come after the value the checkpoint read. */
+#define SEQ_BLOCK 64u
 
 static atomic_uint_fast64_t next_seq = 1;
+static _Alignas(64) atomic_uint seq_epoch;
+static _Thread_local struct {
+    uint64_t next, end;
+    unsigned epoch;
+} seq_block;
 
-uint64_t gpumem__seq_next(void)
+uint64_t gpumem__seq_checkpoint(void)
 {
-    return atomic_load_explicit(&next_seq, memory_order_relaxed);
+    atomic_fetch_add_explicit(&seq_epoch, 1, memory_order_seq_cst);
+    return atomic_load_explicit(&next_seq, memory_order_seq_cst);
 }
 
 uint64_t gpumem__seq_take(void)
 {
-    return atomic_fetch_add_explicit(&next_seq, 1, memory_order_relaxed);
+    unsigned e = atomic_load_explicit(&seq_epoch, memory_order_relaxed);
+    if (GPUMEM__UNLIKELY(seq_block.next == seq_block.end || seq_block.epoch != e)) {
+        seq_block.next = atomic_fetch_add_explicit(&next_seq, SEQ_BLOCK, memory_order_relaxed);
+        seq_block.end = seq_block.next + SEQ_BLOCK;
+        seq_block.epoch = e;
+    }
+    return seq_block.next++;
 }
 static atomic_uint_fast64_t alloc_attempts;
 
@@ -150,8 +173,13 @@ static void *gpumem__alloc_any(int kind, size_t count, size_t size, unsigned fla
             break;
         }
     }
-    if (GPUMEM__UNLIKELY(err || !p))
+    if (GPUMEM__UNLIKELY(err || !p)) {
+        if (gpumem__tracing())
+            gpumem__trace_failed(kind, bytes, dev, site, 0,
+                                 gpumem__status_from_cuda(err ? err : cudaErrorMemoryAllocation),
+                                 injected ? 0 : err);
         return fail_cuda(kind, bytes, err ? err : cudaErrorMemoryAllocation, injected, site);
+    }
     gpumem__rec r = {
         .base = (uintptr_t)p,
         .bytes = bytes,
@@ -171,6 +199,7 @@ static void *gpumem__alloc_any(int kind, size_t count, size_t size, unsigned fla
         return fail_cuda(kind, bytes, 0, 0, site);
     }
     gpumem__stats_alloc(kind, dev, bytes);
+    gpumem__trace_alloc(&r);
     gpumem__err_clear();
     return p;
 }

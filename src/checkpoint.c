@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "internal.h"
+#include "trace.h"
 
 static uint64_t device_resident_bytes(void)
 {
@@ -31,8 +32,9 @@ gpumem_checkpoint_t gpumem_checkpoint(void)
     if (!read_device(&dev, &cp.device_free, &cp.device_total))
         dev = -1;
     cp.device = dev;
-    cp.seq = gpumem__seq_next() - 1;
+    cp.seq = gpumem__seq_checkpoint() - 1;
     cp.device_bytes = device_resident_bytes();
+    gpumem__trace_checkpoint(cp.seq);
     return cp;
 }
 

@@ -43,13 +43,18 @@
     X(REPORT_FORMAT, CHOICE, "text|json", "text", "format of reports: text or json")         \
     X(BACKTRACE, BOOL, "", "0",                                                                  \
       "keep each allocation's stack, shown in reports and release errors (costs time)")          \
+    X(POOL_THREAD_CACHE, BOOL, "", "1",                                                          \
+      "pools keep released blocks in a cache per thread, in front of the pool's lock")           \
     X(COPY_STAGE_MIN, SIZE, "", "16MiB",                                                         \
       "copies between pageable host and device memory this large go through pinned staging "    \
       "slots (0: never)")                                                                        \
     X(COPY_SLOT_BYTES, SIZE, "", "16MiB", "bytes of each pinned staging slot of gpumem_copy")    \
     X(COPY_SLOTS, SIZE, "", "4", "pinned staging slots per device and direction (2 to 64)")      \
     X(COPY_THREADS, SIZE, "", "0",                                                               \
-      "threads that fill and drain staging slots, the caller included (0: one a core, up to 16)")
+      "threads that fill and drain staging slots, the caller included (0: one a core, up to 16)") \
+    X(TRACE, TEXT, "", "",                                                                       \
+      "record every allocation, release, checkpoint and failed allocation to this file (Chrome " \
+      "trace JSON for Perfetto and gpumem report); %p is the process id")
 
 enum {
 #define GPUMEM__OPTION_ENUM(name, type, choices, def, help) GPUMEM__OPT_##name,
@@ -124,6 +129,10 @@ gpumem__take_result gpumem__reg_take(const void *p, gpumem_site site, unsigned k
 void gpumem__reg_set_freed_stack(const void *p, uint32_t stack);
 /* Undoes a take whose CUDA release did not happen (the memory is still allocated). */
 void gpumem__reg_untake(const void *p);
+/* A pool block of bytes at base (its class size) joins (add) or leaves the registry's table
+ * of large spans, which interior lookups search: a pool adds a block when it gets it from
+ * CUDA and removes it when it gives it back, so that its allocations and releases do not. */
+void gpumem__reg_pool_span(uintptr_t base, size_t bytes, int add);
 /* Finds the live allocation containing p; copies it into *out. Returns 1 if found. */
 int gpumem__reg_find(const void *p, gpumem__rec *out);
 void gpumem__reg_live(gpumem_live *out);
@@ -158,6 +167,45 @@ void gpumem__reg_storage(void (*fn)(const void *p, size_t bytes, void *arg), voi
 int gpumem__pool_release(struct gpumem_pool *pool, const gpumem__rec *r, int async,
                          cudaStream_t stream);
 
+/* Pool side of the thread caches (tcache.c), each taking the pool's mutex. Returns n cached
+ * blocks of class cls from a thread cache to the pool's cache of stream. */
+void gpumem__pool_tc_return(struct gpumem_pool *pool, cudaStream_t stream, unsigned cls,
+                            const uintptr_t *bases, unsigned n);
+/* Moves up to max blocks of class cls cached by the pool for stream into out (a thread cache
+ * takes them); returns how many. */
+unsigned gpumem__pool_tc_take(struct gpumem_pool *pool, cudaStream_t stream, unsigned cls,
+                              uintptr_t *out, unsigned max);
+size_t gpumem__pool_class_size(unsigned cls);
+
+/* ---- tcache.c: per-thread caches of pool blocks ---- */
+/* Classes a thread cache serves: those up to 4 MiB (pool.c checks the figure). */
+#define GPUMEM__TC_CLASSES 96u
+/* What one thread's bin of a pool holds and did; gpumem_pool_stats adds them to the pool's. */
+typedef struct gpumem__tc_counts {
+    int64_t cached_bytes, cached_blocks; /* released blocks held by the thread cache */
+    int64_t requested;                   /* requested bytes: + at a pop, - at a push */
+    int64_t hits;                        /* pops */
+} gpumem__tc_counts;
+/* Adds a bin's requested bytes and hits to the pool's own figures (the bin is going). */
+void gpumem__pool_tc_fold(struct gpumem_pool *pool, const gpumem__tc_counts *c);
+/* A cached block of class cls (of size bytes) for a request of bytes on stream, from the
+ * calling thread's cache; 0 when it has none. */
+uintptr_t gpumem__tc_pop(struct gpumem_pool *pool, cudaStream_t stream, unsigned cls,
+                         size_t size, size_t bytes);
+/* Keeps a released block (requested bytes) in the calling thread's cache; 0 when it cannot
+ * (too large, no room, no host memory): the pool takes it. undo_hit: the block never reached
+ * the caller after a pop. */
+int gpumem__tc_push(struct gpumem_pool *pool, cudaStream_t stream, unsigned cls, size_t size,
+                    uintptr_t base, size_t bytes, int undo_hit);
+/* After a request the pool served: brings more of the pool's cached blocks of the class over. */
+void gpumem__tc_refill(struct gpumem_pool *pool, cudaStream_t stream, unsigned cls, size_t size);
+/* Gives every thread's cached blocks of pool back to it; forget: the pool is going away. Never
+ * call with the pool's mutex held. */
+void gpumem__tc_drain(struct gpumem_pool *pool, int forget);
+/* Sums every thread's bins of pool and keeps them locked until gpumem__tc_sum_end. */
+void gpumem__tc_sum_begin(struct gpumem_pool *pool, gpumem__tc_counts *out);
+void gpumem__tc_sum_end(void);
+
 /* ---- copy.c ---- */
 /* What gpumem_copy did since the process started (for tests and benchmarks). */
 typedef struct gpumem__copy_counts {
@@ -177,8 +225,9 @@ const char *gpumem__cuda_says(const void *p);
 /* ---- alloc.c ---- */
 /* 1 when GPUMEM_FAIL_ALLOC says this allocation is the one to fail (counts every call). */
 int gpumem__fail_injected(void);
-/* The sequence number the next allocation will get. */
-uint64_t gpumem__seq_next(void);
+/* Starts a checkpoint epoch: every allocation ordered after this call gets a sequence number
+ * at least the value returned (numbers are taken in blocks per thread, alloc.c). */
+uint64_t gpumem__seq_checkpoint(void);
 /* Takes the next sequence number, for an allocation made outside alloc.c (pool blocks). */
 uint64_t gpumem__seq_take(void);
 

@@ -26,8 +26,11 @@
  * cudaMallocHost of their own, rounded to their class so that they are reusable too. Host
  * memory has no stream order: one cache serves everyone.
  *
- * Locking: one mutex per pool. The fast path holds it for a cache pop or push and a hash
- * lookup; the registry (sharded, with its own locks) is updated outside it. */
+ * Locking: one mutex per pool, held for a cache pop or push and a hash lookup; the registry
+ * (sharded, with its own locks) is updated outside it. In front of it, unless
+ * GPUMEM_POOL_THREAD_CACHE=0, every thread keeps a cache of its own (tcache.c): a pair served
+ * there takes no pool lock. To the pool, a block in a thread cache is in use; the statistics
+ * add the thread caches back in. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdlib.h>
@@ -35,6 +38,7 @@
 
 #include "backtrace.h"
 #include "internal.h"
+#include "trace.h"
 
 /* 8 classes of 256 B .. 2 KiB, then 8 per doubling from 2 KiB to 2^64. */
 #define CLASS_COUNT 432u
@@ -71,6 +75,7 @@ struct gpumem_pool {
     pthread_mutex_t lock;
     int kind;
     int device;
+    int tcache;             /* thread caches in front (GPUMEM_POOL_THREAD_CACHE) */
     uint64_t limit;
     size_t chunk_bytes;
     void *cuda_pool;        /* device: the CUDA memory pool */
@@ -113,6 +118,13 @@ static size_t class_size(unsigned cls)
     return (size_t)(9u + (cls - 8u) % 8u) << (e - 3u);
 }
 
+_Static_assert(GPUMEM__TC_CLASSES <= CLASS_COUNT, "thread-cache classes are pool classes");
+
+size_t gpumem__pool_class_size(unsigned cls)
+{
+    return class_size(cls);
+}
+
 /* ---- the address table: every block the pool owns ---- */
 
 static size_t bucket_of(uintptr_t a, size_t nbuckets)
@@ -152,6 +164,7 @@ static void table_add(gpumem_pool *pool, block *b)
     b->hnext = pool->buckets[k];
     pool->buckets[k] = b;
     pool->nblocks++;
+    gpumem__reg_pool_span(b->base, b->size, 1);
 }
 
 static void table_remove(gpumem_pool *pool, block *b)
@@ -162,6 +175,7 @@ static void table_remove(gpumem_pool *pool, block *b)
     if (*pp) {
         *pp = b->hnext;
         pool->nblocks--;
+        gpumem__reg_pool_span(b->base, b->size, 0);
     }
 }
 
@@ -452,6 +466,8 @@ static void *fail_alloc(const gpumem_pool *pool, size_t bytes, int err, int retr
     char where[256], size_text[32];
     const char *kind = gpumem_kind_name(pool->kind);
     int code = err == OVER_LIMIT || err == INJECTED ? GPUMEM_ENOMEM : gpumem__status_from_cuda(err);
+    gpumem__trace_failed(pool->kind, bytes, pool->device, site, 0, code,
+                         err == OVER_LIMIT || err == INJECTED ? 0 : err);
     gpumem_error *e = gpumem__err_begin(code, "gpumem_pool_alloc", site);
     e->requested = bytes;
     if (err != OVER_LIMIT && err != INJECTED)
@@ -532,6 +548,7 @@ gpumem_pool *gpumem_pool_create_at(int kind, int device, const gpumem_pool_optio
     pool->device = device;
     pool->buckets = buckets;
     pool->nbuckets = 256;
+    pool->tcache = gpumem__opt_bool(GPUMEM__OPT_POOL_THREAD_CACHE);
     pool->limit = options ? options->limit : 0;
     size_t chunk_bytes = options && options->chunk_bytes ? (size_t)options->chunk_bytes
                                                          : DEFAULT_CHUNK;
@@ -560,36 +577,47 @@ void *gpumem_pool_alloc_at(gpumem_pool *pool, size_t count, size_t size, cudaStr
     }
     unsigned cls = 0;
     size_t csize = class_of(bytes, &cls);
+    cudaStream_t key = pool->kind == GPUMEM_KIND_DEVICE ? stream : NULL;
     block *b = NULL;
     gpumem_pool_stats_t held = {0};
     int retried = 0;
     if (GPUMEM__UNLIKELY(gpumem__fail_injected())) {
-        pthread_mutex_lock(&pool->lock);
-        held = pool->st;
-        pthread_mutex_unlock(&pool->lock);
+        gpumem_pool_stats(pool, &held);
         return fail_alloc(pool, bytes, INJECTED, 0, &held, site);
     }
-    pthread_mutex_lock(&pool->lock);
-    int err = csize ? take(pool, csize, cls, stream, &b) : cudaErrorMemoryAllocation;
-    if (GPUMEM__UNLIKELY(err == OVER_LIMIT || err == cudaErrorMemoryAllocation) && csize) {
-        /* Cached blocks may be what stands in the way: give them back and try once more. */
-        held = pool->st;
-        pool->st.oom_retries++;
-        retried = 1;
-        trim_locked(pool);
-        err = take(pool, csize, cls, stream, &b);
-    }
-    if (GPUMEM__UNLIKELY(err)) {
-        if (!retried)
-            held = pool->st;
+    /* The calling thread's cache first: no pool lock. */
+    uintptr_t base = csize && pool->tcache ? gpumem__tc_pop(pool, key, cls, csize, bytes) : 0;
+    if (!base) {
+        pthread_mutex_lock(&pool->lock);
+        int err = csize ? take(pool, csize, cls, stream, &b) : cudaErrorMemoryAllocation;
+        if (GPUMEM__UNLIKELY(err == OVER_LIMIT || err == cudaErrorMemoryAllocation) && csize) {
+            /* Cached blocks may be what stands in the way, in this pool's cache or in the
+             * threads': give them back and try once more. */
+            pthread_mutex_unlock(&pool->lock);
+            gpumem_pool_stats(pool, &held);
+            if (pool->tcache)
+                gpumem__tc_drain(pool, 0);
+            pthread_mutex_lock(&pool->lock);
+            pool->st.oom_retries++;
+            retried = 1;
+            trim_locked(pool);
+            err = take(pool, csize, cls, stream, &b);
+        }
+        if (GPUMEM__UNLIKELY(err)) {
+            if (!retried)
+                held = pool->st;
+            pthread_mutex_unlock(&pool->lock);
+            return fail_alloc(pool, bytes, err, retried, &held, site);
+        }
+        pool->st.requested += bytes;
+        base = b->base;
         pthread_mutex_unlock(&pool->lock);
-        return fail_alloc(pool, bytes, err, retried, &held, site);
+        if (pool->tcache)
+            gpumem__tc_refill(pool, key, cls, csize);
     }
-    pool->st.requested += bytes;
-    pthread_mutex_unlock(&pool->lock);
 
     gpumem__rec r = {
-        .base = b->base,
+        .base = base,
         .bytes = bytes,
         .stream = pool->kind == GPUMEM_KIND_DEVICE ? stream : NULL,
         .site = site,
@@ -602,37 +630,34 @@ void *gpumem_pool_alloc_at(gpumem_pool *pool, size_t count, size_t size, cudaStr
     if (GPUMEM__UNLIKELY(gpumem__opt_bool(GPUMEM__OPT_BACKTRACE)))
         r.stack = gpumem__stack_capture(0);
     if (GPUMEM__UNLIKELY(gpumem__reg_insert(&r) != 0)) {
-        pthread_mutex_lock(&pool->lock);
-        pool->st.requested -= bytes;
-        untake(pool, b);
-        held = pool->st;
-        pthread_mutex_unlock(&pool->lock);
+        if (b) {
+            pthread_mutex_lock(&pool->lock);
+            pool->st.requested -= bytes;
+            untake(pool, b);
+            pthread_mutex_unlock(&pool->lock);
+        } else if (!gpumem__tc_push(pool, key, cls, csize, base, bytes, 1)) {
+            gpumem__tc_counts undo = {0, 0, -(int64_t)bytes, -1};
+            gpumem__pool_tc_return(pool, key, cls, &base, 1);
+            gpumem__pool_tc_fold(pool, &undo);
+        }
+        gpumem_pool_stats(pool, &held);
         return fail_alloc(pool, bytes, cudaErrorMemoryAllocation, 0, &held, site);
     }
     gpumem__stats_alloc(pool->kind, pool->device, bytes);
+    gpumem__trace_alloc(&r);
     gpumem__err_clear();
-    return (void *)b->base;
+    return (void *)base;
 }
 
-int gpumem__pool_release(struct gpumem_pool *pool, const gpumem__rec *r, int async,
-                         cudaStream_t stream)
+/* Puts live block b back into the cache of stream to (or, with no host memory for that
+ * cache, gives it to CUDA's pool in stream order, which is just as safe). Locked. */
+static int give_back(gpumem_pool *pool, block *b, cudaStream_t to)
 {
-    pthread_mutex_lock(&pool->lock);
-    block *b = find(pool, r->base);
-    if (GPUMEM__UNLIKELY(!b || !b->live)) {
-        pthread_mutex_unlock(&pool->lock);
-        return cudaErrorInvalidValue; /* the registry and the pool disagree: a gpumem bug */
-    }
-    cudaStream_t to = pool->kind != GPUMEM_KIND_DEVICE ? NULL : async ? stream : b->stream;
     stream_cache *c = cache_of(pool, to, 1);
     if (GPUMEM__UNLIKELY(!c)) {
-        /* No host memory for this stream's cache: hand the block to CUDA's pool in stream
-         * order instead, which is just as safe. */
         int err = gpumem__be->free_async((void *)b->base, to);
-        if (err) {
-            pthread_mutex_unlock(&pool->lock);
+        if (err)
             return err;
-        }
         table_remove(pool, b);
         pool->st.reserved -= b->size;
     } else {
@@ -645,18 +670,86 @@ int gpumem__pool_release(struct gpumem_pool *pool, const gpumem__rec *r, int asy
     if (b->from)
         b->from->live--;
     pool->st.in_use -= b->size;
-    pool->st.requested -= r->bytes;
     pool->st.blocks_in_use--;
     if (!c)
         free(b);
-    pthread_mutex_unlock(&pool->lock);
     return 0;
+}
+
+int gpumem__pool_release(struct gpumem_pool *pool, const gpumem__rec *r, int async,
+                         cudaStream_t stream)
+{
+    cudaStream_t to = pool->kind != GPUMEM_KIND_DEVICE ? NULL : async ? stream : r->stream;
+    if (GPUMEM__LIKELY(pool->tcache)) {
+        unsigned cls = 0;
+        size_t size = class_of(r->bytes, &cls);
+        if (gpumem__tc_push(pool, to, cls, size, r->base, r->bytes, 0))
+            return 0; /* kept by this thread's cache, for its next request on stream to */
+    }
+    pthread_mutex_lock(&pool->lock);
+    block *b = find(pool, r->base);
+    if (GPUMEM__UNLIKELY(!b || !b->live)) {
+        pthread_mutex_unlock(&pool->lock);
+        return cudaErrorInvalidValue; /* the registry and the pool disagree: a gpumem bug */
+    }
+    int err = give_back(pool, b, to);
+    if (!err)
+        pool->st.requested -= r->bytes;
+    pthread_mutex_unlock(&pool->lock);
+    return err;
+}
+
+void gpumem__pool_tc_return(struct gpumem_pool *pool, cudaStream_t stream, unsigned cls,
+                            const uintptr_t *bases, unsigned n)
+{
+    (void)cls;
+    pthread_mutex_lock(&pool->lock);
+    for (unsigned i = 0; i < n; i++) {
+        block *b = find(pool, bases[i]);
+        if (b && b->live) /* a thread cache holds only blocks the pool counts as in use */
+            give_back(pool, b, stream);
+    }
+    pthread_mutex_unlock(&pool->lock);
+}
+
+unsigned gpumem__pool_tc_take(struct gpumem_pool *pool, cudaStream_t stream, unsigned cls,
+                              uintptr_t *out, unsigned max)
+{
+    unsigned n = 0;
+    pthread_mutex_lock(&pool->lock);
+    stream_cache *c = cache_of(pool, stream, 0);
+    while (c && n < max && c->free[cls]) {
+        block *b = c->free[cls];
+        c->free[cls] = b->next;
+        b->next = NULL;
+        b->live = 1;
+        if (b->from)
+            b->from->live++;
+        pool->st.cached -= b->size;
+        pool->st.blocks_cached--;
+        pool->st.in_use += b->size;
+        pool->st.blocks_in_use++;
+        out[n++] = b->base;
+    }
+    raise_peaks(pool);
+    pthread_mutex_unlock(&pool->lock);
+    return n;
+}
+
+void gpumem__pool_tc_fold(struct gpumem_pool *pool, const gpumem__tc_counts *c)
+{
+    pthread_mutex_lock(&pool->lock);
+    pool->st.requested += (uint64_t)c->requested;
+    pool->st.hits += (uint64_t)c->hits;
+    pthread_mutex_unlock(&pool->lock);
 }
 
 int gpumem_pool_trim(gpumem_pool *pool)
 {
     if (!pool)
         return GPUMEM_EINVAL;
+    if (pool->tcache)
+        gpumem__tc_drain(pool, 0);
     pthread_mutex_lock(&pool->lock);
     int err = trim_locked(pool);
     pthread_mutex_unlock(&pool->lock);
@@ -675,9 +768,21 @@ int gpumem_pool_stats(gpumem_pool *pool, gpumem_pool_stats_t *stats)
 {
     if (!pool || !stats)
         return GPUMEM_EINVAL;
+    gpumem__tc_counts tc = {0, 0, 0, 0};
+    if (pool->tcache)
+        gpumem__tc_sum_begin(pool, &tc);
     pthread_mutex_lock(&pool->lock);
     *stats = pool->st;
     pthread_mutex_unlock(&pool->lock);
+    if (pool->tcache)
+        gpumem__tc_sum_end();
+    /* The pool counts blocks in thread caches as in use; they are cached. */
+    stats->in_use -= (uint64_t)tc.cached_bytes;
+    stats->blocks_in_use -= (uint64_t)tc.cached_blocks;
+    stats->cached += (uint64_t)tc.cached_bytes;
+    stats->blocks_cached += (uint64_t)tc.cached_blocks;
+    stats->requested += (uint64_t)tc.requested;
+    stats->hits += (uint64_t)tc.hits;
     stats->fragmentation = stats->reserved
         ? (double)(stats->reserved - stats->requested) / (double)stats->reserved : 0.0;
     return GPUMEM_OK;
@@ -721,6 +826,8 @@ int gpumem_pool_destroy_at(gpumem_pool *pool, gpumem_site site)
 {
     if (!pool)
         return GPUMEM_OK;
+    if (pool->tcache)
+        gpumem__tc_drain(pool, 1); /* no thread may keep a block of a pool that is gone */
     pthread_mutex_lock(&pool->lock);
     if (pool->st.blocks_in_use) {
         int code = fail_busy(pool, site);

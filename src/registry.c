@@ -17,7 +17,12 @@
  * Every base is a multiple of GPUMEM_ALIGNMENT, so an allocation of at most SMALL_MAX bytes
  * that contains p starts at one of the SMALL_MAX / 256 aligned addresses at or below p; those
  * are probed from p downwards. Larger allocations are few (each costs CUDA tens of
- * microseconds or more) and also sit in one sorted array searched by bisection. */
+ * microseconds or more) and also sit in one sorted array searched by bisection. A large pool
+ * block is in that array for as long as its pool owns it, not per allocation
+ * (gpumem__reg_pool_span): its pairs, which cost no CUDA call, then take no global lock.
+ *
+ * Each shard starts a cache line of its own and ends with a line of padding, so that threads
+ * working in different shards never write a line another shard uses. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdlib.h>
@@ -43,7 +48,7 @@ typedef struct {
 } table;
 
 typedef struct {
-    pthread_mutex_t lock;
+    _Alignas(64) pthread_mutex_t lock;
     table t;
     uintptr_t *ring; /* released addresses in release order, oldest at ring[head] */
     size_t ring_cap, ring_len, ring_head;
@@ -247,6 +252,16 @@ static uintptr_t large_find(uintptr_t a)
     return found;
 }
 
+void gpumem__reg_pool_span(uintptr_t base, size_t bytes, int add)
+{
+    if (bytes <= SMALL_MAX)
+        return;
+    if (add)
+        large_add(base, bytes);
+    else
+        large_remove(base);
+}
+
 void gpumem__reg_setup(void)
 {
     size_t q = (size_t)gpumem__opt_u64(GPUMEM__OPT_QUARANTINE);
@@ -286,7 +301,7 @@ int gpumem__reg_insert(const gpumem__rec *r)
     s->total_bytes[r->kind] += r->bytes;
     s->dev_total_count[gpumem__dev_slot(r->device)]++;
     s->dev_total_bytes[gpumem__dev_slot(r->device)] += r->bytes;
-    if (r->bytes > SMALL_MAX)
+    if (r->bytes > SMALL_MAX && !r->pool)
         large_add(r->base, r->bytes);
     pthread_mutex_unlock(&s->lock);
     return 0;
@@ -382,7 +397,7 @@ gpumem__take_result gpumem__reg_take(const void *p, gpumem_site site, unsigned k
             return GPUMEM__UNKNOWN;
         }
         count_live(s, r, -1);
-        if (r->bytes > SMALL_MAX)
+        if (r->bytes > SMALL_MAX && !r->pool)
             large_remove(a);
         r->freed_site = site;
         r->freed_thread = gpumem__thread_id();
@@ -419,7 +434,7 @@ void gpumem__reg_untake(const void *p)
         r->freed_thread = 0;
         r->freed_stack = 0;
         count_live(s, r, 1);
-        if (r->bytes > SMALL_MAX)
+        if (r->bytes > SMALL_MAX && !r->pool)
             large_add(r->base, r->bytes);
     }
     pthread_mutex_unlock(&s->lock);

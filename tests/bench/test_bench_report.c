@@ -110,6 +110,10 @@ static void make_report(bench_report *r)
     row = bench_row_add(r, BENCH_ALLOC, "pool_device", "gpumem device pool");
     row->value[0] = 120.0;
     snprintf(row->note, sizeof row->note, "failed: gpumem_pool_alloc: GPUMEM_ENOMEM");
+    row = bench_row_add(r, BENCH_ALLOC, "cuda_malloc_async_keep", "cudaMallocFromPoolAsync, keeps");
+    row->value[0] = 300.0;
+    row->value[1] = 500.0; /* the pool row has no value here: no ratio */
+    row->vs = "pool_device";
     row = bench_row_add(r, BENCH_COPY, "pageable", "pageable (malloc), cudaMemcpy");
     row->value[0] = 6.3;
     row->value[1] = 12.6;
@@ -149,6 +153,8 @@ static void test_table(void)
                        "run in 100.0 s\nlink: PCIe 5.0 x16, limit 63.0 GB/s a direction\n");
     EXPECT_CONTAINS(t, "allocate + release (a pair, median)               1.0 MiB     64.0 MiB\n");
     EXPECT_CONTAINS(t, "  cudaMalloc + cudaFree                           91.0 us     221.0 us\n");
+    EXPECT_CONTAINS(t, "  cudaMallocFromPoolAsync, keeps                  0.30 us      0.50 us   "
+                       "2.50x, - gpumem's\n");
     EXPECT_CONTAINS(t, "  gpumem device pool                              0.12 us            -\n");
     EXPECT_CONTAINS(t, "  * gpumem device pool: failed: gpumem_pool_alloc: GPUMEM_ENOMEM\n");
     EXPECT_CONTAINS(t, "copies of 256.0 MiB (median)                  H2D GB/s  of link  D2H GB/s  of link\n");
@@ -205,13 +211,19 @@ static void test_json(void)
     json_t *alloc = json_object_get(root, "allocation");
     EXPECT_EQ(json_integer_value(json_array_get(json_object_get(alloc, "bytes"), 1)), 64 << 20);
     json_t *rows = json_object_get(alloc, "rows");
-    EXPECT_EQ(json_array_size(rows), 2);
+    EXPECT_EQ(json_array_size(rows), 3);
     json_t *malloc_row = json_array_get(rows, 0);
     EXPECT_STR_EQ(json_string_value(json_object_get(malloc_row, "key")), "cuda_malloc");
     EXPECT_NEAR(json_real_value(json_array_get(json_object_get(malloc_row, "median_ns"), 0)),
                 91000.0, 1e-6);
     EXPECT_EQ(json_integer_value(json_array_get(json_object_get(malloc_row, "samples"), 1)), 30);
     EXPECT_TRUE(json_is_null(json_object_get(malloc_row, "note")));
+    EXPECT_TRUE(json_is_null(json_object_get(malloc_row, "vs")));
+    EXPECT_TRUE(json_is_null(json_object_get(malloc_row, "vs_ratio")));
+    json_t *peer = json_array_get(rows, 2);
+    EXPECT_STR_EQ(json_string_value(json_object_get(peer, "vs")), "pool_device");
+    EXPECT_NEAR(json_real_value(json_array_get(json_object_get(peer, "vs_ratio"), 0)), 2.5, 1e-9);
+    EXPECT_TRUE(json_is_null(json_array_get(json_object_get(peer, "vs_ratio"), 1)));
     json_t *pool = json_array_get(rows, 1);
     EXPECT_TRUE(json_is_null(json_array_get(json_object_get(pool, "median_ns"), 1)));
     EXPECT_STR_EQ(json_string_value(json_object_get(pool, "note")),

@@ -1,9 +1,18 @@
-/* `gpumem bench`: what one allocate + release pair costs, per kind, raw and pooled.
+/* `gpumem bench`: what one allocate + release pair costs, per kind, raw and pooled, next to
+ * the peers a program would use instead: cudaMallocFromPoolAsync on a CUDA pool that keeps
+ * its memory (release threshold UINT64_MAX), CUB's CachingDeviceAllocator, the CUDA host
+ * memory pool, and the raw calls. A peer's row names the gpumem row it is compared with
+ * (bench_row.vs): the table and the JSON give the ratio. The pools and their peers are also
+ * measured on 16 threads at once (one shared pool or allocator, a stream each): a sample is
+ * then the wall time of all 16 threads' pairs divided by all pairs.
  *
  * Allocating in a loop is what is measured here, so the lint rule against it (GM005) is off
  * for the file. Each sample times `inner` pairs and divides: one pair for the slow raw calls,
  * many for the pools, whose pairs are too short for the clock alone. */
 // gpumem-lint: ignore-file[GM005] measuring allocation in a loop is the point
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -11,6 +20,11 @@
 
 #include "bench.h"
 #include "gpumem.h"
+#ifdef GPUMEM_BENCH_HAVE_CUB
+#include "cub.h"
+#endif
+
+#define THREADS 16
 
 enum alloc_kind {
     K_MALLOC,
@@ -22,25 +36,45 @@ enum alloc_kind {
     K_GPUMEM_DEVICE,
     K_GPUMEM_PINNED,
     K_POOL_DEVICE,
-    K_POOL_PINNED
+    K_POOL_PINNED,
+    K_KEEP_POOL, /* cudaMallocFromPoolAsync, device pool keeping its memory */
+    K_HOST_POOL, /* cudaMallocFromPoolAsync, host (pinned) pool keeping its memory */
+    K_CUB
 };
 
 static const struct {
     int kind;
-    int inner; /* pairs a sample times */
+    int inner;   /* pairs a sample times (a thread's, on 16 threads) */
+    int threads; /* 1, or THREADS at once */
     const char *key;
     const char *label;
+    const char *vs; /* the gpumem row it is compared with */
 } cases[] = {
-    {K_MALLOC, 1, "cuda_malloc", "cudaMalloc + cudaFree"},
-    {K_MALLOC_ASYNC, 100, "cuda_malloc_async", "cudaMallocAsync + cudaFreeAsync"},
-    {K_MANAGED, 1, "cuda_malloc_managed", "cudaMallocManaged + cudaFree"},
-    {K_HOST, 1, "cuda_malloc_host", "cudaMallocHost + cudaFreeHost"},
-    {K_HOST_WC, 1, "cuda_host_alloc_wc", "cudaHostAlloc write-combined"},
-    {K_HOST_MAPPED, 1, "cuda_host_alloc_mapped", "cudaHostAlloc mapped"},
-    {K_GPUMEM_DEVICE, 1, "gpumem_device_alloc", "gpumem_device_alloc + gpumem_free"},
-    {K_GPUMEM_PINNED, 1, "gpumem_pinned_alloc", "gpumem_pinned_alloc + gpumem_free"},
-    {K_POOL_DEVICE, 1000, "pool_device", "gpumem device pool"},
-    {K_POOL_PINNED, 1000, "pool_pinned", "gpumem pinned pool"},
+    {K_MALLOC, 1, 1, "cuda_malloc", "cudaMalloc + cudaFree", "gpumem_device_alloc"},
+    {K_MALLOC_ASYNC, 100, 1, "cuda_malloc_async", "cudaMallocAsync + cudaFreeAsync",
+     "pool_device"},
+    {K_MANAGED, 1, 1, "cuda_malloc_managed", "cudaMallocManaged + cudaFree", NULL},
+    {K_HOST, 1, 1, "cuda_malloc_host", "cudaMallocHost + cudaFreeHost", "gpumem_pinned_alloc"},
+    {K_HOST_WC, 1, 1, "cuda_host_alloc_wc", "cudaHostAlloc write-combined", NULL},
+    {K_HOST_MAPPED, 1, 1, "cuda_host_alloc_mapped", "cudaHostAlloc mapped", NULL},
+    {K_GPUMEM_DEVICE, 1, 1, "gpumem_device_alloc", "gpumem_device_alloc + gpumem_free", NULL},
+    {K_GPUMEM_PINNED, 1, 1, "gpumem_pinned_alloc", "gpumem_pinned_alloc + gpumem_free", NULL},
+    {K_POOL_DEVICE, 1000, 1, "pool_device", "gpumem device pool", NULL},
+    {K_KEEP_POOL, 100, 1, "cuda_malloc_async_keep", "cudaMallocFromPoolAsync, pool keeps all",
+     "pool_device"},
+    {K_CUB, 100, 1, "cub_caching_allocator", "CUB CachingDeviceAllocator", "pool_device"},
+    {K_POOL_PINNED, 1000, 1, "pool_pinned", "gpumem pinned pool", NULL},
+    {K_HOST_POOL, 100, 1, "cuda_host_mempool", "CUDA host memory pool, keeps all", "pool_pinned"},
+    {K_POOL_DEVICE, 1000, THREADS, "pool_device_16t", "gpumem device pool, 16 threads", NULL},
+    {K_KEEP_POOL, 100, THREADS, "cuda_malloc_async_keep_16t",
+     "cudaMallocFromPoolAsync keep, 16 threads", "pool_device_16t"},
+    {K_CUB, 100, THREADS, "cub_caching_allocator_16t", "CUB CachingDeviceAllocator, 16 threads",
+     "pool_device_16t"},
+    {K_MALLOC_ASYNC, 100, THREADS, "cuda_malloc_async_16t",
+     "cudaMallocAsync + cudaFreeAsync, 16 threads", "pool_device_16t"},
+    {K_POOL_PINNED, 1000, THREADS, "pool_pinned_16t", "gpumem pinned pool, 16 threads", NULL},
+    {K_HOST_POOL, 100, THREADS, "cuda_host_mempool_16t", "CUDA host memory pool, 16 threads",
+     "pool_pinned_16t"},
 };
 enum { NCASES = sizeof cases / sizeof cases[0] };
 
@@ -80,6 +114,33 @@ static cudaError_t pair_host(size_t bytes, unsigned flags)
     return e != cudaSuccess ? e : cudaFreeHost(p);
 }
 
+/* The CUDA pools of the peers, made by bench_alloc_run; NULL when CUDA refused. */
+static cudaMemPool_t keep_pool, host_pool;
+
+static cudaError_t pair_from_pool(cudaMemPool_t pool, size_t bytes, cudaStream_t stream)
+{
+    void *p = NULL;
+    cudaError_t e = cudaMallocFromPoolAsync(&p, bytes, pool, stream);
+    return e != cudaSuccess ? e : cudaFreeAsync(p, stream);
+}
+
+/* A CUDA memory pool on device 0 or the host that keeps what is released. */
+static cudaError_t make_keep_pool(cudaMemPool_t *pool, int device, int host)
+{
+    struct cudaMemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = host ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice;
+    props.location.id = host ? 0 : device;
+    cudaError_t e = cudaMemPoolCreate(pool, &props);
+    uint64_t keep = UINT64_MAX;
+    if (e == cudaSuccess)
+        e = cudaMemPoolSetAttribute(*pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    if (e != cudaSuccess)
+        *pool = NULL;
+    return e;
+}
+
 /* One gpumem pair: tracked, or from @pool. Returns a gpumem status. */
 static int pair_gpumem(int kind, gpumem_pool *pool, size_t bytes, cudaStream_t stream)
 {
@@ -92,8 +153,10 @@ static int pair_gpumem(int kind, gpumem_pool *pool, size_t bytes, cudaStream_t s
     return kind == K_POOL_DEVICE ? gpumem_free_async(p, stream) : gpumem_free(p);
 }
 
-/* @n allocate + release pairs of @bytes. Returns 0, or -1 with the row's note set. */
-static int pairs(bench_ctx *c, bench_row *row, int kind, gpumem_pool *pool, size_t bytes, int n)
+/* @n allocate + release pairs of @bytes on @stream. Returns 0, or -1 with the row's note
+ * set (when @row is not NULL: a worker thread reports through its own status instead). */
+static int pairs_on(bench_ctx *c, bench_row *row, int kind, gpumem_pool *pool, size_t bytes,
+                    int n, cudaStream_t stream, int *status)
 {
     for (int i = 0; i < n; i++) {
         cudaError_t e = cudaSuccess;
@@ -101,7 +164,15 @@ static int pairs(bench_ctx *c, bench_row *row, int kind, gpumem_pool *pool, size
         if (kind == K_MALLOC)
             e = pair_device(bytes);
         else if (kind == K_MALLOC_ASYNC)
-            e = pair_async(bytes, c->stream);
+            e = pair_async(bytes, stream);
+        else if (kind == K_KEEP_POOL)
+            e = pair_from_pool(keep_pool, bytes, stream);
+        else if (kind == K_HOST_POOL)
+            e = pair_from_pool(host_pool, bytes, stream);
+#ifdef GPUMEM_BENCH_HAVE_CUB
+        else if (kind == K_CUB)
+            e = (cudaError_t)bench_cub_pair(bytes, stream);
+#endif
         else if (kind == K_MANAGED)
             e = pair_managed(bytes);
         else if (kind == K_HOST)
@@ -111,23 +182,108 @@ static int pairs(bench_ctx *c, bench_row *row, int kind, gpumem_pool *pool, size
         else if (kind == K_HOST_MAPPED)
             e = pair_host(bytes, cudaHostAllocMapped);
         else
-            st = pair_gpumem(kind, pool, bytes, c->stream);
-        if (e != cudaSuccess)
-            return bench_fail(c, row, "allocate + release", (int)e);
-        if (st != GPUMEM_OK)
-            return bench_fail(c, row, "allocate + release", st);
+            st = pair_gpumem(kind, pool, bytes, stream);
+        if (e != cudaSuccess || st != GPUMEM_OK) {
+            int code = e != cudaSuccess ? (int)e : st;
+            if (!row) {
+                *status = code;
+                return -1;
+            }
+            return bench_fail(c, row, "allocate + release", code);
+        }
     }
     /* Stream-ordered releases are only done once the stream is. */
-    if (kind == K_MALLOC_ASYNC || kind == K_POOL_DEVICE) {
-        cudaError_t e = cudaStreamSynchronize(c->stream);
-        if (e != cudaSuccess)
+    if (kind == K_MALLOC_ASYNC || kind == K_POOL_DEVICE || kind == K_KEEP_POOL ||
+        kind == K_HOST_POOL || kind == K_CUB) {
+        cudaError_t e = cudaStreamSynchronize(stream);
+        if (e != cudaSuccess) {
+            if (!row) {
+                *status = (int)e;
+                return -1;
+            }
             return bench_fail(c, row, "cudaStreamSynchronize", (int)e);
+        }
     }
     return 0;
 }
 
+static int pairs(bench_ctx *c, bench_row *row, int kind, gpumem_pool *pool, size_t bytes, int n)
+{
+    return pairs_on(c, row, kind, pool, bytes, n, c->stream, NULL);
+}
+
+/* ---- 16 threads at once ---- */
+
+typedef struct {
+    bench_ctx *c;
+    int kind;
+    gpumem_pool *pool;
+    size_t bytes;
+    int n;
+    cudaStream_t stream;
+    pthread_barrier_t *start;
+    int status; /* 0, or the failed call's cudaError_t / gpumem status */
+} worker;
+
+static void *work(void *arg)
+{
+    worker *w = arg;
+    pthread_barrier_wait(w->start);
+    pairs_on(w->c, NULL, w->kind, w->pool, w->bytes, w->n, w->stream, &w->status);
+    return NULL;
+}
+
+/* THREADS threads, @n pairs each, started together: wall time / all pairs in ns, or -1 with
+ * the row's note set. */
+static double threaded_sample(bench_ctx *c, bench_row *row, int kind, gpumem_pool *pool,
+                              size_t bytes, int n, cudaStream_t *streams)
+{
+    pthread_t t[THREADS];
+    worker w[THREADS];
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, THREADS + 1);
+    for (int i = 0; i < THREADS; i++) {
+        w[i] = (worker){c, kind, pool, bytes, n, streams[i], &start, 0};
+        pthread_create(&t[i], NULL, work, &w[i]);
+    }
+    pthread_barrier_wait(&start);
+    uint64_t t0 = bench_now_ns();
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    double ns = (double)(bench_now_ns() - t0) / ((double)THREADS * n);
+    pthread_barrier_destroy(&start);
+    for (int i = 0; i < THREADS; i++) {
+        if (w[i].status) {
+            bench_fail(c, row, "allocate + release on one of 16 threads", w[i].status);
+            return -1.0;
+        }
+    }
+    return ns;
+}
+
 static void measure(bench_ctx *c, int i, bench_row *row)
 {
+    int kind = cases[i].kind;
+    if ((kind == K_KEEP_POOL && !keep_pool) || (kind == K_HOST_POOL && !host_pool)) {
+        snprintf(row->note, sizeof row->note, "not measured: cudaMemPoolCreate refused it");
+        return;
+    }
+#ifndef GPUMEM_BENCH_HAVE_CUB
+    if (kind == K_CUB) {
+        snprintf(row->note, sizeof row->note, "not measured: built without nvcc (CUB is C++)");
+        return;
+    }
+#endif
+    cudaStream_t streams[THREADS] = {NULL};
+    for (int s = 0; cases[i].threads > 1 && s < THREADS; s++) {
+        cudaError_t e = cudaStreamCreateWithFlags(&streams[s], cudaStreamNonBlocking);
+        if (e != cudaSuccess) {
+            bench_fail(c, row, "cudaStreamCreateWithFlags", (int)e);
+            for (int k = 0; k < s; k++)
+                (void)cudaStreamDestroy(streams[k]); /* the row failed already */
+            return;
+        }
+    }
     gpumem_pool *pool = NULL;
     if (cases[i].kind == K_POOL_DEVICE || cases[i].kind == K_POOL_PINNED) {
         pool = gpumem_pool_create(cases[i].kind == K_POOL_DEVICE ? GPUMEM_KIND_DEVICE
@@ -148,6 +304,13 @@ static void measure(bench_ctx *c, int i, bench_row *row)
             break;
         uint64_t t0 = bench_now_ns();
         while (n < (int)(sizeof v / sizeof v[0]) && bench_more(c, n, t0)) {
+            if (cases[i].threads > 1) {
+                double ns = threaded_sample(c, row, kind, pool, bytes, inner, streams);
+                if (ns < 0.0)
+                    break;
+                v[n++] = ns;
+                continue;
+            }
             uint64_t t = bench_now_ns();
             if (pairs(c, row, cases[i].kind, pool, bytes, inner) != 0)
                 break;
@@ -166,10 +329,20 @@ static void measure(bench_ctx *c, int i, bench_row *row)
         if (st != GPUMEM_OK)
             bench_fail(c, row, "gpumem_pool_destroy", st);
     }
+    for (int s = 0; cases[i].threads > 1 && s < THREADS; s++) {
+        cudaError_t e = cudaStreamDestroy(streams[s]);
+        if (e != cudaSuccess)
+            bench_fail(c, row, "cudaStreamDestroy", (int)e);
+    }
 }
 
 void bench_alloc_run(bench_ctx *c)
 {
+    make_keep_pool(&keep_pool, c->device, 0);
+    make_keep_pool(&host_pool, c->device, 1);
+#ifdef GPUMEM_BENCH_HAVE_CUB
+    bench_cub_create();
+#endif
     for (int i = 0; i < NCASES; i++) {
         char what[128], a[32], b[32];
         snprintf(what, sizeof what, "%s, %s and %s", cases[i].label,
@@ -177,7 +350,18 @@ void bench_alloc_run(bench_ctx *c)
                  gpumem_format_bytes(c->report->alloc_bytes[1], b, sizeof b));
         bench_progress(c, what);
         bench_row *row = bench_row_add(c->report, BENCH_ALLOC, cases[i].key, cases[i].label);
-        if (row)
+        if (row) {
+            row->vs = cases[i].vs;
             measure(c, i, row);
+        }
     }
+#ifdef GPUMEM_BENCH_HAVE_CUB
+    bench_cub_destroy();
+#endif
+    /* Their rows are done: a refusal here changes no figure. */
+    if (keep_pool)
+        (void)cudaMemPoolDestroy(keep_pool);
+    if (host_pool)
+        (void)cudaMemPoolDestroy(host_pool);
+    keep_pool = host_pool = NULL;
 }

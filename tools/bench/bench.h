@@ -30,6 +30,7 @@ typedef struct bench_row {
     double value[2];
     int samples[2]; /* repetitions behind each median */
     char note[200];
+    const char *vs; /* allocation rows: key of the gpumem row this peer is compared with */
 } bench_row;
 
 /* The PCIe link as NVML reports it. Generations and widths are 0 where unknown. */
@@ -77,6 +78,9 @@ int bench_write_json(FILE *out, const bench_report *r, char *err, size_t errn);
 /* 1 when this build can write JSON (jansson was found). */
 int bench_have_json(void);
 
+/* value / the value of the row keyed @row->vs at size @i: above 1, gpumem's row is faster;
+ * below 0 when either was not measured or there is no such row. */
+double bench_vs_ratio(const bench_report *r, const bench_row *row, int i);
 /* Adds a row (NULL when the table is full); its values start as not measured. */
 bench_row *bench_row_add(bench_report *r, int section, const char *key, const char *label);
 

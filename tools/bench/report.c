@@ -68,6 +68,18 @@ char *bench_format_ns(double ns, char *buf, size_t n)
     return buf;
 }
 
+double bench_vs_ratio(const bench_report *r, const bench_row *row, int i)
+{
+    if (!row->vs || row->value[i] < 0.0)
+        return BENCH_NOT_MEASURED;
+    for (int k = 0; k < r->nrows; k++) {
+        const bench_row *g = &r->rows[k];
+        if (g->section == row->section && strcmp(g->key, row->vs) == 0)
+            return g->value[i] > 0.0 ? row->value[i] / g->value[i] : BENCH_NOT_MEASURED;
+    }
+    return BENCH_NOT_MEASURED;
+}
+
 bench_row *bench_row_add(bench_report *r, int section, const char *key, const char *label)
 {
     if (r->nrows >= BENCH_MAX_ROWS)
@@ -79,6 +91,14 @@ bench_row *bench_row_add(bench_report *r, int section, const char *key, const ch
     row->label = label;
     row->value[0] = row->value[1] = BENCH_NOT_MEASURED;
     return row;
+}
+
+static void format_ratio(double v, char *buf, size_t n)
+{
+    if (v < 0.0)
+        snprintf(buf, n, "-");
+    else
+        snprintf(buf, n, "%.2fx", v);
 }
 
 static void format_gbps(double v, char *buf, size_t n)
@@ -131,8 +151,15 @@ int bench_print_table(FILE *out, const bench_report *r)
             const bench_row *row = &r->rows[i];
             if (row->section != BENCH_ALLOC)
                 continue;
-            fprintf(out, "  %-42s %12s %12s\n", row->label, bench_format_ns(row->value[0], a, sizeof a),
+            fprintf(out, "  %-42s %12s %12s", row->label, bench_format_ns(row->value[0], a, sizeof a),
                     bench_format_ns(row->value[1], b, sizeof b));
+            double x0 = bench_vs_ratio(r, row, 0), x1 = bench_vs_ratio(r, row, 1);
+            if (x0 >= 0.0 || x1 >= 0.0) { /* a peer: how many times gpumem's row it takes */
+                format_ratio(x0, a, sizeof a);
+                format_ratio(x1, b, sizeof b);
+                fprintf(out, "   %s, %s gpumem's", a, b);
+            }
+            fputc('\n', out);
         }
         print_notes(out, r, BENCH_ALLOC);
     }
@@ -207,9 +234,16 @@ static json_t *link_json(const bench_link *l)
                      "limit_gbps", limit > 0.0 ? json_real(limit) : json_null());
 }
 
-static json_t *row_json(const bench_row *row, double limit)
+static json_t *row_json(const bench_report *r, const bench_row *row, double limit)
 {
     json_t *o = json_pack("{s:s, s:s}", "key", row->key, "label", row->label);
+    if (row->section == BENCH_ALLOC) {
+        json_object_set_new(o, "vs", row->vs ? json_string(row->vs) : json_null());
+        json_object_set_new(o, "vs_ratio",
+                            row->vs ? json_pack("[o, o]", number_or_null(bench_vs_ratio(r, row, 0)),
+                                                number_or_null(bench_vs_ratio(r, row, 1)))
+                                    : json_null());
+    }
     if (row->section == BENCH_ALLOC) {
         json_object_set_new(o, "median_ns", json_pack("[o, o]", number_or_null(row->value[0]),
                                                       number_or_null(row->value[1])));
@@ -236,7 +270,7 @@ int bench_write_json(FILE *out, const bench_report *r, char *err, size_t errn)
     for (int s = 0; s < 3; s++)
         sections[s] = json_array();
     for (int i = 0; i < r->nrows; i++)
-        json_array_append_new(sections[r->rows[i].section], row_json(&r->rows[i], limit));
+        json_array_append_new(sections[r->rows[i].section], row_json(r, &r->rows[i], limit));
     json_t *root = json_pack(
         "{s:s, s:s, s:b, s:f, s:{s:i, s:s, s:s}, s:o, s:{s:[I, I], s:o}, s:{s:I, s:o}, "
         "s:{s:I, s:o}}",
