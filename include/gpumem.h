@@ -94,14 +94,20 @@ typedef enum gpumem_kind {
     GPUMEM_KIND_PINNED = 3,       /**< cudaMallocHost; released by cudaFreeHost */
     GPUMEM_KIND_HOST = 4,         /**< cudaHostAlloc with flags; released by cudaFreeHost */
     GPUMEM_KIND_DEVICE_ASYNC = 5, /**< cudaMallocAsync; released by cudaFreeAsync */
-    /* The library never makes these two; `gpumem check` sees programs make them. */
+    /* The library never makes these; `gpumem check` sees programs make them. */
     GPUMEM_KIND_REGISTERED = 6,   /**< cudaHostRegister; undone by cudaHostUnregister */
     GPUMEM_KIND_VIRTUAL = 7,      /**< cuMemCreate / cuMemMap; cuMemRelease / cuMemUnmap */
-    GPUMEM_KIND_COUNT_ = 8
+    GPUMEM_KIND_ARRAY = 8,        /**< cudaMallocArray, cudaMalloc3DArray, cuArrayCreate,
+                                       cuArray3DCreate; cudaFreeArray / cuArrayDestroy */
+    GPUMEM_KIND_MIPMAPPED = 9,    /**< cudaMallocMipmappedArray, cuMipmappedArrayCreate;
+                                       cudaFreeMipmappedArray / cuMipmappedArrayDestroy */
+    GPUMEM_KIND_GRAPH = 10,       /**< a graph's memory allocation node; its free node */
+    GPUMEM_KIND_RESERVED = 11,    /**< cuMemAddressReserve; cuMemAddressFree */
+    GPUMEM_KIND_COUNT_ = 12
 } gpumem_kind;
 
 /** Short lower-case name of a kind: "device", "managed", "pinned", "host", "device-async",
- *  "registered", "virtual". */
+ *  "registered", "virtual", "array", "mipmapped-array", "graph", "reserved". */
 GPUMEM_API const char *gpumem_kind_name(int kind);
 
 /** gpumem_managed_alloc() flags (values of cudaMemAttachGlobal / cudaMemAttachHost). */

@@ -58,6 +58,7 @@
 #endif
 
 #if defined(GPUMEM_HAVE_LIBDW)
+#include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #define GPUMEM__SYMBOLIZER "libdw (file:line)"
 #else
@@ -215,13 +216,25 @@ NOINLINE uint32_t gpumem__stack_capture(int skip)
 
 enum { FRAME_USER, FRAME_GPUMEM, FRAME_CUDA, FRAME_START };
 
+/* One function at a return address: the function the code belongs to, or, with inlining,
+ * each function inlined there and the one they were inlined into. */
 typedef struct {
     const char *func;
     const char *file;
-    const char *object;
     int line;
     unsigned char cls;
     unsigned char is_main;
+    unsigned char inlined; /* inlined into the next (outer) function */
+} pc_func;
+
+/* At most this many functions per return address (a deeper inline chain keeps its innermost
+ * ones and the function it is all inlined into). */
+#define MAX_INLINE 16
+
+typedef struct {
+    const char *object;
+    int n;        /* functions at this address, innermost first (>= 1) */
+    pc_func *f;   /* f[0 .. n-1]; never freed */
 } pc_info;
 
 static pthread_mutex_t sym_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -335,9 +348,11 @@ static const char *base_name(const char *path)
 
 static int is_start_func(const char *f)
 {
+    /* __gpumem_check_start_main: gpumem check's wrapper of main (tools/check/preload.c). */
     static const char *const names[] = {"_start", "__libc_start_main", "__libc_start_call_main",
                                         "__libc_start_main_impl", "start_thread", "clone",
-                                        "clone3", "__clone", "__clone3", "__clone_internal"};
+                                        "clone3", "__clone", "__clone3", "__clone_internal",
+                                        "__gpumem_check_start_main"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(f, names[i]) == 0)
             return 1;
@@ -347,17 +362,20 @@ static int is_start_func(const char *f)
 /* cudaMalloc, cuMemAlloc_v2, __cudaRegisterFatBinary: the runtime's and driver's API names. */
 static int is_cuda_name(const char *f)
 {
-    if (strncmp(f, "__cuda", 6) == 0 || strncmp(f, "cudart::", 8) == 0)
+    if (strncmp(f, "__cuda", 6) == 0 || strncmp(f, "cudart::", 8) == 0 ||
+        strncmp(f, "libcudart_static_", 17) == 0) /* the static runtime's internal names */
         return 1;
     if (strncmp(f, "cuda", 4) == 0)
         return f[4] >= 'A' && f[4] <= 'Z';
     return f[0] == 'c' && f[1] == 'u' && f[2] >= 'A' && f[2] <= 'Z';
 }
 
-static unsigned char classify(const pc_info *p)
+static unsigned char classify(const pc_func *p, const char *object)
 {
-    const char *obj = base_name(p->object);
+    const char *obj = base_name(object);
     size_t dir = src_dir_len();
+    if (is_start_func(p->func))
+        return FRAME_START;
     if (strncmp(p->func, "gpumem_", 7) == 0)
         return FRAME_GPUMEM;
     if (p->file && dir && strncmp(p->file, __FILE__, dir) == 0)
@@ -375,8 +393,6 @@ static unsigned char classify(const pc_info *p)
     const char *header = base_name(p->file);
     if (header && (strcmp(header, "cuda_runtime.h") == 0 || strcmp(header, "cuda_runtime_api.h") == 0))
         return FRAME_CUDA;
-    if (is_start_func(p->func))
-        return FRAME_START;
     /* Trimmed only where below every other frame: libc's start code, and a sanitizer's
      * thread start wrapper (__tsan_thread_start_func) between start_thread and the thread. */
     if (obj && (strncmp(obj, "libc.so", 7) == 0 || strncmp(obj, "ld-linux", 8) == 0 ||
@@ -409,7 +425,82 @@ static int dwfl_report(void)
     return rc == 0 ? 0 : -1;
 }
 
-static void lookup_libdw(uintptr_t addr, pc_info *p, int *reported)
+/* The name a DIE gives its function: the linkage name (mangled C++, demangled later) where
+ * there is one, else the plain name; through DW_AT_abstract_origin for inlined code. */
+static const char *die_func_name(Dwarf_Die *die)
+{
+    Dwarf_Attribute attr;
+    const char *name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+    if (!name)
+        name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
+    return name ? name : dwarf_diename(die);
+}
+
+/* Where an inlined subroutine was called from: its DW_AT_call_file and DW_AT_call_line. */
+static void call_site(Dwarf_Die *cu, Dwarf_Die *inl, const char **file, int *line)
+{
+    Dwarf_Attribute attr;
+    Dwarf_Word idx = 0, ln = 0;
+    Dwarf_Files *files;
+    size_t nfiles;
+    *file = NULL;
+    *line = 0;
+    if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_line, &attr), &ln) == 0)
+        *line = (int)ln;
+    if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_file, &attr), &idx) == 0 &&
+        dwarf_getsrcfiles(cu, &files, &nfiles) == 0 && idx < nfiles)
+        *file = dwarf_filesrc(files, idx, NULL, NULL);
+}
+
+/* Fills f[] with the functions at addr, innermost first: each function inlined there (the
+ * line table's line for the innermost, the call site of the inner one for the others) and the
+ * function they were inlined into. Returns how many, 0 when the debug info says nothing. */
+static int inline_chain(Dwfl_Module *mod, Dwarf_Addr addr, const char *file, int line,
+                        pc_func *f, int max)
+{
+    Dwarf_Addr bias = 0;
+    Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias);
+    if (!cu)
+        return 0;
+    /* The innermost function at addr; dwarf_getscopes goes on through the scopes of an
+     * inlined function's definition, not its callers', so the chain of callers is read from
+     * the innermost inlined instance outwards with dwarf_getscopes_die. */
+    Dwarf_Die *scopes = NULL, inner;
+    int nscopes = dwarf_getscopes(cu, addr - bias, &scopes), k = 0;
+    while (k < nscopes && dwarf_tag(&scopes[k]) != DW_TAG_inlined_subroutine &&
+           dwarf_tag(&scopes[k]) != DW_TAG_subprogram)
+        k++;
+    int is_inlined = k < nscopes && dwarf_tag(&scopes[k]) == DW_TAG_inlined_subroutine;
+    if (is_inlined)
+        inner = scopes[k];
+    free(scopes);
+    if (!is_inlined)
+        return 0; /* not inlined: the symbol table's name and the line table's line do */
+    scopes = NULL;
+    nscopes = dwarf_getscopes_die(&inner, &scopes);
+    int n = 0;
+    for (int i = 0; i < nscopes && n < max; i++) {
+        int tag = dwarf_tag(&scopes[i]);
+        if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
+            continue;
+        /* A chain deeper than f[] keeps the function it is all inlined into. */
+        if (tag == DW_TAG_inlined_subroutine && n == max - 1)
+            continue;
+        const char *name = die_func_name(&scopes[i]);
+        f[n] = (pc_func){.func = name ? intern(name) : NULL, .file = intern(file),
+                         .line = file ? line : 0, .inlined = tag == DW_TAG_inlined_subroutine};
+        if (!f[n].func)
+            f[n].func = unknown_func;
+        n++;
+        if (tag == DW_TAG_subprogram)
+            break;
+        call_site(cu, &scopes[i], &file, &line);
+    }
+    free(scopes);
+    return n;
+}
+
+static void lookup_libdw(uintptr_t addr, pc_info *p, pc_func *f, int *reported)
 {
     if (!dwfl && !dwfl_failed && dwfl_report() != 0)
         dwfl_failed = 1; /* e.g. no /proc: names then come from dladdr */
@@ -426,22 +517,33 @@ static void lookup_libdw(uintptr_t addr, pc_info *p, int *reported)
     const char *name = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
     if (name && name[0] == '/')
         p->object = intern(name);
-    const char *func = dwfl_module_addrname(mod, (GElf_Addr)addr);
-    if (func)
-        p->func = intern(func);
+    const char *file = NULL;
+    int lineno = 0;
     Dwfl_Line *line = dwfl_module_getsrc(mod, (Dwarf_Addr)addr);
     if (line) {
-        int lineno = 0;
-        const char *file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
-        if (file && lineno > 0) {
-            p->file = intern(file);
-            p->line = p->file ? lineno : 0;
-        }
+        file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
+        if (!file || lineno <= 0)
+            file = NULL;
     }
+    int n = file ? inline_chain(mod, (Dwarf_Addr)addr, file, lineno, f, MAX_INLINE) : 0;
+    /* The outermost function's name from the symbol table, which names the code that runs
+     * (the debug info may name a declaration the symbol table spells otherwise). */
+    const char *func = dwfl_module_addrname(mod, (GElf_Addr)addr);
+    if (n == 0) {
+        f[0].file = intern(file);
+        f[0].line = f[0].file ? lineno : 0;
+        n = 1;
+    }
+    if (func) {
+        const char *kept = intern(func);
+        if (kept)
+            f[n - 1].func = kept;
+    }
+    p->n = n;
 }
 #endif
 
-static void lookup_dladdr(uintptr_t addr, pc_info *p)
+static void lookup_dladdr(uintptr_t addr, pc_info *p, pc_func *f)
 {
     Dl_info info;
     void *extra = NULL;
@@ -452,17 +554,17 @@ static void lookup_dladdr(uintptr_t addr, pc_info *p)
         p->object = intern(info.dli_fname);
     /* dladdr names the nearest exported symbol below addr, which for a hidden or static
      * function is some other function: believe it only when addr lies inside it. */
-    if (p->func == unknown_func && info.dli_sname && info.dli_saddr && sym &&
+    if (f->func == unknown_func && info.dli_sname && info.dli_saddr && sym &&
         addr - (uintptr_t)info.dli_saddr < (uintptr_t)sym->st_size) {
-        const char *f = intern(info.dli_sname);
-        if (f)
-            p->func = f;
+        const char *name = intern(info.dli_sname);
+        if (name)
+            f->func = name;
     }
 }
 
 /* C++ names read as in the source ("solve(float*, int)"), through the C++ runtime's demangler
  * when the process has one (any C++ program does); otherwise they stay mangled. */
-static void demangle(pc_info *p)
+static void demangle(pc_func *p)
 {
     typedef char *(*demangler)(const char *, char *, size_t *, int *);
     static demangler fn;
@@ -500,39 +602,70 @@ static const pc_info *lookup(uintptr_t pc, int *reported)
     /* A return address is just after its call, which may be the last instruction of a
      * function or of a line: look up the call itself. */
     uintptr_t addr = pc - 1;
-    pc_info *p = &pcs.val[j];
-    *p = (pc_info){.func = unknown_func};
+    pc_func f[MAX_INLINE];
+    pc_info info = {.n = 1};
+    f[0] = (pc_func){.func = unknown_func};
 #if defined(GPUMEM_HAVE_LIBDW)
-    lookup_libdw(addr, p, reported);
+    lookup_libdw(addr, &info, f, reported);
 #else
     (void)reported;
 #endif
-    if (p->func == unknown_func || !p->object)
-        lookup_dladdr(addr, p);
-    demangle(p);
-    p->cls = classify(p);
-    p->is_main = strcmp(p->func, "main") == 0;
+    if (f[info.n - 1].func == unknown_func || !info.object)
+        lookup_dladdr(addr, &info, &f[info.n - 1]);
+    for (int i = 0; i < info.n; i++) {
+        demangle(&f[i]);
+        f[i].cls = classify(&f[i], info.object);
+        f[i].is_main = strcmp(f[i].func, "main") == 0;
+    }
+    info.f = malloc((size_t)info.n * sizeof *info.f);
+    if (!info.f)
+        return NULL;
+    memcpy(info.f, f, (size_t)info.n * sizeof *info.f);
     pcs.key[j] = pc;
+    pcs.val[j] = info;
     pcs.n++;
-    return p;
+    return &pcs.val[j];
+}
+
+/* One function of a stack before trimming: a return address's function (or one of them). */
+typedef struct {
+    pc_func f;
+    const char *object;
+    uintptr_t pc;
+} flat_frame;
+
+static int trimmed(const pc_func *f)
+{
+    return f->cls == FRAME_GPUMEM || f->cls == FRAME_CUDA;
 }
 
 /* Symbolizes and trims one stack. Under sym_lock. NULL when out of memory. */
 static sym_stack *symbolize(const stack_node *s)
 {
-    pc_info info[GPUMEM__STACK_MAX_FRAMES];
     int reported = 0;
-    int n = s->depth < GPUMEM__STACK_MAX_FRAMES ? s->depth : GPUMEM__STACK_MAX_FRAMES;
-    for (int i = 0; i < n; i++) {
+    int npc = s->depth < GPUMEM__STACK_MAX_FRAMES ? s->depth : GPUMEM__STACK_MAX_FRAMES;
+    int cap = npc, n = 0;
+    flat_frame *info = malloc((size_t)(cap ? cap : 1) * sizeof *info);
+    if (!info)
+        return NULL;
+    for (int i = 0; i < npc; i++) {
         const pc_info *p = lookup(s->pc[i], &reported);
         if (!p)
-            return NULL;
-        info[i] = *p;
+            goto oom;
+        if (n + p->n > cap) {
+            cap = (n + p->n) * 2;
+            flat_frame *grown = realloc(info, (size_t)cap * sizeof *info);
+            if (!grown)
+                goto oom;
+            info = grown;
+        }
+        for (int k = 0; k < p->n; k++)
+            info[n++] = (flat_frame){.f = p->f[k], .object = p->object, .pc = s->pc[i]};
     }
     /* Below main is the C library's start code; a thread's stack ends in it too. */
     int end = n;
     for (int i = 0; i < n; i++)
-        if (info[i].is_main) {
+        if (info[i].f.is_main) {
             end = i + 1;
             break;
         }
@@ -540,37 +673,47 @@ static sym_stack *symbolize(const stack_node *s)
      * bottom run of start code and unnamed frames (_start is unnamed without symbols). */
     if (end == n) {
         int k = n;
-        while (k > 0 && (info[k - 1].cls == FRAME_START || info[k - 1].func == unknown_func))
+        while (k > 0 && (info[k - 1].f.cls == FRAME_START || info[k - 1].f.func == unknown_func))
             k--;
-        while (k < n && info[k].cls != FRAME_START)
+        while (k < n && info[k].f.cls != FRAME_START)
             k++;
         end = k;
     }
     /* gpumem's frames are innermost. Between two of them there may be frames it cannot name
      * (static functions without debug info): the whole run up to the last gpumem frame goes,
-     * unless a frame with a source file outside gpumem proves the caller was reached. */
+     * unless a frame with a source file outside gpumem proves the caller was reached, or CUDA's
+     * frames follow gpumem's (gpumem check's callback, called by CUPTI inside the CUDA call):
+     * the program's frames come after those. */
     int begin = 0;
     for (int i = 0; i < end; i++) {
-        if (info[i].cls == FRAME_GPUMEM)
+        if (info[i].f.cls == FRAME_GPUMEM)
             begin = i + 1;
-        else if (info[i].cls == FRAME_USER && info[i].file)
+        else if ((info[i].f.cls == FRAME_USER && info[i].f.file) ||
+                 (info[i].f.cls == FRAME_CUDA && begin > 0))
             break;
     }
     sym_stack *out = malloc(sizeof *out + (size_t)(end > begin ? end - begin : 0) *
                                               sizeof out->frames[0]);
     if (!out)
-        return NULL;
+        goto oom;
     out->n = 0;
     for (int i = begin; i < end; i++) {
-        if (info[i].cls == FRAME_GPUMEM || info[i].cls == FRAME_CUDA)
+        if (trimmed(&info[i].f))
             continue;
-        out->frames[out->n++] = (gpumem__frame){.func = info[i].func,
-                                                .file = info[i].file,
-                                                .line = info[i].line,
-                                                .pc = s->pc[i],
-                                                .object = info[i].object};
+        /* "Inlined into" the next frame only where that one is shown too. */
+        int inlined = info[i].f.inlined && i + 1 < end && !trimmed(&info[i + 1].f);
+        out->frames[out->n++] = (gpumem__frame){.func = info[i].f.func,
+                                                .file = info[i].f.file,
+                                                .line = info[i].f.line,
+                                                .pc = info[i].pc,
+                                                .object = info[i].object,
+                                                .inlined = (unsigned char)inlined};
     }
+    free(info);
     return out;
+oom:
+    free(info);
+    return NULL;
 }
 
 static const sym_stack *stack_get(uint32_t id)
@@ -619,7 +762,8 @@ void gpumem__stack_print(uint32_t id, FILE *out, const char *indent)
             const char *file = f->file;
             if (cwd_len > 1 && strncmp(file, cwd, cwd_len) == 0 && file[cwd_len] == '/')
                 file += cwd_len + 1;
-            fprintf(out, "%s%s %s (%s:%d)\n", indent, word, f->func, file, f->line);
+            fprintf(out, "%s%s %s (%s:%d)%s\n", indent, word, f->func, file, f->line,
+                    f->inlined ? ", inlined into:" : "");
         } else if (f->object) {
             fprintf(out, "%s%s %s (in %s)\n", indent, word, f->func, f->object);
         } else {

@@ -20,6 +20,7 @@ typedef struct {
     int line;           /**< source line; 0 when unknown */
     uintptr_t pc;       /**< the captured return address (the call is just before it) */
     const char *object; /**< path of the executable or shared object; NULL when unknown */
+    unsigned char inlined; /**< inlined into the next frame (same pc; libdw builds only) */
 } gpumem__frame;
 
 /**
@@ -56,7 +57,8 @@ int gpumem__stack_frames(uint32_t id, gpumem__frame *out, int max);
 /**
  * Prints stack @p id valgrind-style, one frame a line, each prefixed by @p indent:
  * "at func (file:line)" for the innermost, "by func (file:line)" for the others; a frame
- * without a line reads "by func (in object)". A file under the current directory is shown
+ * without a line reads "by func (in object)". A function inlined into its caller ends its line
+ * with ", inlined into:" and its caller follows, as a frame of its own. A file under the current directory is shown
  * relative to it. Prints nothing for id 0. Same guarantees as gpumem__stack_frames.
  */
 void gpumem__stack_print(uint32_t id, FILE *out, const char *indent);

@@ -54,7 +54,8 @@ const char *gpumem_kind_name(int kind)
 {
     static const char *names[GPUMEM_KIND_COUNT_] = {"none",         "device",     "managed",
                                                     "pinned",       "host",       "device-async",
-                                                    "registered",   "virtual"};
+                                                    "registered",   "virtual",    "array",
+                                                    "mipmapped-array", "graph",   "reserved"};
     return kind >= 0 && kind < GPUMEM_KIND_COUNT_ ? names[kind] : "unknown";
 }
 

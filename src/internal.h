@@ -154,6 +154,10 @@ static inline int gpumem__dev_slot(int device)
  * exit-time report must not hang on a thread stopped inside gpumem); returns the number of
  * shards skipped. */
 int gpumem__reg_foreach(int (*fn)(const gpumem__rec *r, void *arg), void *arg, int try_only);
+/* Calls fn for each block of the registry's own memory (tables, rings, the sorted array of
+ * large allocations): gpumem check's leak scan must not take the registry's copies of the
+ * addresses for pointers the program holds. Reads without locks: at exit. */
+void gpumem__reg_storage(void (*fn)(const void *p, size_t bytes, void *arg), void *arg);
 
 /* ---- pool.c ---- */
 /* Gives a pool block back to its pool: called by gpumem_free / gpumem_free_async after the

@@ -132,6 +132,12 @@ static int table_reserve(table *t)
         nt.keys[j] = t->keys[i];
         nt.recs[j] = t->recs[i];
     }
+    /* Wiped before they go back to the heap: gpumem check's leak scan reads freed heap memory
+     * too, where stale copies of the addresses would look like the program's pointers. */
+    if (cap) {
+        memset(t->keys, 0, cap * sizeof *t->keys);
+        memset(t->recs, 0, cap * sizeof *t->recs);
+    }
     free(t->keys);
     free(t->recs);
     *t = nt;
@@ -185,16 +191,24 @@ static void large_add(uintptr_t base, size_t bytes)
     pthread_rwlock_wrlock(&large.lock);
     if (large.len == large.cap) {
         size_t n = large.cap ? large.cap * 2 : 64;
-        uintptr_t *nb = realloc(large.base, n * sizeof *nb);
-        if (nb)
-            large.base = nb;
-        size_t *nz = nb ? realloc(large.bytes, n * sizeof *nz) : NULL;
-        if (nz)
-            large.bytes = nz;
+        /* Not realloc: the old array is wiped before it is freed (see table_reserve). */
+        uintptr_t *nb = malloc(n * sizeof *nb);
+        size_t *nz = malloc(n * sizeof *nz);
         if (!nb || !nz) { /* interior lookups of this one will miss; nothing else breaks */
+            free(nb);
+            free(nz);
             pthread_rwlock_unlock(&large.lock);
             return;
         }
+        if (large.cap) {
+            memcpy(nb, large.base, large.len * sizeof *nb);
+            memcpy(nz, large.bytes, large.len * sizeof *nz);
+            memset(large.base, 0, large.cap * sizeof *large.base);
+        }
+        free(large.base);
+        free(large.bytes);
+        large.base = nb;
+        large.bytes = nz;
         large.cap = n;
     }
     size_t lo = large_lower_bound(base);
@@ -500,6 +514,21 @@ int gpumem__reg_foreach(int (*fn)(const gpumem__rec *r, void *arg), void *arg, i
             break;
     }
     return skipped;
+}
+
+void gpumem__reg_storage(void (*fn)(const void *p, size_t bytes, void *arg), void *arg)
+{
+    for (unsigned i = 0; i < SHARDS; i++) {
+        const shard *s = &shards[i];
+        if (s->t.keys) {
+            fn(s->t.keys, (s->t.mask + 1) * sizeof *s->t.keys, arg);
+            fn(s->t.recs, (s->t.mask + 1) * sizeof *s->t.recs, arg);
+        }
+        if (s->ring)
+            fn(s->ring, s->ring_cap * sizeof *s->ring, arg);
+    }
+    if (large.base)
+        fn(large.base, large.cap * sizeof *large.base, arg);
 }
 
 void gpumem_live_get(gpumem_live *out)

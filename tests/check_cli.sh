@@ -53,6 +53,27 @@ expect 2 "--error-exitcode takes a number from 0 to 255, not '300'" -- --error-e
 expect 2 "--error-exitcode takes a number from 0 to 255, not 'x'" -- --error-exitcode=x -- true
 expect 2 "--gen-suppressions takes no or yes" -- --gen-suppressions=maybe -- true
 expect 2 "--log-file needs a path" -- --log-file= -- true
+expect 2 "--show-leak-kinds takes definite, reachable, all or none (comma-separated), not 'lost'" -- --show-leak-kinds=lost -- true
+expect 2 "--errors-for-leak-kinds takes definite, reachable, all or none (comma-separated), not 'definite,x'" -- --errors-for-leak-kinds=definite,x -- true
+expect 0 "true used no CUDA" -- --show-leak-kinds=definite,reachable --errors-for-leak-kinds=all -- true
+expect 0 "sh used no CUDA" -- -- sh -c 'test "$GPUMEM_CHECK_SHOW_LEAK_KINDS" = definite && test "$GPUMEM_CHECK_ERRORS_FOR_LEAK_KINDS" = definite'
+expect 0 "sh used no CUDA" -- --show-leak-kinds=all -- sh -c 'test "$GPUMEM_CHECK_SHOW_LEAK_KINDS" = all'
+# The default suppressions beside the library are read (passed on to the program's processes)
+# unless --default-suppressions=no; missing, they are warned about; broken, an error.
+expect 0 "sh used no CUDA" -- -- sh -c 'case "$GPUMEM_CHECK_SUPPRESSIONS" in */default.supp*) exit 0;; *) exit 1;; esac'
+expect 0 "sh used no CUDA" -- --default-suppressions=no -- sh -c 'case "$GPUMEM_CHECK_SUPPRESSIONS" in *default.supp*) exit 1;; *) exit 0;; esac'
+expect 2 "--default-suppressions takes yes or no, not 'maybe'" -- --default-suppressions=maybe -- true
+lib=$(dirname "$gpumem")/check/libgpumem_check.so
+if [ -f "$lib" ]; then
+  mkdir -p "$tmp/alone" "$tmp/broken"
+  cp "$lib" "$tmp/alone/" && cp "$lib" "$tmp/broken/" && cp "$tmp/bad.supp" "$tmp/broken/default.supp"
+  GPUMEM_CHECK_LIBRARY=$tmp/alone/libgpumem_check.so expect 0 "the default suppressions ($tmp/alone/default.supp) are missing" -- -- true
+  out=$(GPUMEM_CHECK_LIBRARY=$tmp/alone/libgpumem_check.so "$gpumem" check --default-suppressions=no -- true 2>&1)
+  if printf '%s\n' "$out" | grep -q "are missing"; then echo "FAIL: --default-suppressions=no still warns"; fails=$((fails + 1)); else echo "ok   --default-suppressions=no: no warning"; fi
+  GPUMEM_CHECK_LIBRARY=$tmp/broken/libgpumem_check.so expect 2 "default.supp:3: unknown finding kind after gpumem:" -- -- true
+fi
+# The preloaded realloc and the wrapped main leave ordinary programs alone (sort reallocs).
+expect 0 "sort used no CUDA" -- -- sort /etc/passwd /etc/passwd /etc/passwd
 expect 2 "bad.supp:3: unknown finding kind after gpumem: 'leek'; did you mean gpumem:leak?" -- --suppressions="$tmp/bad.supp" -- true
 expect 2 "cannot read the suppression file" -- --suppressions="$tmp/none.supp" -- true
 expect 0 "true used no CUDA" -- --suppressions="$tmp/good.supp" -- true

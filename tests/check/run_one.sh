@@ -9,7 +9,8 @@
 #       One finding of PROGRAM's own process. CALL is the release call, or the allocation call
 #       for a leak or a failed allocation; it may contain spaces ("operator delete[]"): the
 #       first word is the kind, the last word before any key=value is the memory kind ("-" for
-#       a finding without one). key=value pairs are checked when given.
+#       a finding without one). key=value pairs are checked when given (any field of the
+#       JSON finding: leak_kind=definite|reachable for a leak, say).
 #   // expect-child: ...   the same, for the findings of PROGRAM's child processes together
 #   // expect-exit: N      PROGRAM's own exit status (default 0)
 #   // expect-status: exited|signaled|unchecked   (default exited)
@@ -53,7 +54,10 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-check-$name.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
 # The program runs in the scratch folder, so that anything it writes stays there.
+# Every leak is listed and counted, whatever its kind (definitely lost or still reachable):
+# the programs' expect lines say which with leak_kind= where it matters.
 (cd "$tmp" && exec "$gpumem" check --error-exitcode=99 --leak-check=full \
+  --show-leak-kinds=all --errors-for-leak-kinds=all \
   "--json=$tmp/out.%p.json" -- "$prog") >"$tmp/output.txt" 2>&1
 rc=$?
 

@@ -74,9 +74,61 @@ void check_front_release(int kind, void *p, void (*pass_free)(void *))
 /* ---- events ---- */
 
 #define BIT(k) (1u << GPUMEM_KIND_##k)
-static const unsigned free_mask = BIT(DEVICE) | BIT(DEVICE_ASYNC) | BIT(MANAGED);
+/* cudaFree and cudaFreeAsync also release a graph's allocation once the graph ran. */
+static const unsigned free_mask = BIT(DEVICE) | BIT(DEVICE_ASYNC) | BIT(MANAGED) | BIT(GRAPH);
 static const unsigned free_host_mask = BIT(PINNED) | BIT(HOST);
-static const unsigned free_async_mask = BIT(DEVICE) | BIT(DEVICE_ASYNC);
+static const unsigned free_async_mask = BIT(DEVICE) | BIT(DEVICE_ASYNC) | BIT(GRAPH);
+
+/* ---- sizes of CUDA arrays ---- */
+
+static size_t extent_bytes(size_t elem, size_t w, size_t h, size_t d)
+{
+    return elem * (w ? w : 1) * (h ? h : 1) * (d ? d : 1);
+}
+
+/* Every level of a mipmapped array: each half the one before in each dimension, at least 1. */
+static size_t mipmap_bytes(size_t elem, size_t w, size_t h, size_t d, unsigned levels)
+{
+    size_t total = 0;
+    for (unsigned l = 0; l < (levels ? levels : 1) && l < 64; l++) {
+        total += extent_bytes(elem, w, h, d);
+        w = w > 1 ? w / 2 : w;
+        h = h > 1 ? h / 2 : h;
+        d = d > 1 ? d / 2 : d;
+    }
+    return total;
+}
+
+static size_t channel_bytes(const struct cudaChannelFormatDesc *desc)
+{
+    if (!desc)
+        return 1;
+    int bits = (desc->x > 0 ? desc->x : 0) + (desc->y > 0 ? desc->y : 0) +
+               (desc->z > 0 ? desc->z : 0) + (desc->w > 0 ? desc->w : 0);
+    return bits >= 8 ? (size_t)bits / 8 : 1;
+}
+
+/* Bytes of one element of a driver array: the format's size times its channels. */
+static size_t format_bytes(CUarray_format format, unsigned channels)
+{
+    size_t size;
+    switch (format) {
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_HALF:
+        size = 2;
+        break;
+    case CU_AD_FORMAT_UNSIGNED_INT32:
+    case CU_AD_FORMAT_SIGNED_INT32:
+    case CU_AD_FORMAT_FLOAT:
+        size = 4;
+        break;
+    default:
+        size = 1;
+        break;
+    }
+    return size * (channels ? channels : 1);
+}
 
 /* Per thread: how deep inside watched runtime calls, and the releases in flight. */
 static _Thread_local int rt_depth __attribute__((tls_model("initial-exec")));
@@ -202,6 +254,60 @@ static void runtime_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int 
             alloc_exit(cd, dom, "cudaHostRegister", GPUMEM_KIND_REGISTERED, (uintptr_t)P(cudaHostRegister_v4000)->ptr,
                        P(cudaHostRegister_v4000)->size);
         break;
+    case RT(cudaMallocArray_v3020):
+        if (!enter) {
+            const cudaMallocArray_v3020_params *a = P(cudaMallocArray_v3020);
+            alloc_exit(cd, dom, "cudaMallocArray", GPUMEM_KIND_ARRAY,
+                       check_array_key((uintptr_t)*a->array),
+                       extent_bytes(channel_bytes(a->desc), a->width, a->height, 1));
+        }
+        break;
+    case RT(cudaMalloc3DArray_v3020):
+        if (!enter) {
+            const cudaMalloc3DArray_v3020_params *a = P(cudaMalloc3DArray_v3020);
+            alloc_exit(cd, dom, "cudaMalloc3DArray", GPUMEM_KIND_ARRAY,
+                       check_array_key((uintptr_t)*a->array),
+                       extent_bytes(channel_bytes(a->desc), a->extent.width, a->extent.height,
+                                    a->extent.depth));
+        }
+        break;
+    case RT(cudaMallocMipmappedArray_v5000):
+        if (!enter) {
+            const cudaMallocMipmappedArray_v5000_params *a = P(cudaMallocMipmappedArray_v5000);
+            alloc_exit(cd, dom, "cudaMallocMipmappedArray", GPUMEM_KIND_MIPMAPPED,
+                       check_array_key((uintptr_t)*a->mipmappedArray),
+                       mipmap_bytes(channel_bytes(a->desc), a->extent.width, a->extent.height,
+                                    a->extent.depth, a->numLevels));
+        }
+        break;
+    case RT(cudaFreeArray_v3020):
+        if (enter)
+            release_enter("cudaFreeArray", BIT(ARRAY),
+                          check_array_key((uintptr_t)P(cudaFreeArray_v3020)->array));
+        else
+            release_exit(cd, dom);
+        break;
+    case RT(cudaFreeMipmappedArray_v5000):
+        if (enter)
+            release_enter("cudaFreeMipmappedArray", BIT(MIPMAPPED),
+                          check_array_key((uintptr_t)P(cudaFreeMipmappedArray_v5000)->mipmappedArray));
+        else
+            release_exit(cd, dom);
+        break;
+    case RT(cudaGraphAddMemAllocNode_v11040):
+        if (!enter) {
+            const struct cudaMemAllocNodeParams *np = P(cudaGraphAddMemAllocNode_v11040)->nodeParams;
+            alloc_exit(cd, dom, "cudaGraphAddMemAllocNode", GPUMEM_KIND_GRAPH,
+                       np ? (uintptr_t)np->dptr : 0, np ? np->bytesize : 0);
+        }
+        break;
+    case RT(cudaGraphAddMemFreeNode_v11040):
+        if (enter)
+            release_enter("cudaGraphAddMemFreeNode", BIT(GRAPH),
+                          (uintptr_t)P(cudaGraphAddMemFreeNode_v11040)->dptr);
+        else
+            release_exit(cd, dom);
+        break;
     case RT(cudaFree_v3020):
         if (enter)
             release_enter("cudaFree", free_mask, (uintptr_t)P(cudaFree_v3020)->devPtr);
@@ -295,6 +401,75 @@ static void driver_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int e
             alloc_exit(cd, dom, "cuMemMap", GPUMEM_KIND_VIRTUAL, (uintptr_t)P(cuMemMap)->ptr,
                        P(cuMemMap)->size);
         break;
+    case DRV(cuArrayCreate_v2):
+        if (!enter) {
+            const CUDA_ARRAY_DESCRIPTOR *d = P(cuArrayCreate_v2)->pAllocateArray;
+            alloc_exit(cd, dom, "cuArrayCreate", GPUMEM_KIND_ARRAY,
+                       check_array_key((uintptr_t)*P(cuArrayCreate_v2)->pHandle),
+                       d ? extent_bytes(format_bytes(d->Format, d->NumChannels), d->Width,
+                                        d->Height, 1) : 0);
+        }
+        break;
+    case DRV(cuArray3DCreate_v2):
+        if (!enter) {
+            const CUDA_ARRAY3D_DESCRIPTOR *d = P(cuArray3DCreate_v2)->pAllocateArray;
+            alloc_exit(cd, dom, "cuArray3DCreate", GPUMEM_KIND_ARRAY,
+                       check_array_key((uintptr_t)*P(cuArray3DCreate_v2)->pHandle),
+                       d ? extent_bytes(format_bytes(d->Format, d->NumChannels), d->Width,
+                                        d->Height, d->Depth) : 0);
+        }
+        break;
+    case DRV(cuMipmappedArrayCreate):
+        if (!enter) {
+            const CUDA_ARRAY3D_DESCRIPTOR *d = P(cuMipmappedArrayCreate)->pMipmappedArrayDesc;
+            alloc_exit(cd, dom, "cuMipmappedArrayCreate", GPUMEM_KIND_MIPMAPPED,
+                       check_array_key((uintptr_t)*P(cuMipmappedArrayCreate)->pHandle),
+                       d ? mipmap_bytes(format_bytes(d->Format, d->NumChannels), d->Width,
+                                        d->Height, d->Depth,
+                                        P(cuMipmappedArrayCreate)->numMipmapLevels) : 0);
+        }
+        break;
+    case DRV(cuArrayDestroy):
+        if (enter)
+            release_enter("cuArrayDestroy", BIT(ARRAY),
+                          check_array_key((uintptr_t)P(cuArrayDestroy)->hArray));
+        else
+            release_exit(cd, dom);
+        break;
+    case DRV(cuMipmappedArrayDestroy):
+        if (enter)
+            release_enter("cuMipmappedArrayDestroy", BIT(MIPMAPPED),
+                          check_array_key((uintptr_t)P(cuMipmappedArrayDestroy)->hMipmappedArray));
+        else
+            release_exit(cd, dom);
+        break;
+    case DRV(cuMemAddressReserve):
+        if (!enter)
+            alloc_exit(cd, dom, "cuMemAddressReserve", GPUMEM_KIND_RESERVED,
+                       check_reserve_key((uintptr_t)*P(cuMemAddressReserve)->ptr),
+                       P(cuMemAddressReserve)->size);
+        break;
+    case DRV(cuMemAddressFree):
+        if (enter)
+            release_enter("cuMemAddressFree", BIT(RESERVED),
+                          check_reserve_key((uintptr_t)P(cuMemAddressFree)->ptr));
+        else
+            release_exit(cd, dom);
+        break;
+    case DRV(cuGraphAddMemAllocNode):
+        if (!enter) {
+            const CUDA_MEM_ALLOC_NODE_PARAMS *np = P(cuGraphAddMemAllocNode)->nodeParams;
+            alloc_exit(cd, dom, "cuGraphAddMemAllocNode", GPUMEM_KIND_GRAPH,
+                       np ? (uintptr_t)np->dptr : 0, np ? np->bytesize : 0);
+        }
+        break;
+    case DRV(cuGraphAddMemFreeNode):
+        if (enter)
+            release_enter("cuGraphAddMemFreeNode", BIT(GRAPH),
+                          (uintptr_t)P(cuGraphAddMemFreeNode)->dptr);
+        else
+            release_exit(cd, dom);
+        break;
     case DRV(cuMemFree_v2):
         if (enter)
             release_enter("cuMemFree", free_mask, (uintptr_t)P(cuMemFree_v2)->dptr);
@@ -383,7 +558,9 @@ static const CUpti_CallbackId runtime_ids[] = {
     RT(cudaMallocFromPoolAsync_v11020), RT(cudaMallocFromPoolAsync_ptsz_v11020),
     RT(cudaHostRegister_v4000), RT(cudaFree_v3020), RT(cudaFreeHost_v3020),
     RT(cudaFreeAsync_v11020), RT(cudaFreeAsync_ptsz_v11020), RT(cudaHostUnregister_v4000),
-    RT(cudaDeviceReset_v3020)};
+    RT(cudaDeviceReset_v3020), RT(cudaMallocArray_v3020), RT(cudaMalloc3DArray_v3020),
+    RT(cudaMallocMipmappedArray_v5000), RT(cudaFreeArray_v3020), RT(cudaFreeMipmappedArray_v5000),
+    RT(cudaGraphAddMemAllocNode_v11040), RT(cudaGraphAddMemFreeNode_v11040)};
 
 static const CUpti_CallbackId driver_ids[] = {
     DRV(cuMemAlloc_v2), DRV(cuMemAllocPitch_v2), DRV(cuMemAllocHost_v2), DRV(cuMemHostAlloc),
@@ -391,7 +568,10 @@ static const CUpti_CallbackId driver_ids[] = {
     DRV(cuMemAllocFromPoolAsync), DRV(cuMemAllocFromPoolAsync_ptsz), DRV(cuMemHostRegister_v2),
     DRV(cuMemCreate), DRV(cuMemMap), DRV(cuMemFree_v2), DRV(cuMemFreeHost),
     DRV(cuMemFreeAsync), DRV(cuMemFreeAsync_ptsz), DRV(cuMemHostUnregister), DRV(cuMemRelease),
-    DRV(cuMemUnmap), DRV(cuDevicePrimaryCtxReset_v2), DRV(cuCtxDestroy_v2)};
+    DRV(cuMemUnmap), DRV(cuDevicePrimaryCtxReset_v2), DRV(cuCtxDestroy_v2),
+    DRV(cuArrayCreate_v2), DRV(cuArray3DCreate_v2), DRV(cuMipmappedArrayCreate),
+    DRV(cuArrayDestroy), DRV(cuMipmappedArrayDestroy), DRV(cuMemAddressReserve),
+    DRV(cuMemAddressFree), DRV(cuGraphAddMemAllocNode), DRV(cuGraphAddMemFreeNode)};
 
 /* ---- the process's end ---- */
 

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #ifdef GPUMEM_HAVE_JANSSON
@@ -24,6 +25,7 @@
 #include "backtrace.h"
 #include "check_trace.h"
 #include "internal.h"
+#include "reach.h"
 #include "suppress.h"
 #include "trace.h"
 
@@ -33,8 +35,12 @@ _Thread_local int check_tls_busy __attribute__((tls_model("initial-exec")));
 
 enum { LEAK_NO, LEAK_SUMMARY, LEAK_FULL };
 
+/* Leak kinds, as valgrind names them: bits of --show-leak-kinds / --errors-for-leak-kinds. */
+enum { LEAK_DEFINITE = 1, LEAK_REACHABLE = 2 };
+
 static struct {
     int leak;
+    unsigned show_kinds, error_kinds;
     int gen_supp;
     int stacks;
     int quiet; /* -q: findings only */
@@ -65,6 +71,8 @@ static void setup(void)
     const char *leak = env_or("GPUMEM_CHECK_LEAK", "full");
     opt.leak = strcmp(leak, "no") == 0 ? LEAK_NO : strcmp(leak, "summary") == 0 ? LEAK_SUMMARY
                                                                                 : LEAK_FULL;
+    opt.show_kinds = (unsigned)check_leak_kinds_parse(env_or("GPUMEM_CHECK_SHOW_LEAK_KINDS", "definite"));
+    opt.error_kinds = (unsigned)check_leak_kinds_parse(env_or("GPUMEM_CHECK_ERRORS_FOR_LEAK_KINDS", "definite"));
     opt.gen_supp = strcmp(env_or("GPUMEM_CHECK_GEN_SUPPRESSIONS", "no"), "yes") == 0;
     opt.stacks = strcmp(env_or("GPUMEM_CHECK_STACKS", "1"), "0") != 0;
     opt.quiet = strcmp(env_or("GPUMEM_CHECK_QUIET", "0"), "1") == 0;
@@ -195,6 +203,16 @@ static const char *right_release(int kind, const char *made_by)
                                                              : "cudaHostUnregister";
     case GPUMEM_KIND_VIRTUAL:
         return made_by && strcmp(made_by, "cuMemCreate") == 0 ? "cuMemRelease" : "cuMemUnmap";
+    case GPUMEM_KIND_ARRAY:
+        return made_by && strncmp(made_by, "cuArray", 7) == 0 ? "cuArrayDestroy" : "cudaFreeArray";
+    case GPUMEM_KIND_MIPMAPPED:
+        return made_by && strncmp(made_by, "cuMipmapped", 11) == 0 ? "cuMipmappedArrayDestroy"
+                                                                   : "cudaFreeMipmappedArray";
+    case GPUMEM_KIND_GRAPH:
+        return made_by && strncmp(made_by, "cuGraph", 7) == 0 ? "cuGraphAddMemFreeNode"
+                                                              : "cudaGraphAddMemFreeNode";
+    case GPUMEM_KIND_RESERVED:
+        return "cuMemAddressFree";
     default:
         return made_by && strncmp(made_by, "cuMem", 5) == 0 ? "cuMemFree" : "cudaFree";
     }
@@ -215,6 +233,8 @@ typedef struct {
     uint32_t first_stack;
     int error;              /* failed-alloc: the CUDA error */
     const char *suppressed; /* the matching suppression's name */
+    int leak_kind;          /* a leak's: LEAK_DEFINITE or LEAK_REACHABLE */
+    int counted;            /* a leak: an error (its kind is in --errors-for-leak-kinds) */
 } finding;
 
 static pthread_mutex_t findings_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -231,9 +251,16 @@ static void keep(const finding *f)
 {
     pthread_mutex_lock(&findings_lock);
     if (nfindings == findings_cap) {
+        /* Not realloc: the old array is wiped before it is freed, so that the leak scan finds
+         * no stale copy of the addresses in it (reach.c reads freed heap memory too). */
         size_t cap = findings_cap ? findings_cap * 2 : 16;
-        finding *grown = realloc(findings, cap * sizeof *grown);
+        finding *grown = malloc(cap * sizeof *grown);
         if (grown) {
+            if (findings) {
+                memcpy(grown, findings, nfindings * sizeof *grown);
+                memset(findings, 0, findings_cap * sizeof *findings);
+            }
+            free(findings);
             findings = grown;
             findings_cap = cap;
         }
@@ -253,7 +280,8 @@ static int suppress(finding *f)
         atomic_fetch_add(&suppressed_count, 1);
         return 1;
     }
-    atomic_fetch_add(&error_count, 1);
+    if (f->kind != CHECK_LEAK || f->counted)
+        atomic_fetch_add(&error_count, 1);
     return 0;
 }
 
@@ -296,7 +324,11 @@ static void print_finding(const finding *f)
         say_stack(f->stack);
         say(" Allocated by %s():", f->alloc_call);
         say_stack(f->alloc_stack);
-        if (strcmp(f->call, "free") == 0 || strncmp(f->call, "operator delete", 15) == 0)
+        if (strcmp(f->call, "realloc") == 0)
+            say(" %s memory is released with %s(); gpumem check gave realloc() new memory with "
+                "the old contents and released the old so, and the program runs on", mem,
+                right_release(f->memory, f->alloc_call));
+        else if (strcmp(f->call, "free") == 0 || strncmp(f->call, "operator delete", 15) == 0)
             say(" %s memory is released with %s(); gpumem check released it so, and the program "
                 "runs on", mem, right_release(f->memory, f->alloc_call));
         else
@@ -386,6 +418,32 @@ uintptr_t check_handle_key(unsigned long long handle)
     return ((uintptr_t)1 << 63) | ((uintptr_t)handle << 8);
 }
 
+uintptr_t check_array_key(uintptr_t array)
+{
+    /* Shifted as handles are: registry keys are multiples of 256 (array handles need not be). */
+    return ((uintptr_t)3 << 62) | (array << 8);
+}
+
+uintptr_t check_reserve_key(uintptr_t base)
+{
+    return ((uintptr_t)1 << 62) | base;
+}
+
+/* What the program passed: the handle or address a registry key stands for. */
+static uintptr_t key_shown(uintptr_t key)
+{
+    switch (key >> 62) {
+    case 3:
+        return (key & ~((uintptr_t)3 << 62)) >> 8;
+    case 2:
+        return (key & ~((uintptr_t)1 << 63)) >> 8;
+    case 1:
+        return key & ~((uintptr_t)1 << 62);
+    default:
+        return key;
+    }
+}
+
 static void forget(const gpumem__rec *r)
 {
     gpumem__stats_release(r->kind, r->device, r->bytes);
@@ -444,7 +502,7 @@ static int classify(const char *call, unsigned mask, uintptr_t p, uint32_t stack
         forget(r);
         return CHECK_GO;
     }
-    finding f = {.call = call, .address = p, .stack = stack, .memory = r->kind,
+    finding f = {.call = call, .address = key_shown(p), .stack = stack, .memory = r->kind,
                  .bytes = r->bytes, .alloc_call = r->site.func, .alloc_stack = r->stack};
     if (mismatch) {
         f.kind = CHECK_MISMATCHED;
@@ -458,7 +516,7 @@ static int classify(const char *call, unsigned mask, uintptr_t p, uint32_t stack
     } else if (defer_unknown) {
         return CHECK_UNKNOWN;
     } else {
-        f = (finding){.kind = CHECK_INVALID, .call = call, .address = p, .stack = stack};
+        f = (finding){.kind = CHECK_INVALID, .call = call, .address = key_shown(p), .stack = stack};
     }
     report(&f);
     return CHECK_REPORTED;
@@ -469,7 +527,7 @@ void check_release_unknown_end(const char *call, uintptr_t p, uint32_t stack, in
     if (succeeded)
         return;
     check_tls_busy++;
-    finding f = {.kind = CHECK_INVALID, .call = call, .address = p, .stack = stack};
+    finding f = {.kind = CHECK_INVALID, .call = call, .address = key_shown(p), .stack = stack};
     report(&f);
     check_tls_busy--;
 }
@@ -482,6 +540,10 @@ int check_release_begin(const char *call, unsigned kind_mask, uintptr_t p, uint3
     check_tls_busy++;
     gpumem__rec r;
     int res = classify(call, kind_mask ? kind_mask : ~0u, p, stack, &r, 1);
+    /* cudaFree of a CUDA array (a handle, kept apart from addresses): a mismatched release. */
+    if (res == CHECK_UNKNOWN && !(p >> 54) && gpumem__reg_find((const void *)check_array_key(p), &r) &&
+        r.base == check_array_key(p))
+        res = classify(call, kind_mask ? kind_mask : ~0u, check_array_key(p), stack, &r, 1);
     check_tls_busy--;
     return res;
 }
@@ -500,6 +562,24 @@ void check_release_end(uintptr_t p, int succeeded)
             atomic_fetch_add(&host_live, 1);
     }
     check_tls_busy--;
+}
+
+int check_host_lookup(uintptr_t p, uintptr_t *base, size_t *bytes)
+{
+    if (GPUMEM__LIKELY(atomic_load_explicit(&host_live, memory_order_relaxed) == 0) ||
+        p < atomic_load_explicit(&host_lo, memory_order_relaxed) ||
+        p >= atomic_load_explicit(&host_hi, memory_order_relaxed))
+        return 0;
+    check_tls_busy++;
+    gpumem__rec r;
+    int kind = 0;
+    if (gpumem__reg_find((const void *)p, &r) && host_visible(r.kind)) {
+        kind = r.kind;
+        *base = r.base;
+        *bytes = r.bytes;
+    }
+    check_tls_busy--;
+    return kind;
 }
 
 int check_host_free(const char *call, uintptr_t p, uint32_t stack)
@@ -594,6 +674,237 @@ void check_device_reset(int device)
     take_all(of_device, &device, "cudaDeviceReset");
 }
 
+/* ---- leak kinds ---- */
+
+int check_leak_kinds_parse(const char *list)
+{
+    unsigned kinds = 0;
+    char copy[256];
+    snprintf(copy, sizeof copy, "%s", list ? list : "");
+    char *save = NULL;
+    for (char *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+        if (strcmp(w, "definite") == 0)
+            kinds |= LEAK_DEFINITE;
+        else if (strcmp(w, "reachable") == 0)
+            kinds |= LEAK_REACHABLE;
+        else if (strcmp(w, "all") == 0)
+            kinds |= LEAK_DEFINITE | LEAK_REACHABLE;
+        else if (strcmp(w, "none") != 0 && strcmp(w, "possible") != 0 && strcmp(w, "indirect") != 0)
+            return -1; /* possible and indirect: valgrind's, never found here (none is) */
+    }
+    return (int)kinds;
+}
+
+const char *check_leak_kind_name(int leak_kind)
+{
+    return leak_kind == LEAK_DEFINITE ? "definite" : leak_kind == LEAK_REACHABLE ? "reachable" : NULL;
+}
+
+/* The frame the program's main returned to (preload.c), 0 before: the exiting thread's stack
+ * below it is dead. */
+static atomic_uintptr_t main_frame;
+
+void check_main_returned(uintptr_t frame)
+{
+    atomic_store(&main_frame, frame);
+}
+
+/* The leak scan's lists hold the allocations' addresses, so they live outside the heap (which
+ * is scanned, freed parts too): in mappings of their own, moved whole when they grow. */
+static void *grow_mapping(void *old, size_t old_bytes, size_t bytes)
+{
+    void *p = old ? mremap(old, old_bytes, bytes, MREMAP_MAYMOVE)
+                  : mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+typedef struct {
+    gpumem__rec *r;
+    size_t n, cap;
+    int oom;
+} rec_list;
+
+static int collect_rec(const gpumem__rec *r, void *arg)
+{
+    rec_list *l = arg;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 4096;
+        gpumem__rec *grown = grow_mapping(l->r, l->cap * sizeof *grown, cap * sizeof *grown);
+        if (!grown)
+            return l->oom = 1;
+        l->r = grown;
+        l->cap = cap;
+    }
+    l->r[l->n++] = *r;
+    return 0;
+}
+
+typedef struct {
+    check_span *s;
+    size_t n, cap;
+} span_list;
+
+static void add_span(const void *p, size_t bytes, void *arg)
+{
+    span_list *l = arg;
+    if (!p || !bytes)
+        return;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 4096;
+        check_span *grown = grow_mapping(l->s, l->cap * sizeof *grown, cap * sizeof *grown);
+        if (!grown)
+            return;
+        l->s = grown;
+        l->cap = cap;
+    }
+    l->s[l->n++] = (check_span){(uintptr_t)p, (uintptr_t)p + bytes};
+}
+
+typedef struct {
+    const char *call;
+    int memory, leak_kind;
+    uint32_t stack;
+    uint64_t count, bytes, first_seq;
+} leak_group;
+
+typedef struct {
+    const gpumem__rec *r;
+    int leak_kind;
+} rec_kind;
+
+static int same_call(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static int by_group_key(const void *x, const void *y)
+{
+    const rec_kind *a = x, *b = y;
+    if (a->leak_kind != b->leak_kind)
+        return a->leak_kind - b->leak_kind;
+    if (a->r->stack != b->r->stack)
+        return a->r->stack < b->r->stack ? -1 : 1;
+    if (a->r->kind != b->r->kind)
+        return a->r->kind - b->r->kind;
+    int c = strcmp(a->r->site.func ? a->r->site.func : "", b->r->site.func ? b->r->site.func : "");
+    if (c)
+        return c;
+    return a->r->seq < b->r->seq ? -1 : a->r->seq > b->r->seq;
+}
+
+static int by_bytes_desc(const void *x, const void *y)
+{
+    const leak_group *a = x, *b = y;
+    if (a->bytes != b->bytes)
+        return a->bytes < b->bytes ? 1 : -1;
+    return a->first_seq < b->first_seq ? -1 : a->first_seq > b->first_seq;
+}
+
+/* "reached: cudaMalloc 0x7f..: from 0x55..: 55..-55.. rw-p ... /path" (GPUMEM_CHECK_REACH_WHY).
+ * Under out_lock (check_finish holds it). */
+static void say_reached_from(const gpumem__rec *r, uintptr_t at)
+{
+    char line[512] = "?";
+    FILE *maps = fopen("/proc/self/maps", "re");
+    while (maps && fgets(line, sizeof line, maps)) {
+        unsigned long a, b;
+        if (sscanf(line, "%lx-%lx", &a, &b) == 2 && at >= a && at < b)
+            break;
+        snprintf(line, sizeof line, "?");
+    }
+    if (maps)
+        fclose(maps);
+    line[strcspn(line, "\n")] = '\0';
+    say("reached: %s %p from %p in %s", r->site.func ? r->site.func : "?",
+        (void *)key_shown(r->base), (void *)at, line);
+}
+
+/* The live allocations, grouped by call, memory kind, stack and leak kind, largest first.
+ * With scan, the process's memory is scanned for pointers into them (reach.c); without (after a
+ * signal), or when the scan cannot run, every one is definitely lost (*scanned is then -1). */
+static long leak_groups(int scan, leak_group **out, int *skipped, long long *scanned)
+{
+    rec_list l = {0};
+    *out = NULL;
+    *skipped = gpumem__reg_foreach(collect_rec, &l, 1);
+    check_span *targets = l.n ? grow_mapping(NULL, 0, l.n * sizeof *targets) : NULL;
+    unsigned char *reached = l.n ? calloc(l.n, 1) : NULL;
+    rec_kind *rk = l.n ? malloc(l.n * sizeof *rk) : NULL;
+    leak_group *g = l.n ? malloc(l.n * sizeof *g) : NULL;
+    if (l.n && (!targets || !reached || !rk || !g || l.oom)) {
+        if (l.r)
+            munmap(l.r, l.cap * sizeof *l.r);
+        if (targets)
+            munmap(targets, l.n * sizeof *targets);
+        free(reached), free(rk), free(g);
+        return 0;
+    }
+    *scanned = -1;
+    if (scan && l.n) {
+        span_list skip = {0};
+        for (size_t i = 0; i < l.n; i++) {
+            const gpumem__rec *r = &l.r[i];
+            uintptr_t shown = key_shown(r->base);
+            int handle = (r->base >> 62) >= 2; /* cuMemCreate handles and arrays: the value */
+            targets[i] = (check_span){shown, shown + (handle || !r->bytes ? 1 : r->bytes)};
+            /* CUDA's own host memory is not read: managed memory would migrate. */
+            if (r->kind == GPUMEM_KIND_PINNED || r->kind == GPUMEM_KIND_HOST ||
+                r->kind == GPUMEM_KIND_MANAGED)
+                add_span((const void *)r->base, r->bytes, &skip);
+        }
+        /* Everything of gpumem check's that holds the allocations' addresses. */
+        gpumem__reg_storage(add_span, &skip);
+        add_span(l.r, l.cap * sizeof *l.r, &skip);
+        add_span(targets, l.n * sizeof *targets, &skip);
+        add_span(findings, findings_cap * sizeof *findings, &skip);
+        add_span(&host_lo, sizeof host_lo, &skip);
+        add_span(&host_hi, sizeof host_hi, &skip);
+        add_span(&skip, sizeof skip, &skip);
+        add_span(skip.s, (skip.cap + 1) * sizeof *skip.s, &skip); /* +1: if this add grows it */
+        add_span(skip.s, skip.cap * sizeof *skip.s, &skip);
+        uintptr_t from = atomic_load(&main_frame);
+        if (!from)
+            from = (uintptr_t)__builtin_frame_address(0);
+        /* GPUMEM_CHECK_REACH_WHY=1: where each reached allocation was reached from. */
+        uintptr_t *found_at = getenv("GPUMEM_CHECK_REACH_WHY") ? calloc(l.n, sizeof *found_at) : NULL;
+        *scanned = check_reach_scan(targets, l.n, reached, found_at, skip.s, skip.n, from);
+        munmap(skip.s, skip.cap * sizeof *skip.s);
+        for (size_t i = 0; found_at && i < l.n; i++)
+            if (reached[i])
+                say_reached_from(&l.r[i], found_at[i]);
+        free(found_at);
+    }
+    for (size_t i = 0; i < l.n; i++)
+        rk[i] = (rec_kind){&l.r[i], *scanned >= 0 && reached[i] ? LEAK_REACHABLE : LEAK_DEFINITE};
+    if (l.n)
+        qsort(rk, l.n, sizeof *rk, by_group_key);
+    long ng = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        const gpumem__rec *r = rk[i].r;
+        leak_group *last = ng ? &g[ng - 1] : NULL;
+        if (!last || last->leak_kind != rk[i].leak_kind || last->stack != r->stack ||
+            last->memory != r->kind || !same_call(last->call, r->site.func)) {
+            g[ng++] = (leak_group){.call = r->site.func, .memory = r->kind,
+                                   .leak_kind = rk[i].leak_kind, .stack = r->stack,
+                                   .first_seq = r->seq};
+            last = &g[ng - 1];
+        }
+        last->count++;
+        last->bytes += r->bytes;
+    }
+    if (ng)
+        qsort(g, (size_t)ng, sizeof *g, by_bytes_desc);
+    /* rk pointed into the records: wiped with the rest of what holds addresses. */
+    if (l.n) {
+        memset(rk, 0, l.n * sizeof *rk);
+        munmap(l.r, l.cap * sizeof *l.r);
+        munmap(targets, l.n * sizeof *targets);
+    }
+    free(reached), free(rk);
+    *out = g;
+    return ng;
+}
+
 /* ---- the end ---- */
 
 static atomic_int finished;
@@ -635,6 +946,8 @@ static json_t *stack_json(uint32_t id)
         json_object_set_new(fr, "line", json_integer(frames[i].line));
         json_object_set_new(fr, "module",
                             frames[i].object ? json_string(frames[i].object) : json_null());
+        if (frames[i].inlined)
+            json_object_set_new(fr, "inlined", json_true()); /* into the next frame */
         json_array_append_new(arr, fr);
     }
     return arr;
@@ -648,6 +961,9 @@ static json_t *finding_json(const finding *f)
     if (f->kind == CHECK_LEAK) {
         json_object_set_new(o, "alloc_call", json_string(f->call));
         json_object_set_new(o, "count", json_integer((json_int_t)f->count));
+        json_object_set_new(o, "leak_kind", json_string(check_leak_kind_name(f->leak_kind)));
+        if (!f->counted)
+            json_object_set_new(o, "error", json_false()); /* listed, not counted */
     } else {
         json_object_set_new(o, "call", json_string(f->call));
     }
@@ -735,7 +1051,22 @@ static void write_json(const char *status, int code, const gpumem_stats_t *st, u
 }
 #endif
 
-static void write_status(const char *status)
+/* The command line, its words separated by spaces, at most n - 1 bytes. */
+static void command_text(char *buf, size_t n)
+{
+    buf[0] = '\0';
+    FILE *f = fopen("/proc/self/cmdline", "re");
+    if (!f)
+        return;
+    size_t got = fread(buf, 1, n - 1, f);
+    fclose(f);
+    buf[got] = '\0';
+    for (size_t i = 0; i + 1 < got; i++)
+        if (buf[i] == '\0' || buf[i] == '\n')
+            buf[i] = ' ';
+}
+
+static void write_status(const char *status, int code, uint64_t leaks, uint64_t leaked_bytes)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%ld", opt.status, (long)getpid());
@@ -745,7 +1076,12 @@ static void write_status(const char *status)
             "count this process", path, strerror(errno));
         return;
     }
-    fprintf(f, "errors %ld\nstatus %s\n", atomic_load(&error_count), status);
+    char cmd[256];
+    command_text(cmd, sizeof cmd);
+    /* Read by `gpumem check` (launch.c): its exit status, and its summary of many processes. */
+    fprintf(f, "errors %ld\nstatus %s\ncode %d\nleaks %llu\nleaked_bytes %llu\ncommand %s\n",
+            atomic_load(&error_count), status, code, (unsigned long long)leaks,
+            (unsigned long long)leaked_bytes, cmd);
     fclose(f);
 }
 
@@ -766,47 +1102,78 @@ void check_finish(const char *status, int code)
     if (unchecked_why)
         status = "unchecked";
 
-    gpumem__group *g = NULL;
+    leak_group *g = NULL;
     int skipped = 0;
-    long ng = gpumem__group_live(0, 1, &g, &skipped);
-    uint64_t leaks = 0, leaked_bytes = 0, leak_blocks = 0;
-    uint64_t by_kind_bytes[GPUMEM_KIND_COUNT_] = {0}, by_kind_count[GPUMEM_KIND_COUNT_] = {0};
+    long long scanned = -1;
+    long ng = opt.leak == LEAK_NO ? 0 : leak_groups(!signaled, &g, &skipped, &scanned);
+    uint64_t leaks = 0, leaked_bytes = 0;
+    uint64_t sum_bytes[3] = {0}, sum_blocks[3] = {0}, sum_sites[3] = {0};
+    uint64_t by_kind_bytes[3][GPUMEM_KIND_COUNT_] = {{0}}, by_kind_count[3][GPUMEM_KIND_COUNT_] = {{0}};
     char b1[32], b2[32];
-    for (long i = 0; opt.leak != LEAK_NO && i < ng; i++) {
-        finding f = {.kind = CHECK_LEAK, .call = g[i].site.func ? g[i].site.func : "?",
-                     .memory = g[i].kind, .bytes = g[i].bytes, .count = g[i].count,
-                     .stack = g[i].stack};
+    for (long i = 0; i < ng; i++) {
+        int lk = g[i].leak_kind;
+        finding f = {.kind = CHECK_LEAK, .call = g[i].call ? g[i].call : "?",
+                     .memory = g[i].memory, .bytes = g[i].bytes, .count = g[i].count,
+                     .stack = g[i].stack, .leak_kind = lk,
+                     .counted = (opt.error_kinds & (unsigned)lk) != 0};
+        int shown = (opt.show_kinds & (unsigned)lk) != 0;
+        if (!shown && !f.counted) {
+            /* Neither listed nor an error: only the summary counts it. */
+            sum_bytes[lk] += g[i].bytes;
+            sum_blocks[lk] += g[i].count;
+            sum_sites[lk]++;
+            by_kind_bytes[lk][g[i].memory] += g[i].bytes;
+            by_kind_count[lk][g[i].memory] += g[i].count;
+            continue;
+        }
         int quiet = suppress(&f);
         keep(&f);
         if (quiet)
             continue;
-        leaks++;
-        leaked_bytes += g[i].bytes;
-        leak_blocks += g[i].count;
-        by_kind_bytes[g[i].kind] += g[i].bytes;
-        by_kind_count[g[i].kind] += g[i].count;
-        if (opt.leak == LEAK_FULL) {
-            say("%s bytes in %llu %s allocation%s by %s() still live at exit", grouped(g[i].bytes, b1, sizeof b1),
-                (unsigned long long)g[i].count, gpumem_kind_name(g[i].kind),
-                g[i].count == 1 ? "" : "s", f.call);
+        if (f.counted) {
+            leaks++;
+            leaked_bytes += g[i].bytes;
+        }
+        sum_bytes[lk] += g[i].bytes;
+        sum_blocks[lk] += g[i].count;
+        sum_sites[lk]++;
+        by_kind_bytes[lk][g[i].memory] += g[i].bytes;
+        by_kind_count[lk][g[i].memory] += g[i].count;
+        if (opt.leak == LEAK_FULL && shown) {
+            say("%s bytes in %llu %s allocation%s by %s() %s %s", grouped(g[i].bytes, b1, sizeof b1),
+                (unsigned long long)g[i].count, gpumem_kind_name(g[i].memory),
+                g[i].count == 1 ? "" : "s", f.call, g[i].count == 1 ? "is" : "are",
+                lk == LEAK_DEFINITE ? "definitely lost" : "still reachable");
             say_stack(g[i].stack);
             gen_suppression(&f);
             say("%s", "");
         }
     }
     if (opt.leak != LEAK_NO) {
-        if (leaks) {
+        static const char *const names[3] = {"", "definitely lost", "still reachable"};
+        for (int lk = LEAK_DEFINITE; lk <= LEAK_REACHABLE; lk++) {
+            if (!sum_sites[lk] || (opt.quiet && !(opt.error_kinds & (unsigned)lk)))
+                continue; /* -q: only what counts as errors */
             char kinds[512];
-            kind_list(kinds, sizeof kinds, by_kind_count, by_kind_bytes, by_kind_count, grouped);
-            say("LEAK SUMMARY: %s bytes in %llu allocation%s from %llu call site%s (%s)",
-                grouped(leaked_bytes, b2, sizeof b2), (unsigned long long)leak_blocks,
-                leak_blocks == 1 ? "" : "s", (unsigned long long)leaks, leaks == 1 ? "" : "s",
-                kinds);
-            if (opt.leak == LEAK_SUMMARY)
-                say("   --leak-check=full shows where each was allocated");
-        } else if (!opt.quiet) {
-            say("LEAK SUMMARY: no CUDA memory left allocated at exit");
+            kind_list(kinds, sizeof kinds, by_kind_count[lk], by_kind_bytes[lk], by_kind_count[lk],
+                      grouped);
+            say("LEAK SUMMARY: %s: %s bytes in %llu allocation%s from %llu call site%s (%s)%s",
+                names[lk], grouped(sum_bytes[lk], b2, sizeof b2), (unsigned long long)sum_blocks[lk],
+                sum_blocks[lk] == 1 ? "" : "s", (unsigned long long)sum_sites[lk],
+                sum_sites[lk] == 1 ? "" : "s", kinds,
+                (opt.show_kinds & (unsigned)lk) || opt.leak != LEAK_FULL
+                    ? ""
+                    : lk == LEAK_REACHABLE ? "; --show-leak-kinds=all lists them"
+                                           : "; --show-leak-kinds=definite lists them");
         }
+        if (!sum_sites[LEAK_DEFINITE] && !sum_sites[LEAK_REACHABLE]) {
+            if (!opt.quiet)
+                say("LEAK SUMMARY: no CUDA memory left allocated at exit");
+        } else if (opt.leak == LEAK_SUMMARY)
+            say("   --leak-check=full shows where each was allocated");
+        if (ng > 0 && scanned < 0)
+            say("   (no pointer scan%s: every allocation left is counted as definitely lost)",
+                signaled ? " after a signal" : ", it could not run");
         if (skipped)
             say("   (incomplete: %d registry shards were held by a thread)", skipped);
     }
@@ -838,7 +1205,7 @@ void check_finish(const char *status, int code)
         say("gpumem check: warning: --json needs gpumem built with jansson (libjansson-dev)");
 #endif
     if (opt.status)
-        write_status(status);
+        write_status(status, code, leaks, leaked_bytes);
     fflush(out()); /* a process killed by its signal next writes nothing more */
     if (out_file && out_file != stderr)
         fclose(out_file);

@@ -44,6 +44,12 @@ void check_alloc(const char *call, int kind, uintptr_t base, size_t bytes, int d
 
 /* Registry key of a cuMemCreate handle: apart from every address. */
 uintptr_t check_handle_key(unsigned long long handle);
+/* Registry key of a CUDA array or mipmapped array (cudaArray_t, CUarray, ...): apart from
+ * every address and handle. A release of the array's handle as an address (cudaFree of an
+ * array) finds it too, as a mismatched release. */
+uintptr_t check_array_key(uintptr_t array);
+/* Registry key of a cuMemAddressReserve range at base: apart from the mappings inside it. */
+uintptr_t check_reserve_key(uintptr_t base);
 
 /* What check_release_begin decided. */
 enum { CHECK_GO, CHECK_REPORTED, CHECK_IGNORED, CHECK_UNKNOWN };
@@ -71,6 +77,11 @@ void check_unmap_rest(uintptr_t p, size_t bytes);
  * matching CUDA call (check_tls_busy set). Cheap when no host-visible CUDA memory is live. */
 int check_host_free(const char *call, uintptr_t p, uint32_t stack);
 
+/* realloc's first look: the gpumem kind of the live host-visible CUDA allocation p lies in,
+ * with its base and size, or 0 (as cheap as check_host_free for anything else). Nothing is
+ * reported or changed: the caller copies the contents, then calls check_host_free. */
+int check_host_lookup(uintptr_t p, uintptr_t *base, size_t *bytes);
+
 /* cudaDeviceReset or the destruction of a device's context: its allocations are gone. */
 void check_device_reset(int device);
 
@@ -85,6 +96,17 @@ void check_unchecked(const char *why);
  * files. status: "exited" with the exit code in code, or "signaled" with the signal in code.
  * Runs once; later calls do nothing. */
 void check_finish(const char *status, int code);
+
+/* Leak kinds, valgrind's names: "definite", "reachable", "all", "none", comma-separated
+ * ("possible" and "indirect" are accepted and never found). Returns the set as bits (1
+ * definite, 2 reachable), or -1 for a word it does not know. */
+int check_leak_kinds_parse(const char *list);
+/* "definite" (1) or "reachable" (2); NULL otherwise. */
+const char *check_leak_kind_name(int leak_kind);
+
+/* The program's main returned; frame is the address of the frame it returned to. The leak
+ * scan reads the exiting thread's stack from there up: main's own frame is dead. */
+void check_main_returned(uintptr_t frame);
 
 /* Errors reported so far (not suppressed), for tests. */
 long check_error_count(void);

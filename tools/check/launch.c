@@ -41,6 +41,10 @@ static void usage(FILE *out)
             "options (each as --opt VALUE or --opt=VALUE):\n"
             "  --leak-check=no|summary|full  leaks at exit: none, one summary line, or each\n"
             "                                with its allocation stack (default: full)\n"
+            "  --show-leak-kinds=KINDS       leaks to list: definite (no pointer reaches them),\n"
+            "                                reachable (a pointer still does), all, none; comma-\n"
+            "                                separated (default: definite)\n"
+            "  --errors-for-leak-kinds=KINDS leaks that count as errors (default: definite)\n"
             "  --error-exitcode=N            exit with N when errors were found (default: exit\n"
             "                                as PROGRAM did)\n"
             "  --log-file=PATH               write the report to PATH instead of stderr; %%p is the\n"
@@ -53,6 +57,8 @@ static void usage(FILE *out)
             "  --suppressions=FILE           ignore findings that FILE describes (repeatable;\n"
             "                                format in docs/check.md)\n"
             "  --gen-suppressions=no|yes     print a suppression for each finding\n"
+            "  --default-suppressions=yes|no read the suppressions installed with gpumem for\n"
+            "                                frameworks' caching allocators (default: yes)\n"
             "  -q, --quiet                   print findings only: no summaries when nothing was\n"
             "                                found, no note when PROGRAM used no CUDA\n"
             "  -h, --help, --version\n"
@@ -107,11 +113,66 @@ static void forward(int sig)
         kill(child, sig);
 }
 
-/* Sums the status files; returns the number of processes that reported. */
+/* One checked process, from its status file. */
+typedef struct {
+    long pid, errors, code;
+    unsigned long long leaks, leaked_bytes;
+    char status[32], command[256];
+} proc_status;
+
+static int by_pid(const void *a, const void *b)
+{
+    const proc_status *x = a, *y = b;
+    return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/* 8192 -> "8,192". */
+static const char *grouped_num(unsigned long long v, char *buf, size_t n)
+{
+    char digits[32];
+    int len = snprintf(digits, sizeof digits, "%llu", v);
+    size_t o = 0;
+    for (int i = 0; i < len && o + 2 < n; i++) {
+        if (i && (len - i) % 3 == 0)
+            buf[o++] = ',';
+        buf[o++] = digits[i];
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+/* Several processes were checked (a launcher such as mpirun or torchrun, workers): one line
+ * for each, by process id, and the total. */
+static void print_processes(const proc_status *p, int n)
+{
+    long errors = 0;
+    unsigned long long leaks = 0, bytes = 0;
+    char b[32];
+    fprintf(stderr, "gpumem check: %d processes checked, each with its report above:\n", n);
+    for (int i = 0; i < n; i++) {
+        const char *how = strcmp(p[i].status, "signaled") == 0 ? "killed by signal"
+                          : strcmp(p[i].status, "unchecked") == 0 ? "unchecked, exit"
+                                                                  : "exited";
+        fprintf(stderr, "gpumem check:   pid %ld (%s): %ld error%s (%llu leak%s, %s bytes), %s %ld\n",
+                p[i].pid, p[i].command, p[i].errors, p[i].errors == 1 ? "" : "s", p[i].leaks,
+                p[i].leaks == 1 ? "" : "s", grouped_num(p[i].leaked_bytes, b, sizeof b), how,
+                p[i].code);
+        errors += p[i].errors;
+        leaks += p[i].leaks;
+        bytes += p[i].leaked_bytes;
+    }
+    fprintf(stderr, "gpumem check: total: %ld error%s (%llu leak%s, %s bytes) in %d processes\n",
+            errors, errors == 1 ? "" : "s", leaks, leaks == 1 ? "" : "s",
+            grouped_num(bytes, b, sizeof b), n);
+}
+
+/* Sums the status files, and lists the processes when there were several; returns the number
+ * of processes that reported. */
 static int read_status(const char *dir, long *errors, int *unchecked)
 {
     DIR *d = opendir(dir);
-    int n = 0;
+    int n = 0, cap = 0;
+    proc_status *procs = NULL;
     *errors = 0;
     *unchecked = 0;
     if (!d)
@@ -123,20 +184,46 @@ static int read_status(const char *dir, long *errors, int *unchecked)
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         FILE *f = fopen(path, "r");
+        proc_status ps = {.pid = strtol(e->d_name, NULL, 10), .errors = -1};
         if (f) {
-            long errs = 0;
-            char status[32] = "";
-            if (fscanf(f, "errors %ld\nstatus %31s", &errs, status) >= 1) {
-                *errors += errs;
-                n++;
-                *unchecked += strcmp(status, "unchecked") == 0;
+            char line[512];
+            while (fgets(line, sizeof line, f)) {
+                line[strcspn(line, "\n")] = '\0';
+                if (strncmp(line, "command ", 8) == 0)
+                    snprintf(ps.command, sizeof ps.command, "%.255s", line + 8);
+                else if (sscanf(line, "errors %ld", &ps.errors) == 1 ||
+                         sscanf(line, "status %31s", ps.status) == 1 ||
+                         sscanf(line, "code %ld", &ps.code) == 1 ||
+                         sscanf(line, "leaks %llu", &ps.leaks) == 1 ||
+                         sscanf(line, "leaked_bytes %llu", &ps.leaked_bytes) == 1)
+                    continue;
             }
             fclose(f);
         }
         unlink(path);
+        if (ps.errors < 0)
+            continue;
+        *errors += ps.errors;
+        *unchecked += strcmp(ps.status, "unchecked") == 0;
+        if (n == cap) {
+            int ncap = cap ? cap * 2 : 16;
+            proc_status *grown = realloc(procs, (size_t)ncap * sizeof *grown);
+            if (grown) {
+                procs = grown;
+                cap = ncap;
+            }
+        }
+        if (n < cap)
+            procs[n] = ps;
+        n++;
     }
     closedir(d);
     rmdir(dir);
+    if (n > 1 && n <= cap) {
+        qsort(procs, (size_t)n, sizeof *procs, by_pid);
+        print_processes(procs, n);
+    }
+    free(procs);
     return n;
 }
 
@@ -153,16 +240,22 @@ int gpumem_check_main(int argc, char **argv)
 {
     const char *leak = "full", *log = NULL, *json = NULL, *gen = "no", *trace = NULL;
     char trace_abs[PATH_MAX * 2];
+    const char *show_kinds = "definite", *error_kinds = "definite";
+    int default_supp = 1;
     long error_exitcode = 0;
     int quiet = 0;
     char *supp = NULL; /* newline-separated */
     size_t supp_len = 0;
-    enum { OPT_LEAK, OPT_EXITCODE, OPT_LOG, OPT_JSON, OPT_SUPP, OPT_GEN, OPT_QUIET, OPT_TRACE };
+    enum { OPT_LEAK, OPT_EXITCODE, OPT_LOG, OPT_JSON, OPT_SUPP, OPT_GEN, OPT_QUIET, OPT_TRACE,
+           OPT_SHOW_KINDS, OPT_ERROR_KINDS, OPT_DEFAULT_SUPP };
     static const cli_opt opts[] = {
         {"--leak-check", 0, CLI_VALUE, OPT_LEAK},     {"--error-exitcode", 0, CLI_VALUE, OPT_EXITCODE},
         {"--log-file", 0, CLI_VALUE, OPT_LOG},        {"--json", 0, CLI_VALUE, OPT_JSON},
         {"--suppressions", 0, CLI_VALUE, OPT_SUPP},   {"--gen-suppressions", 0, CLI_VALUE, OPT_GEN},
-        {"--quiet", 'q', CLI_FLAG, OPT_QUIET},        {"--trace", 0, CLI_VALUE, OPT_TRACE}};
+        {"--quiet", 'q', CLI_FLAG, OPT_QUIET},        {"--trace", 0, CLI_VALUE, OPT_TRACE},
+        {"--show-leak-kinds", 0, CLI_VALUE, OPT_SHOW_KINDS},
+        {"--errors-for-leak-kinds", 0, CLI_VALUE, OPT_ERROR_KINDS},
+        {"--default-suppressions", 0, CLI_VALUE, OPT_DEFAULT_SUPP}};
     static const cli_cmd cmd = {"check", opts, CLI_COUNT(opts), usage, CLI_STOP_OPERAND};
     cli c;
     cli_start(&c, &cmd, argc, argv);
@@ -177,6 +270,13 @@ int gpumem_check_main(int argc, char **argv)
             if (strcmp(v, "no") && strcmp(v, "summary") && strcmp(v, "full"))
                 bad = cli_usage_error(&c, "--leak-check takes no, summary or full, not '%s'", v);
             leak = v;
+            break;
+        case OPT_SHOW_KINDS:
+        case OPT_ERROR_KINDS:
+            if (check_leak_kinds_parse(v) < 0)
+                bad = cli_usage_error(&c, "%s takes definite, reachable, all or none "
+                                          "(comma-separated), not '%s'", c.opt, v);
+            *(id == OPT_SHOW_KINDS ? &show_kinds : &error_kinds) = v;
             break;
         case OPT_EXITCODE: {
             char *end;
@@ -229,6 +329,11 @@ int gpumem_check_main(int argc, char **argv)
                 bad = cli_usage_error(&c, "--gen-suppressions takes no or yes, not '%s'", v);
             gen = strcmp(v, "no") ? "yes" : "no";
             break;
+        case OPT_DEFAULT_SUPP:
+            if (strcmp(v, "yes") && strcmp(v, "no"))
+                bad = cli_usage_error(&c, "--default-suppressions takes yes or no, not '%s'", v);
+            default_supp = strcmp(v, "yes") == 0;
+            break;
         case OPT_QUIET:
             quiet = 1;
             break;
@@ -267,6 +372,36 @@ int gpumem_check_main(int argc, char **argv)
         free(supp);
         return 2;
     }
+    /* The default suppressions lie beside the library (build tree and installation alike). */
+    if (default_supp) {
+        char path[PATH_MAX + 32];
+        snprintf(path, sizeof path, "%s", lib);
+        char *slash = strrchr(path, '/');
+        snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0),
+                 "default.supp");
+        char err[512];
+        if (access(path, R_OK) != 0) {
+            fprintf(stderr, "gpumem check: warning: the default suppressions (%s) are missing: "
+                            "leaks of frameworks' caching allocators will be reported; "
+                            "--default-suppressions=no silences this\n", path);
+        } else if (check_supp_load(path, err, sizeof err) != 0) {
+            fprintf(stderr, "gpumem check: error: %s\n", err);
+            free(supp);
+            return 2;
+        } else {
+            size_t add = strlen(path) + 1;
+            char *grown = realloc(supp, supp_len + add + 1);
+            if (!grown) {
+                fprintf(stderr, "gpumem check: error: out of memory\n");
+                free(supp);
+                return 1;
+            }
+            supp = grown;
+            snprintf(supp + supp_len, add + 1, "%s\n", path);
+            supp_len += add;
+        }
+        check_supp_clear(); /* only checked here; the program's processes read it */
+    }
     /* A library the loader cannot load (CUPTI missing, say) would be skipped with a warning
      * and the program would run unchecked: find out here. It stays loaded in this process,
      * where it only waits to see whether CUDA was used, which it is not. */
@@ -293,6 +428,8 @@ int gpumem_check_main(int argc, char **argv)
     snprintf(exitcode_text, sizeof exitcode_text, "%ld", error_exitcode);
     if (set_env("CUDA_INJECTION64_PATH", lib) || set_env("LD_PRELOAD", preload) ||
         set_env("GPUMEM_CHECK_LEAK", leak) || set_env("GPUMEM_CHECK_GEN_SUPPRESSIONS", gen) ||
+        set_env("GPUMEM_CHECK_SHOW_LEAK_KINDS", show_kinds) ||
+        set_env("GPUMEM_CHECK_ERRORS_FOR_LEAK_KINDS", error_kinds) ||
         set_env("GPUMEM_CHECK_STATUS", status_dir) ||
         (quiet && set_env("GPUMEM_CHECK_QUIET", "1")) || (log && set_env("GPUMEM_CHECK_LOG", log)) || (json && set_env("GPUMEM_CHECK_JSON", json)) ||
         (trace && set_env("GPUMEM_CHECK_TRACE", trace)) ||

@@ -1,9 +1,11 @@
 // expect: leak cuMemMap virtual
+// expect: leak cuMemAddressReserve reserved
 //
 // Virtual memory management: a reserved range, physical memory from cuMemCreate mapped into
 // it, accessed by a kernel. The handle is released right after mapping (legal: the memory
 // lives as long as the mapping, so cuMemCreate's handle is no leak), but the mapping is never
-// undone (cuMemUnmap) and the range never freed: the leak is cuMemMap's.
+// undone (cuMemUnmap) and the range never freed (cuMemAddressFree): two leaks, the mapping and
+// the reservation.
 #include "check_prog.h"
 
 __global__ void fill(int *p, size_t n)

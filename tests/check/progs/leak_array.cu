@@ -1,0 +1,46 @@
+// expect: leak cudaMallocArray array bytes=262144
+// expect: leak cuArray3DCreate array bytes=65536
+// expect: mismatched-release cudaFree array bytes=4096
+// expect: mismatched-release cudaFreeArray mipmapped-array bytes=5440
+//
+// CUDA arrays: a 256x256 float array from cudaMallocArray that is never released, a 3D array
+// from the driver that is never destroyed, a 1D array released with cudaFree (CUDA refuses
+// it; released right after), and a mipmapped array (32x32 float, 4 levels: 4096 + 1024 + 256
+// + 64 = 5440 bytes) released with cudaFreeArray (refused), then with cudaFreeMipmappedArray.
+// Arrays released right stay unreported.
+#include "check_prog.h"
+
+int main(void)
+{
+    prog_init();
+    CHECK_CU(cuInit(0));
+    cudaChannelFormatDesc fdesc = cudaCreateChannelDesc<float>();
+
+    cudaArray_t leaked = NULL;
+    CHECK(cudaMallocArray(&leaked, &fdesc, 256, 256));
+
+    CUDA_ARRAY3D_DESCRIPTOR d3 = {};
+    d3.Width = 16;
+    d3.Height = 16;
+    d3.Depth = 16;
+    d3.Format = CU_AD_FORMAT_FLOAT;
+    d3.NumChannels = 4;
+    CUarray leaked3d = NULL;
+    CHECK_CU(cuArray3DCreate(&leaked3d, &d3));
+
+    cudaArray_t wrong = NULL;
+    CHECK(cudaMallocArray(&wrong, &fdesc, 1024, 0));
+    PLANTED(cudaFree(wrong));
+    CHECK(cudaFreeArray(wrong));
+
+    cudaMipmappedArray_t mip = NULL;
+    CHECK(cudaMallocMipmappedArray(&mip, &fdesc, make_cudaExtent(32, 32, 0), 4));
+    PLANTED(cudaFreeArray((cudaArray_t)mip));
+    CHECK(cudaFreeMipmappedArray(mip));
+
+    cudaArray_t fine = NULL;
+    CHECK(cudaMalloc3DArray(&fine, &fdesc, make_cudaExtent(64, 64, 4)));
+    CHECK(cudaFreeArray(fine));
+    prog_done("leak_array");
+    return 0;
+}

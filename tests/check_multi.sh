@@ -1,0 +1,29 @@
+#!/bin/sh
+# `gpumem check` of a program that forks and execs workers (check_multi.c): one report per
+# process, then one summary line per process and the total.
+gpumem=$1 prog=$2
+# A stand-in driver (tests/fake_libcuda.c): `gpumem check` runs only where a driver loads.
+GPUMEM_LIBCUDA=$3
+export GPUMEM_LIBCUDA
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+out=$(cd "$tmp" && GPUMEM_CHECK_STACKS=0 "$gpumem" check --log-file="$tmp/log.%p" -- "$prog" 2>&1)
+rc=$?
+printf '%s\n' "$out"
+fails=0
+want() {
+  if ! printf '%s\n' "$out" | grep -qE -- "$1"; then echo "FAIL: no line matching: $1"; fails=$((fails + 1)); fi
+}
+want "^gpumem check: 4 processes checked, each with its report above:$"
+want "^gpumem check:   pid [0-9]+ \(.*check_multi\): 0 errors \(0 leaks, 0 bytes\), exited 0$"
+want "^gpumem check:   pid [0-9]+ \(.*check_multi worker 1\): 1 error \(1 leak, 1,048,576 bytes\), exited 1$"
+want "^gpumem check:   pid [0-9]+ \(.*check_multi worker 2\): 2 errors \(2 leaks, 2,097,152 bytes\), exited 2$"
+want "^gpumem check:   pid [0-9]+ \(.*check_multi worker 3\): 3 errors \(3 leaks, 3,145,728 bytes\), exited 3$"
+want "^gpumem check: total: 6 errors \(6 leaks, 6,291,456 bytes\) in 4 processes$"
+[ "$rc" -eq 0 ] || { echo "FAIL: exit status $rc, not the program's 0"; fails=$((fails + 1)); }
+# One report each: the launcher's log, and the workers' (their pids appended by %p).
+n=$(ls "$tmp" | grep -c '^log\.')
+[ "$n" -eq 4 ] || { echo "FAIL: $n logs, not 4"; fails=$((fails + 1)); }
+grep -l "ERROR SUMMARY: 3 errors (3 leaks)" "$tmp"/log.* >/dev/null || { echo "FAIL: no worker 3 report"; fails=$((fails + 1)); }
+[ "$fails" -eq 0 ] && echo "check multi: ok"
+[ "$fails" -eq 0 ]
