@@ -66,7 +66,8 @@ GPUMEM_API const char *gpumem_version(void);
     X(ESTICKY, -9, "CUDA context is unusable (sticky error); the process must restart")          \
     X(EKIND, -10, "operation does not apply to this kind of memory")                             \
     X(EBUSY, -11, "resource still in use")                                                       \
-    X(EMISALIGNED, -12, "address is not aligned for the requested vector width")
+    X(EMISALIGNED, -12, "address is not aligned for the requested vector width")                 \
+    X(EIO, -13, "writing a report failed (disk full, closed pipe, ...)")
 
 /** gpumem status codes: GPUMEM_OK, GPUMEM_ENOMEM, ... */
 enum gpumem_status {

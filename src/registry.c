@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "sigsafe.h"
 
 #define SHARD_BITS 6
 #define SHARDS (1u << SHARD_BITS)
@@ -463,14 +464,14 @@ int gpumem__reg_foreach(int (*fn)(const gpumem__rec *r, void *arg), void *arg, i
 {
     reg_ensure();
     int skipped = 0;
+    /* A shard held by a thread that runs on is free again within microseconds; one held by
+     * the code a signal interrupted never is. 50 ms in all bounds the wait for both. */
+    long budget_ns = 50 * 1000 * 1000;
     for (unsigned i = 0; i < SHARDS; i++) {
         shard *s = &shards[i];
         int stop = 0;
         if (try_only) {
-            int got = 0;
-            for (int attempt = 0; attempt < 1000 && !got; attempt++)
-                got = pthread_mutex_trylock(&s->lock) == 0;
-            if (!got) {
+            if (!gpumem__trylock_for(&s->lock, &budget_ns)) {
                 skipped++;
                 continue;
             }
