@@ -177,6 +177,8 @@ uint64_t gpumem__seq_take(void);
 /* ---- stats.c: byte peaks (counts and totals are the registry's) ---- */
 void gpumem__stats_alloc(int kind, int device, uint64_t bytes);
 void gpumem__stats_release(int kind, int device, uint64_t bytes);
+/* Peak bytes of a kind (0: every kind): one atomic load, safe in a signal handler. */
+uint64_t gpumem__stats_peak(int kind);
 
 /* ---- report.c: live allocations grouped by call site ---- */
 typedef struct gpumem__group {
@@ -191,6 +193,10 @@ typedef struct gpumem__group {
  * (largest first). Returns the number of groups and sets *groups (free() it), or -1 when out
  * of host memory. *skipped counts registry shards that could not be read (try_only). */
 long gpumem__group_live(uint64_t min_seq, int try_only, gpumem__group **groups, int *skipped);
+/* As gpumem__group_live with try_only, async-signal-safe: the groups are in memory from mmap,
+ * of *map_bytes bytes, given back with gpumem__group_unmap. */
+long gpumem__group_live_mapped(gpumem__group **groups, size_t *map_bytes, int *skipped);
+void gpumem__group_unmap(gpumem__group *groups, size_t map_bytes);
 /* Registers the exit-time report (called once, at initialization). */
 void gpumem__report_at_exit_setup(void);
 /* Turns the library's own exit-time report off: `gpumem check` writes its own. */

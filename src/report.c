@@ -240,6 +240,29 @@ long gpumem__group_live(uint64_t min_seq, int try_only, gpumem__group **groups, 
     return (long)gr.n;
 }
 
+long gpumem__group_live_mapped(gpumem__group **groups, size_t *map_bytes, int *skipped)
+{
+    grouping gr;
+    memset(&gr, 0, sizeof gr);
+    gr.mapped = 1;
+    gr.group = 1;
+    *skipped = grouping_run(&gr, 1);
+    if (gr.oom) {
+        grouping_done(&gr);
+        return -1;
+    }
+    mem_put(&gr, gr.index, gr.index_cap * sizeof *gr.index);
+    *groups = gr.g;
+    *map_bytes = gr.cap * sizeof *gr.g;
+    return (long)gr.n;
+}
+
+void gpumem__group_unmap(gpumem__group *groups, size_t map_bytes)
+{
+    if (groups)
+        munmap(groups, map_bytes);
+}
+
 /* ---- text ---- */
 
 static void write_summary(gpumem__sink *o, const gpumem_live *live, int at_exit,
@@ -262,38 +285,6 @@ static void write_summary(gpumem__sink *o, const gpumem_live *live, int at_exit,
     gpumem__sink_str(o, "\n");
 }
 
-/* As gpumem__stack_print: "at"/"by" lines, files under the current folder relative to it. */
-static void write_stack_text(gpumem__sink *o, uint32_t stack, const char *indent)
-{
-    gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
-    int nf = stack ? gpumem__stack_frames(stack, frames, GPUMEM__STACK_MAX_FRAMES) : 0;
-    if (!nf)
-        return;
-    char cwd[4096];
-    size_t cwd_len = getcwd(cwd, sizeof cwd) ? strlen(cwd) : 0;
-    for (int i = 0; i < nf; i++) {
-        const gpumem__frame *f = &frames[i];
-        gpumem__sink_str(o, indent);
-        gpumem__sink_str(o, i == 0 ? "at " : "by ");
-        gpumem__sink_str(o, f->func);
-        gpumem__sink_str(o, " (");
-        if (f->file) {
-            const char *file = f->file;
-            if (cwd_len > 1 && strncmp(file, cwd, cwd_len) == 0 && file[cwd_len] == '/')
-                file += cwd_len + 1;
-            gpumem__sink_str(o, file);
-            gpumem__sink_str(o, ":");
-            gpumem__sink_i64(o, f->line);
-        } else if (f->object) {
-            gpumem__sink_str(o, "in ");
-            gpumem__sink_str(o, f->object);
-        } else {
-            gpumem__sink_hex(o, f->pc);
-        }
-        gpumem__sink_str(o, ")\n");
-    }
-}
-
 static void write_groups_text(gpumem__sink *o, const gpumem__group *g, long n)
 {
     for (long i = 0; i < n; i++) {
@@ -314,7 +305,7 @@ static void write_groups_text(gpumem__sink *o, const gpumem__group *g, long n)
             gpumem__sink_u64(o, g[i].first_seq[k]);
         }
         gpumem__sink_str(o, g[i].count > 5 ? ", ...\n" : "\n");
-        write_stack_text(o, g[i].stack, "      ");
+        gpumem__sink_stack(o, g[i].stack, "      ", 0);
     }
 }
 

@@ -4,6 +4,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "sigsafe.h"
 
+#include "backtrace.h"
+
 #include <errno.h>
 #include <string.h>
 #include <time.h>
@@ -172,4 +174,39 @@ int gpumem__trylock_for(pthread_mutex_t *m, long *budget_ns)
         nanosleep(&d, NULL);
         *budget_ns -= d.tv_nsec;
     }
+}
+
+/* As gpumem__stack_print: "at"/"by" lines, files under the current folder relative to it. */
+int gpumem__sink_stack(gpumem__sink *o, uint32_t stack, const char *indent, int cached_only)
+{
+    gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
+    int nf = !stack ? 0
+             : cached_only ? gpumem__stack_frames_cached(stack, frames, GPUMEM__STACK_MAX_FRAMES)
+                           : gpumem__stack_frames(stack, frames, GPUMEM__STACK_MAX_FRAMES);
+    if (nf <= 0)
+        return nf;
+    char cwd[4096];
+    size_t cwd_len = getcwd(cwd, sizeof cwd) ? strlen(cwd) : 0;
+    for (int i = 0; i < nf; i++) {
+        const gpumem__frame *f = &frames[i];
+        gpumem__sink_str(o, indent);
+        gpumem__sink_str(o, i == 0 ? "at " : "by ");
+        gpumem__sink_str(o, f->func);
+        gpumem__sink_str(o, " (");
+        if (f->file) {
+            const char *file = f->file;
+            if (cwd_len > 1 && strncmp(file, cwd, cwd_len) == 0 && file[cwd_len] == '/')
+                file += cwd_len + 1;
+            gpumem__sink_str(o, file);
+            gpumem__sink_str(o, ":");
+            gpumem__sink_i64(o, f->line);
+        } else if (f->object) {
+            gpumem__sink_str(o, "in ");
+            gpumem__sink_str(o, f->object);
+        } else {
+            gpumem__sink_hex(o, f->pc);
+        }
+        gpumem__sink_str(o, ")\n");
+    }
+    return nf;
 }

@@ -33,6 +33,10 @@ void gpumem__sink_pad(gpumem__sink *s, const char *str, int width);
 void gpumem__sink_json_str(gpumem__sink *s, const char *str);
 /* "FILE:LINE (FUNC)", as gpumem__site_str. */
 void gpumem__sink_site(gpumem__sink *s, gpumem_site site);
+/* Stack id valgrind-style, as gpumem__stack_print, each line prefixed by indent. With
+ * cached_only, a stack not yet symbolized is not (symbolizing allocates): returns -1. Returns
+ * the frames written. */
+int gpumem__sink_stack(gpumem__sink *o, uint32_t stack, const char *indent, int cached_only);
 /* Writes out what is buffered; returns 0 or the errno of the first failed write (also kept
  * in s->error). */
 int gpumem__sink_flush(gpumem__sink *s);

@@ -4,11 +4,12 @@
 
 #include <ctype.h>
 #include <fnmatch.h>
-#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine.h"
+#include "sigsafe.h"
 
 enum { LINE_FUN, LINE_SRC, LINE_OBJ, LINE_ANY };
 
@@ -23,12 +24,11 @@ typedef struct {
     char *call; /* glob, or NULL for any */
     frame_pat *frames;
     int nframes;
-    long used;
+    atomic_long used; /* counted from signal handlers too: no lock */
 } supp;
 
 static supp *supps;
 static size_t nsupps;
-static pthread_mutex_t used_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static char *trim(char *s)
 {
@@ -188,9 +188,7 @@ const char *check_supp_match(int kind, const char *call, const gpumem__frame *fr
             continue;
         if (!frames_match(s->frames, s->nframes, frames, n))
             continue;
-        pthread_mutex_lock(&used_lock);
-        s->used++;
-        pthread_mutex_unlock(&used_lock);
+        atomic_fetch_add(&s->used, 1);
         return s->name;
     }
     return NULL;
@@ -211,12 +209,29 @@ long check_supp_print_used(FILE *out, const char *prefix)
 {
     long total = 0;
     for (size_t i = 0; i < nsupps; i++) {
-        if (!supps[i].used)
+        long used = atomic_load(&supps[i].used);
+        if (!used)
             continue;
-        fprintf(out, "%sused suppression: %6ld %s\n", prefix, supps[i].used, supps[i].name);
-        total += supps[i].used;
+        fprintf(out, "%sused suppression: %6ld %s\n", prefix, used, supps[i].name);
+        total += used;
     }
     return total;
+}
+
+void check_supp_sink_used(gpumem__sink *o, const char *prefix)
+{
+    for (size_t i = 0; i < nsupps; i++) {
+        long used = atomic_load(&supps[i].used);
+        if (!used)
+            continue;
+        char count[21];
+        gpumem__sink_str(o, prefix);
+        gpumem__sink_str(o, "used suppression: ");
+        gpumem__sink_pad(o, gpumem__fmt_u64((uint64_t)used, count), 6);
+        gpumem__sink_str(o, " ");
+        gpumem__sink_str(o, supps[i].name);
+        gpumem__sink_str(o, "\n");
+    }
 }
 
 void check_supp_clear(void)

@@ -29,6 +29,9 @@ void check_supp_generate(FILE *out, int kind, const char *call, const gpumem__fr
                          int n);
 /* Writes "used suppression: COUNT NAME" lines, each prefixed; returns the total count. */
 long check_supp_print_used(FILE *out, const char *prefix);
+/* The same lines into a signal-safe sink (the crash-time report). */
+struct gpumem__sink;
+void check_supp_sink_used(struct gpumem__sink *o, const char *prefix);
 /* Forgets every suppression (tests). */
 void check_supp_clear(void);
 
