@@ -8,13 +8,14 @@
  * bounded wait (one that stays busy is left out, and the report says so), the grouping lives
  * in memory of its own from mmap, sorting is an in-place heap sort, and text and JSON are
  * formatted by hand into a buffer written with write(2) to the report's own file descriptor
- * (sigsafe.h). No stdio, no malloc, no fflush. The one exception is a stack not yet
+ * (sigsafe.h). No stdio but a try-locked flush of stdout, no malloc. The one exception is a stack not yet
  * symbolized with GPUMEM_BACKTRACE=1: symbolizing it allocates. On-demand reports take the
  * same path, with blocking locks and the caller's stream. */
-#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, fflush_unlocked */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -559,9 +560,21 @@ void gpumem__report_at_exit_disable(void)
     atomic_store(&exit_report_off, 1);
 }
 
+/* The program's buffered standard output first, so that the report comes after what was
+ * written before it. Only when its lock is free: a thread stopped inside printf holds it, and
+ * fflush would wait for ever. (When the signal interrupted printf on this very thread, the
+ * lock is this thread's and the flush goes ahead: a line may then be written twice, never
+ * waited for.) fflush(NULL) is not safe at all: it takes the lock of every stream. */
+static void flush_stdout(void)
+{
+    if (ftrylockfile(stdout) != 0)
+        return;
+    fflush_unlocked(stdout);
+    funlockfile(stdout);
+}
+
 /* Runs in an exit handler, possibly inside a signal handler: async-signal-safe (see the top
- * of this file). The program's buffered stdio is not flushed first (that lock may be held by
- * the printf a signal interrupted); exit() flushes it afterwards. */
+ * of this file), but for flush_stdout's one stream. */
 static void report_at_exit(void)
 {
     if (atomic_load(&exit_report_off) || atomic_exchange(&exit_report_done, 1))
@@ -578,6 +591,7 @@ static void report_at_exit(void)
     int busy = grouping_run(&probe, 1);
     if (!probe.live.count[0] && !busy)
         return;
+    flush_stdout();
     char path[4096];
     int fd = open_report_file(path, sizeof path);
     gpumem__sink o;
