@@ -682,8 +682,10 @@ int gpumem_pool_stats(gpumem_pool *pool, gpumem_pool_stats_t *stats)
     return GPUMEM_OK;
 }
 
-/* Lists up to 8 live blocks, with the sites the registry holds for them. Locked. */
-static int fail_busy(gpumem_pool *pool, gpumem_site site)
+/* Fills the record, listing up to 8 live blocks with the sites the registry holds for them.
+ * Called locked; the caller raises the error after unlocking, since the handler may call back
+ * into this pool (free one of its blocks, read its statistics). */
+static gpumem_error *busy_error(gpumem_pool *pool, gpumem_site site)
 {
     char where[256], size_text[32];
     gpumem_error *e = gpumem__err_begin(GPUMEM_EBUSY, "gpumem_pool_destroy", site);
@@ -712,7 +714,7 @@ static int fail_busy(gpumem_pool *pool, gpumem_site site)
         gpumem__err_append(e, "\n    and %llu more",
                            (unsigned long long)(pool->st.blocks_in_use - shown));
     gpumem__err_append(e, "\n  hint: release them with gpumem_free, then destroy the pool");
-    return gpumem__err_raise(e);
+    return e;
 }
 
 int gpumem_pool_destroy_at(gpumem_pool *pool, gpumem_site site)
@@ -721,9 +723,9 @@ int gpumem_pool_destroy_at(gpumem_pool *pool, gpumem_site site)
         return GPUMEM_OK;
     pthread_mutex_lock(&pool->lock);
     if (pool->st.blocks_in_use) {
-        int code = fail_busy(pool, site);
+        gpumem_error *e = busy_error(pool, site);
         pthread_mutex_unlock(&pool->lock);
-        return code;
+        return gpumem__err_raise(e);
     }
     int err = trim_locked(pool);
     if (!err && pool->nblocks == 0 && pool->kind == GPUMEM_KIND_DEVICE)
