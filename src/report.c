@@ -554,6 +554,7 @@ static int open_report_file(char *path, size_t cap)
 
 static atomic_int exit_report_off;
 static atomic_int exit_report_done;
+static atomic_int leak_exitcode; /* GPUMEM_LEAK_EXITCODE when it is 1 to 255, else 0 */
 
 void gpumem__report_at_exit_disable(void)
 {
@@ -613,12 +614,30 @@ static void report_at_exit(void)
         gpumem__sink_str(&w, " still live at exit\n");
         gpumem__sink_flush(&w);
     }
-    uint64_t code = gpumem__opt_u64(GPUMEM__OPT_LEAK_EXITCODE);
-    if (code && live > 0)
-        _exit((int)(code & 0xff));
+    int code = atomic_load(&leak_exitcode);
+    if (code && live > 0) {
+#ifdef __GLIBC__
+        /* glibc lets an exit handler call exit again: the handlers not run yet still run (the
+         * program's own, C++ destructors, the dynamic linker's destructors, coverage output),
+         * and the process ends with the new status. */
+        exit(code);
+#else
+        _exit(code); /* elsewhere that is undefined: end here, as asked */
+#endif
+    }
 }
 
 void gpumem__report_at_exit_setup(void)
 {
+    uint64_t code = gpumem__opt_u64(GPUMEM__OPT_LEAK_EXITCODE);
+    if (code > 255) {
+        fprintf(stderr, "gpumem: warning: GPUMEM_LEAK_EXITCODE=%s is not an exit status (1 to "
+                        "255; the system keeps only the low 8 bits, so %llu would read as %llu); "
+                        "a leak leaves the exit status alone\n",
+                gpumem__opt_str(GPUMEM__OPT_LEAK_EXITCODE), (unsigned long long)code,
+                (unsigned long long)(code & 0xff));
+        code = 0;
+    }
+    atomic_store(&leak_exitcode, (int)code);
     atexit(report_at_exit);
 }
