@@ -548,7 +548,8 @@ GPUMEM_API void gpumem_stats_reset_peak(void);
 /**
  * Writes the report of what is live now to @p out, as at exit. Returns the number of live
  * allocations (>= 0), or GPUMEM_EINVAL for a NULL @p out, GPUMEM_ENOMEM when the grouping
- * needs memory it cannot get (then a summary is written). Never calls CUDA. Thread-safe.
+ * needs memory it cannot get (then a summary is written), GPUMEM_EIO when writing to or
+ * flushing @p out failed (a full disk). Never calls CUDA. Thread-safe.
  */
 GPUMEM_API int gpumem_report(FILE *out, unsigned flags);
 /**@}*/

@@ -1,7 +1,8 @@
 /* GPUMEM_LEAK_EXITCODE sets a leaking process's exit status without cutting exit short: exit
  * handlers registered before gpumem's (which run after it), destructors and stdio buffers all
  * still run. Values that are not an exit status (outside 1 to 255, e.g. 256 or 1k, whose low
- * 8 bits are 0) are refused with a warning and leave the status alone.
+ * 8 bits are 0) are refused with a warning and leave the status alone. A report that cannot
+ * be written (a full disk) is said on stderr, and gpumem_report returns GPUMEM_EIO.
  *
  * `test_leak_exitcode child DIR` is the child: it leaks, and its handlers write files in DIR. */
 #define _POSIX_C_SOURCE 200809L
@@ -65,7 +66,7 @@ static char *slurp(const char *path)
 }
 
 /* Runs the child with GPUMEM_LEAK_EXITCODE=value; returns its exit status (-1: not exited). */
-static int run(const char *self, const char *dir, const char *value)
+static int run_with(const char *self, const char *dir, const char *value, const char *file)
 {
     char out[512];
     snprintf(out, sizeof out, "%s/out", dir);
@@ -80,12 +81,19 @@ static int run(const char *self, const char *dir, const char *value)
         if (!freopen(out, "w", stdout) || !freopen(out, "a", stderr))
             _exit(126);
         setenv("GPUMEM_LEAK_EXITCODE", value, 1);
+        if (file)
+            setenv("GPUMEM_REPORT_FILE", file, 1);
         execl(self, self, "child", dir, (char *)NULL);
         _exit(127);
     }
     int st = 0;
     waitpid(pid, &st, 0);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int run(const char *self, const char *dir, const char *value)
+{
+    return run_with(self, dir, value, NULL);
 }
 
 int main(int argc, char **argv)
@@ -111,6 +119,23 @@ int main(int argc, char **argv)
         EXPECT_TRUE(exists(dir, "atexit"));
     }
     EXPECT_EQ(run(argv[0], dir, "0"), 0);
+
+    /* A full disk: the report that could not be written is said on stderr. */
+    EXPECT_EQ(run_with(argv[0], dir, "0", "/dev/full"), 0);
+    EXPECT_CONTAINS(slurp(out), "gpumem: error: the exit report was not written completely to "
+                                "/dev/full (no space left on device); it would have said: 1 "
+                                "allocation still live at exit\n");
+    void *p = gpumem_device_alloc(1, 4096);
+    FILE *full = fopen("/dev/full", "w");
+    if (p && full) {
+        EXPECT_EQ(gpumem_report(full, GPUMEM_REPORT_FULL), GPUMEM_EIO);
+        EXPECT_EQ(gpumem_report(full, GPUMEM_REPORT_JSON), GPUMEM_EIO);
+    } else {
+        EXPECT_TRUE(p && full);
+    }
+    if (full)
+        fclose(full);
+    gpumem_free(p);
     remove(out);
     char m[512];
     snprintf(m, sizeof m, "%s/atexit", dir);

@@ -138,15 +138,39 @@ static FILE *out(void)
 }
 
 static void say(const char *fmt, ...) GPUMEM__FORMAT(1, 2);
+static int log_errno; /* why the first write to the log failed */
+
 static void say(const char *fmt, ...)
 {
     FILE *f = out();
+    int before = errno;
+    errno = 0;
     fputs(prefix, f);
     va_list ap;
     va_start(ap, fmt);
     vfprintf(f, fmt, ap);
     va_end(ap);
     fputc('\n', f);
+    if (errno && ferror(f) && !log_errno)
+        log_errno = errno;
+    errno = before;
+}
+
+/* A problem with gpumem check's own files: said in the log and, when the log is a file (which
+ * may be the very file that failed), on stderr too. */
+static void say_both(const char *fmt, ...) GPUMEM__FORMAT(1, 2);
+static void say_both(const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    say("%s", text);
+    if (out() != stderr) {
+        fprintf(stderr, "%s%s\n", prefix, text);
+        fflush(stderr); /* stderr may have been reopened, and buffered, by the program */
+    }
 }
 
 /* 8192 -> "8,192". */
@@ -723,8 +747,8 @@ static void write_json(const char *status, int code, const gpumem_stats_t *st, u
     json_object_set_new(root, "summary", sum);
     errno = 0;
     if (json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0)
-        say("gpumem check: warning: cannot write the JSON report to %s (%s)", path,
-            errno ? strerror(errno) : "jansson failed");
+        say_both("gpumem check: error: cannot write the JSON report to %s (%s)", path,
+                 errno ? strerror(errno) : "jansson failed");
     json_decref(root);
 }
 #endif
@@ -735,12 +759,16 @@ static void write_status(const char *status)
     snprintf(path, sizeof path, "%s/%ld", opt.status, (long)getpid());
     FILE *f = fopen(path, "w");
     if (!f) {
-        say("gpumem check: warning: cannot write %s (%s): gpumem check's exit status will not "
-            "count this process", path, strerror(errno));
+        say_both("gpumem check: warning: cannot write %s (%s): gpumem check's exit status will "
+                 "not count this process", path, strerror(errno));
         return;
     }
     fprintf(f, "errors %ld\nstatus %s\n", atomic_load(&error_count), status);
-    fclose(f);
+    errno = 0;
+    int failed = ferror(f);
+    if (fclose(f) != 0 || failed)
+        say_both("gpumem check: warning: cannot write %s (%s): gpumem check's exit status will "
+                 "not count this process", path, errno ? strerror(errno) : "write error");
 }
 
 /* ---- the crash-time report ----
@@ -1191,9 +1219,25 @@ void check_finish(const char *status, int code)
 #endif
     if (opt.status)
         write_status(status);
-    fflush(out()); /* a process killed by its signal next writes nothing more */
-    if (out_file && out_file != stderr)
-        fclose(out_file);
+    errno = 0;
+    int flush_errno = fflush(out()) != 0 ? errno : 0;
+    if (out_file && out_file != stderr) {
+        /* A full disk fails a write only when the buffer goes out: check the stream and the
+         * close, and say so where it can be read. */
+        int failed = ferror(out_file);
+        int e = flush_errno ? flush_errno : log_errno;
+        if (fclose(out_file) != 0 && !e)
+            e = errno;
+        if (failed || e) {
+            char path[4096];
+            expand_path(opt.log, path, sizeof path);
+            fprintf(stderr, "%sgpumem check: error: the log %s was not written completely (%s); "
+                            "its findings are lost: run again with room on the disk, or "
+                            "without --log-file\n",
+                    prefix, path, e ? strerror(e) : "write error");
+            fflush(stderr);
+        }
+    }
     out_file = NULL;
     if (locked)
         pthread_mutex_unlock(&out_lock);
