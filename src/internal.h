@@ -68,7 +68,9 @@ int gpumem__parse_size(const char *text, uint64_t *out);
 int gpumem__parse_bool(const char *text, int *out);
 
 /* ---- init.c: lazy initialization and the backend in use ---- */
-extern const gpumem__backend *gpumem__be;       /* valid once gpumem__ready() returned 0 */
+/* Valid once gpumem__ready() returned 0. Atomic: a program may choose another backend (after
+ * the first failed to start) while other threads make their first calls. */
+extern const gpumem__backend *_Atomic gpumem__be;
 /* Initializes on first use; returns GPUMEM_OK or GPUMEM_ENODEV (record filled). */
 int gpumem__ready(const char *expr, gpumem_site site);
 /* Runs the once-only part of initialization: options and the registry. */
