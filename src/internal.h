@@ -124,6 +124,10 @@ void gpumem__reg_set_freed_stack(const void *p, uint32_t stack);
 void gpumem__reg_untake(const void *p);
 /* Finds the live allocation containing p; copies it into *out. Returns 1 if found. */
 int gpumem__reg_find(const void *p, gpumem__rec *out);
+/* Finds a remembered release (quarantine) containing p, when no live allocation does; copies
+ * it into *out (freed_site set). Returns 1 if found. Error paths only: probes up to 256
+ * addresses. */
+int gpumem__reg_find_released(const void *p, gpumem__rec *out);
 void gpumem__reg_live(gpumem_live *out);
 /* Counts and totals by kind (index 0: all) and device, summed over the shards. */
 typedef struct gpumem__counts {

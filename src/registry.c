@@ -372,6 +372,33 @@ int gpumem__reg_find(const void *p, gpumem__rec *out)
     }
 }
 
+int gpumem__reg_find_released(const void *p, gpumem__rec *out)
+{
+    reg_ensure();
+    uintptr_t a = (uintptr_t)p;
+    uintptr_t lowest = a >= SMALL_MAX ? a - SMALL_MAX : 0;
+    /* The base itself (any size), then the aligned addresses below it (small allocations). */
+    for (uintptr_t cand = a & ~(uintptr_t)(GPUMEM_ALIGNMENT - 1);;
+         cand -= GPUMEM_ALIGNMENT) {
+        shard *s = shard_of(cand);
+        pthread_mutex_lock(&s->lock);
+        size_t i = table_find(&s->t, cand);
+        int hit = 0, live = 0;
+        if (i != NONE) {
+            const gpumem__rec *r = &s->t.recs[i];
+            live = !(s->t.keys[i] & RELEASED);
+            hit = !live && a - r->base < (r->bytes ? r->bytes : 1);
+            if (hit)
+                *out = *r;
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (hit)
+            return 1;
+        if (live || cand < GPUMEM_ALIGNMENT || cand - GPUMEM_ALIGNMENT < lowest || !a)
+            return 0; /* allocations do not overlap: a live one below ends the search */
+    }
+}
+
 gpumem__take_result gpumem__reg_take(const void *p, gpumem_site site, unsigned kind_mask,
                                      int *kind_mismatch, gpumem__rec *out)
 {
