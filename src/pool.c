@@ -30,6 +30,7 @@
  * lookup; the registry (sharded, with its own locks) is updated outside it. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,7 +83,28 @@ struct gpumem_pool {
     chunk *chunks;
     chunk *current;         /* pinned: the chunk new blocks are carved from */
     gpumem_pool_stats_t st; /* fragmentation is computed on read */
+    gpumem_site site;       /* where the pool was made, for misuse messages */
+    atomic_int users;       /* threads inside a call on this pool (destroy refuses while > 0) */
+    atomic_int dying;       /* set by destroy: a call that starts now is refused */
 };
+
+/* Entering and leaving a call on a pool, so that destroying it while another thread is
+ * inside fails with GPUMEM_EBUSY rather than freeing the pool under that thread. A call that
+ * starts after destroy has begun is refused; one that starts after destroy returned uses freed
+ * memory, as any use after free does. */
+static int pool_enter(gpumem_pool *pool)
+{
+    atomic_fetch_add(&pool->users, 1);
+    if (GPUMEM__LIKELY(!atomic_load(&pool->dying)))
+        return 1;
+    atomic_fetch_sub(&pool->users, 1);
+    return 0;
+}
+
+static void pool_leave(gpumem_pool *pool)
+{
+    atomic_fetch_sub(&pool->users, 1);
+}
 
 /* ---- size classes ---- */
 
@@ -527,6 +549,7 @@ gpumem_pool *gpumem_pool_create_at(int kind, int device, const gpumem_pool_optio
         return NULL;
     }
     pthread_mutex_init(&pool->lock, NULL);
+    pool->site = site;
     pool->kind = kind;
     pool->device = device;
     pool->buckets = buckets;
@@ -542,8 +565,36 @@ gpumem_pool *gpumem_pool_create_at(int kind, int device, const gpumem_pool_optio
     return pool;
 }
 
+static void *pool_alloc(gpumem_pool *pool, size_t count, size_t size, cudaStream_t stream,
+                        gpumem_site site);
+
+static void *fail_dying(const gpumem_pool *pool, gpumem_site site)
+{
+    char where[256], made[256];
+    gpumem_error *e = gpumem__err_begin(GPUMEM_EBUSY, "gpumem_pool_alloc", site);
+    gpumem__err_append(e, "gpumem_pool_alloc at %s: the %s pool made at %s is being destroyed "
+                          "by another thread; nothing was allocated\n  hint: destroy a pool "
+                          "only once every thread is done with it",
+                       gpumem__site_str(site, where, sizeof where), gpumem_kind_name(pool->kind),
+                       gpumem__site_str(pool->site, made, sizeof made));
+    gpumem__err_raise(e);
+    return NULL;
+}
+
 void *gpumem_pool_alloc_at(gpumem_pool *pool, size_t count, size_t size, cudaStream_t stream,
                            gpumem_site site)
+{
+    if (GPUMEM__UNLIKELY(!pool))
+        return fail_simple(GPUMEM_EINVAL, "the pool is NULL", site);
+    if (GPUMEM__UNLIKELY(!pool_enter(pool)))
+        return fail_dying(pool, site);
+    void *p = pool_alloc(pool, count, size, stream, site);
+    pool_leave(pool);
+    return p;
+}
+
+static void *pool_alloc(gpumem_pool *pool, size_t count, size_t size, cudaStream_t stream,
+                        gpumem_site site)
 {
     size_t bytes;
     if (GPUMEM__UNLIKELY(__builtin_mul_overflow(count, size, &bytes))) {
@@ -616,6 +667,7 @@ void *gpumem_pool_alloc_at(gpumem_pool *pool, size_t count, size_t size, cudaStr
 int gpumem__pool_release(struct gpumem_pool *pool, const gpumem__rec *r, int async,
                          cudaStream_t stream)
 {
+    /* A live block keeps destroy from freeing the pool (blocks_in_use), so no enter here. */
     pthread_mutex_lock(&pool->lock);
     block *b = find(pool, r->base);
     if (GPUMEM__UNLIKELY(!b || !b->live)) {
@@ -656,9 +708,12 @@ int gpumem_pool_trim(gpumem_pool *pool)
 {
     if (!pool)
         return GPUMEM_EINVAL;
+    if (!pool_enter(pool))
+        return GPUMEM_EBUSY;
     pthread_mutex_lock(&pool->lock);
     int err = trim_locked(pool);
     pthread_mutex_unlock(&pool->lock);
+    pool_leave(pool);
     if (err) {
         gpumem_error *e = gpumem__err_begin(gpumem__status_from_cuda(err), "gpumem_pool_trim",
                                             (gpumem_site){NULL, NULL, 0});
@@ -674,9 +729,12 @@ int gpumem_pool_stats(gpumem_pool *pool, gpumem_pool_stats_t *stats)
 {
     if (!pool || !stats)
         return GPUMEM_EINVAL;
+    if (!pool_enter(pool))
+        return GPUMEM_EBUSY;
     pthread_mutex_lock(&pool->lock);
     *stats = pool->st;
     pthread_mutex_unlock(&pool->lock);
+    pool_leave(pool);
     stats->fragmentation = stats->reserved
         ? (double)(stats->reserved - stats->requested) / (double)stats->reserved : 0.0;
     return GPUMEM_OK;
@@ -727,11 +785,30 @@ int gpumem_pool_destroy_at(gpumem_pool *pool, gpumem_site site)
         pthread_mutex_unlock(&pool->lock);
         return gpumem__err_raise(e);
     }
+    /* Another thread inside a call on this pool (between its steps, or in an error handler
+     * called from it): refuse, rather than free the pool under it. */
+    atomic_store(&pool->dying, 1);
+    int inside = atomic_load(&pool->users);
+    if (inside) {
+        atomic_store(&pool->dying, 0);
+        pthread_mutex_unlock(&pool->lock);
+        char where[256], made[256];
+        gpumem_error *e = gpumem__err_begin(GPUMEM_EBUSY, "gpumem_pool_destroy", site);
+        gpumem__err_append(e, "gpumem_pool_destroy at %s: %d other thread%s %s inside a call on "
+                              "the %s pool made at %s; nothing was released\n  hint: destroy a "
+                              "pool only once every thread is done with it",
+                           gpumem__site_str(site, where, sizeof where), inside,
+                           inside == 1 ? "" : "s", inside == 1 ? "is" : "are",
+                           gpumem_kind_name(pool->kind),
+                           gpumem__site_str(pool->site, made, sizeof made));
+        return gpumem__err_raise(e);
+    }
     int err = trim_locked(pool);
     if (!err && pool->nblocks == 0 && pool->kind == GPUMEM_KIND_DEVICE)
         err = gpumem__be->mempool_destroy(pool->cuda_pool);
     if (err || pool->nblocks || pool->chunks) {
         char where[256];
+        atomic_store(&pool->dying, 0);
         pthread_mutex_unlock(&pool->lock);
         gpumem_error *e = gpumem__err_begin(err ? gpumem__status_from_cuda(err) : GPUMEM_ECUDA,
                                             "gpumem_pool_destroy", site);
@@ -744,6 +821,9 @@ int gpumem_pool_destroy_at(gpumem_pool *pool, gpumem_site site)
         return gpumem__err_raise(e);
     }
     pthread_mutex_unlock(&pool->lock);
+    /* A call that started just now sees dying and leaves: let it, before the memory goes. */
+    while (atomic_load(&pool->users))
+        sched_yield();
     for (size_t i = 0; i < pool->ncaches; i++)
         free(pool->caches[i]);
     free(pool->caches);
