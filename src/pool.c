@@ -65,8 +65,17 @@ typedef struct block {
 
 typedef struct stream_cache {
     cudaStream_t stream;
+    size_t nblocks;                   /* cached blocks in free[] */
+    struct stream_cache *prev, *next; /* the pool's caches, most recently used first */
     block *free[CLASS_COUNT];
 } stream_cache;
+
+/* Device pools keep at most MAX_CACHES stream caches, found through a small hash: a program
+ * that makes a stream per request must not grow without bound nor slow down with every
+ * stream it ever used. The least recently used cache goes when a new stream needs one (its
+ * blocks go back to CUDA), and trimming frees every cache left empty. */
+#define MAX_CACHES 64u
+#define CACHE_SLOTS 128u /* power of two, twice MAX_CACHES */
 
 struct gpumem_pool {
     pthread_mutex_t lock;
@@ -77,8 +86,9 @@ struct gpumem_pool {
     void *cuda_pool;        /* device: the CUDA memory pool */
     block **buckets;
     size_t nbuckets, nblocks;
-    stream_cache **caches;  /* pinned: one, for the NULL stream */
-    size_t ncaches, caches_cap;
+    stream_cache *slots[CACHE_SLOTS]; /* by stream (pinned: one, for the NULL stream) */
+    size_t ncaches;
+    stream_cache *mru, *lru; /* the caches by last use */
     stream_cache *last;     /* the cache used last: most programs use one stream at a time */
     chunk *chunks;
     chunk *current;         /* pinned: the chunk new blocks are carved from */
@@ -189,30 +199,120 @@ static void table_remove(gpumem_pool *pool, block *b)
 
 /* ---- caches ---- */
 
-/* The cache of stream s; with create, made when missing (NULL only when out of host memory). */
+static size_t slot_of(cudaStream_t s)
+{
+    return (size_t)(((uint64_t)(uintptr_t)s >> 4) * 0x9E3779B97F4A7C15ull >> 57) &
+           (CACHE_SLOTS - 1);
+}
+
+static void lru_unlink(gpumem_pool *pool, stream_cache *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        pool->mru = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    else
+        pool->lru = c->prev;
+    c->prev = c->next = NULL;
+}
+
+static void lru_front(gpumem_pool *pool, stream_cache *c)
+{
+    c->next = pool->mru;
+    c->prev = NULL;
+    if (pool->mru)
+        pool->mru->prev = c;
+    pool->mru = c;
+    if (!pool->lru)
+        pool->lru = c;
+}
+
+/* Takes cache c out of the hash and the list, and frees it. It must hold no block. Locked. */
+static void cache_forget(gpumem_pool *pool, stream_cache *c)
+{
+    size_t i = slot_of(c->stream);
+    while (pool->slots[i] != c)
+        i = (i + 1) & (CACHE_SLOTS - 1);
+    /* Backward-shift deletion: move up later entries whose probe passed over slot i. */
+    for (size_t j = (i + 1) & (CACHE_SLOTS - 1); pool->slots[j]; j = (j + 1) & (CACHE_SLOTS - 1)) {
+        size_t k = slot_of(pool->slots[j]->stream);
+        int stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+        if (stays)
+            continue;
+        pool->slots[i] = pool->slots[j];
+        i = j;
+    }
+    pool->slots[i] = NULL;
+    lru_unlink(pool, c);
+    pool->ncaches--;
+    if (pool->last == c)
+        pool->last = NULL;
+    free(c);
+}
+
+static void drop_block(gpumem_pool *pool, block *b);
+
+/* Gives every block of cache c back to CUDA; returns 0, or CUDA's error (then c keeps the
+ * blocks CUDA refused). Locked. */
+static int cache_release_blocks(gpumem_pool *pool, stream_cache *c)
+{
+    int err = 0;
+    for (unsigned k = 0; k < CLASS_COUNT; k++) {
+        block **pp = &c->free[k];
+        while (*pp) {
+            block *b = *pp;
+            int e = pool->kind == GPUMEM_KIND_DEVICE ? gpumem__be->free((void *)b->base)
+                                                     : gpumem__be->free_host((void *)b->base);
+            if (e || b->from) { /* pinned blocks of a chunk go with their chunk (trim) */
+                err = err ? err : e;
+                pp = &b->next;
+                continue;
+            }
+            *pp = b->next;
+            c->nblocks--;
+            pool->st.reserved -= b->size;
+            drop_block(pool, b);
+        }
+    }
+    return err;
+}
+
+/* The cache of stream s; with create, made when missing (NULL only when out of host memory).
+ * Locked. */
 static stream_cache *cache_of(gpumem_pool *pool, cudaStream_t s, int create)
 {
     if (GPUMEM__LIKELY(pool->last && pool->last->stream == s))
         return pool->last;
-    for (size_t i = 0; i < pool->ncaches; i++) {
-        if (pool->caches[i]->stream == s)
-            return pool->last = pool->caches[i];
+    size_t i = slot_of(s);
+    for (; pool->slots[i]; i = (i + 1) & (CACHE_SLOTS - 1)) {
+        stream_cache *c = pool->slots[i];
+        if (c->stream == s) {
+            lru_unlink(pool, c);
+            lru_front(pool, c);
+            return pool->last = c;
+        }
     }
     if (!create)
         return NULL;
-    if (pool->ncaches == pool->caches_cap) {
-        size_t cap = pool->caches_cap ? pool->caches_cap * 2 : 4;
-        stream_cache **nc = realloc(pool->caches, cap * sizeof *nc);
-        if (!nc)
-            return NULL;
-        pool->caches = nc;
-        pool->caches_cap = cap;
+    if (pool->ncaches >= MAX_CACHES && pool->lru && pool->lru->stream != s) {
+        stream_cache *old = pool->lru;
+        if (cache_release_blocks(pool, old) == 0 && old->nblocks == 0)
+            cache_forget(pool, old);
+        i = slot_of(s); /* the deletion may have moved entries */
+        while (pool->slots[i])
+            i = (i + 1) & (CACHE_SLOTS - 1);
     }
+    if (pool->ncaches >= CACHE_SLOTS - 1)
+        return NULL; /* CUDA refused to take the old caches' blocks back: use CUDA directly */
     stream_cache *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
     c->stream = s;
-    pool->caches[pool->ncaches++] = c;
+    pool->slots[i] = c;
+    pool->ncaches++;
+    lru_front(pool, c);
     return pool->last = c;
 }
 
@@ -241,6 +341,7 @@ static void cache_push(stream_cache *c, block *b)
 {
     b->next = c->free[b->cls];
     c->free[b->cls] = b;
+    c->nblocks++;
 }
 
 /* ---- getting memory from CUDA ---- */
@@ -356,6 +457,7 @@ static int take(gpumem_pool *pool, size_t size, unsigned cls, cudaStream_t strea
     block *b = c->free[cls];
     if (GPUMEM__LIKELY(b != NULL)) {
         c->free[cls] = b->next;
+        c->nblocks--;
         pool->st.cached -= b->size;
         pool->st.blocks_cached--;
         pool->st.hits++;
@@ -386,10 +488,16 @@ static void untake(gpumem_pool *pool, block *b)
         b->from->live--;
     pool->st.in_use -= b->size;
     pool->st.blocks_in_use--;
-    /* take() made the cache of the block's stream, and caches live as long as the pool. */
-    cache_push(c, b);
     pool->st.cached += b->size;
     pool->st.blocks_cached++;
+    if (c) {
+        cache_push(c, b);
+    } else if (!b->from && (pool->kind == GPUMEM_KIND_DEVICE
+                                ? gpumem__be->free((void *)b->base)
+                                : gpumem__be->free_host((void *)b->base)) == 0) {
+        pool->st.reserved -= b->size; /* no cache to keep it in (no host memory): to CUDA */
+        drop_block(pool, b);
+    }
 }
 
 /* ---- trimming ---- */
@@ -409,14 +517,14 @@ static void drop_block(gpumem_pool *pool, block *b)
 static int trim_locked(gpumem_pool *pool)
 {
     int err = 0;
-    for (size_t i = 0; i < pool->ncaches; i++) {
-        stream_cache *c = pool->caches[i];
+    for (stream_cache *c = pool->mru; c; c = c->next) {
         for (unsigned k = 0; k < CLASS_COUNT; k++) {
             block **pp = &c->free[k];
             while (*pp) {
                 block *b = *pp;
                 if (b->from && b->from->live == 0) {
                     *pp = b->next; /* its chunk goes below */
+                    c->nblocks--;
                     drop_block(pool, b);
                     continue;
                 }
@@ -431,10 +539,17 @@ static int trim_locked(gpumem_pool *pool)
                     continue;
                 }
                 *pp = b->next;
+                c->nblocks--;
                 pool->st.reserved -= b->size;
                 drop_block(pool, b);
             }
         }
+    }
+    /* Caches left empty go too (a stream per request leaves many). */
+    for (stream_cache *c = pool->mru, *next; c; c = next) {
+        next = c->next;
+        if (!c->nblocks)
+            cache_forget(pool, c);
     }
     for (chunk **cp = &pool->chunks; *cp;) {
         chunk *ch = *cp;
@@ -824,9 +939,10 @@ int gpumem_pool_destroy_at(gpumem_pool *pool, gpumem_site site)
     /* A call that started just now sees dying and leaves: let it, before the memory goes. */
     while (atomic_load(&pool->users))
         sched_yield();
-    for (size_t i = 0; i < pool->ncaches; i++)
-        free(pool->caches[i]);
-    free(pool->caches);
+    for (stream_cache *c = pool->mru, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
     free(pool->buckets);
     pthread_mutex_destroy(&pool->lock);
     free(pool);
