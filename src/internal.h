@@ -128,6 +128,9 @@ int gpumem__reg_find(const void *p, gpumem__rec *out);
  * it into *out (freed_site set). Returns 1 if found. Error paths only: probes up to 256
  * addresses. */
 int gpumem__reg_find_released(const void *p, gpumem__rec *out);
+/* The live allocation with the highest base at or below p, at most 64 KiB below, whether or
+ * not it contains p (error paths: a pointer past a pool block's bytes, in its rounding). */
+int gpumem__reg_find_below(const void *p, gpumem__rec *out);
 void gpumem__reg_live(gpumem_live *out);
 /* Counts and totals by kind (index 0: all) and device, summed over the shards. */
 typedef struct gpumem__counts {
@@ -155,6 +158,8 @@ int gpumem__reg_foreach(int (*fn)(const gpumem__rec *r, void *arg), void *arg, i
  * reports it and puts the record back. */
 int gpumem__pool_release(struct gpumem_pool *pool, const gpumem__rec *r, int async,
                          cudaStream_t stream);
+/* The size-class bytes of the pool's block at base (0 when there is none). */
+size_t gpumem__pool_block_size(struct gpumem_pool *pool, uintptr_t base);
 
 /* ---- copy.c ---- */
 /* What gpumem_copy did since the process started (for tests and benchmarks). */

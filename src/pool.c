@@ -779,6 +779,15 @@ static void *pool_alloc(gpumem_pool *pool, size_t count, size_t size, cudaStream
     return (void *)b->base;
 }
 
+size_t gpumem__pool_block_size(struct gpumem_pool *pool, uintptr_t base)
+{
+    pthread_mutex_lock(&pool->lock);
+    const block *b = find(pool, base);
+    size_t size = b && b->live ? b->size : 0;
+    pthread_mutex_unlock(&pool->lock);
+    return size;
+}
+
 int gpumem__pool_release(struct gpumem_pool *pool, const gpumem__rec *r, int async,
                          cudaStream_t stream)
 {

@@ -372,6 +372,27 @@ int gpumem__reg_find(const void *p, gpumem__rec *out)
     }
 }
 
+int gpumem__reg_find_below(const void *p, gpumem__rec *out)
+{
+    reg_ensure();
+    uintptr_t a = (uintptr_t)p;
+    uintptr_t lowest = a >= SMALL_MAX ? a - SMALL_MAX : 0;
+    for (uintptr_t cand = a & ~(uintptr_t)(GPUMEM_ALIGNMENT - 1);;
+         cand -= GPUMEM_ALIGNMENT) {
+        shard *s = shard_of(cand);
+        pthread_mutex_lock(&s->lock);
+        size_t i = table_find(&s->t, cand);
+        int live = i != NONE && !(s->t.keys[i] & RELEASED);
+        if (live)
+            *out = s->t.recs[i];
+        pthread_mutex_unlock(&s->lock);
+        if (live)
+            return 1;
+        if (cand < GPUMEM_ALIGNMENT || cand - GPUMEM_ALIGNMENT < lowest || !a)
+            return 0;
+    }
+}
+
 int gpumem__reg_find_released(const void *p, gpumem__rec *out)
 {
     reg_ensure();

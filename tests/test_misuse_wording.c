@@ -1,7 +1,8 @@
 /* Misuse whose diagnosis used to be wrong: a copy from memory gpumem already released (taken
  * for pageable host memory, so the copy read memory that was gone), two separate allocations
  * closer together than the bytes copied (called an overlap: it is an overrun), and a vector
- * view whose range wraps past the end of the address space (NULL with GPUMEM_OK). */
+ * view whose range wraps past the end of the address space (NULL with GPUMEM_OK), and a free
+ * inside a pool block's size-class rounding (called raw cudaMallocHost memory). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <string.h>
@@ -60,6 +61,21 @@ static void test_neighbours_are_not_an_overlap(void)
     gpumem_free(c);
 }
 
+static void test_free_in_pool_rounding(void)
+{
+    gpumem_pool *pool = gpumem_pool_create(GPUMEM_KIND_PINNED, 0, NULL);
+    ASSERT_NOT_NULL(pool);
+    char *p = gpumem_pool_alloc(pool, 1, 1000, NULL); /* its class holds 1 024 bytes */
+    ASSERT_NOT_NULL(p);
+    EXPECT_EQ(gpumem_free(p + 1008), GPUMEM_EINTERIOR);
+    const char *m = gpumem_last_error()->message;
+    EXPECT_CONTAINS(m, "which is 1008 bytes into the pinned pool block at ");
+    EXPECT_CONTAINS(m, "past the 1000 B it was asked for, in the rounding of its size class");
+    EXPECT_TRUE(strstr(m, "cudaMallocHost") == NULL);
+    EXPECT_EQ(gpumem_free(p), GPUMEM_OK);
+    EXPECT_EQ(gpumem_pool_destroy(pool), GPUMEM_OK);
+}
+
 static void test_vec_view_that_wraps(void)
 {
     const void *top = (const void *)(uintptr_t)(UINTPTR_MAX - 255); /* 256-byte aligned */
@@ -79,6 +95,7 @@ int main(int argc, char **argv)
     gpumem_set_error_handler(quiet, NULL);
     RUN(test_copy_from_released);
     RUN(test_neighbours_are_not_an_overlap);
+    RUN(test_free_in_pool_rounding);
     RUN(test_vec_view_that_wraps);
     return harness_exit();
 }
