@@ -164,10 +164,14 @@ int gpumem__sink_flush(gpumem__sink *s)
 
 int gpumem__trylock_for(pthread_mutex_t *m, long *budget_ns)
 {
-    const long step = 200000; /* 0.2 ms between tries */
+    /* A running thread holds a shard for well under a microsecond at a time but takes it
+     * again and again: a burst of tries catches a gap, a sleep lets it run when it is
+     * descheduled. */
+    const long step = 50000; /* 50 us between bursts */
     for (;;) {
-        if (pthread_mutex_trylock(m) == 0)
-            return 1;
+        for (int i = 0; i < 256; i++)
+            if (pthread_mutex_trylock(m) == 0)
+                return 1;
         if (*budget_ns <= 0)
             return 0;
         struct timespec d = {0, *budget_ns < step ? *budget_ns : step};

@@ -173,6 +173,6 @@ int main(int argc, char **argv)
     EXPECT_EQ(hung, 0);
     EXPECT_EQ(broken, 0);
     EXPECT_EQ(odd, 0);
-    EXPECT_LE(worst * 1000, 2000);
+    EXPECT_LE(worst * 1000, 4000); /* seconds on a loaded 2-core machine */
     return harness_exit();
 }
