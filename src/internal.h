@@ -37,7 +37,7 @@
     X(LEAK_REPORT, CHOICE, "off|summary|full", "summary",                                        \
       "at exit, report allocations still live: off, a summary line, or full (by call site)")     \
     X(LEAK_EXITCODE, SIZE, "", "0",                                                              \
-      "exit status of a process that leaks (0: leave the status alone), for CI")                 \
+      "exit status of a process that leaks, 1 to 255 (0: leave the status alone), for CI")       \
     X(REPORT_FILE, TEXT, "", "",                                                                 \
       "write reports to this file instead of stderr; %p is the process id")                     \
     X(REPORT_FORMAT, CHOICE, "text|json", "text", "format of reports: text or json")         \
