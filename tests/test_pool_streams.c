@@ -56,9 +56,9 @@ int main(int argc, char **argv)
         }
         void *p = gpumem_pool_alloc(pool, 1, 4096 + (size_t)(i % 4) * 4096, s);
         EXPECT_EQ(gpumem_free(p), GPUMEM_OK);
-        if (real) {
-            cudaStreamSynchronize(s);
-            cudaStreamDestroy(s);
+        if (real && (cudaStreamSynchronize(s) != cudaSuccess || cudaStreamDestroy(s) != cudaSuccess)) {
+            fprintf(stderr, "FAIL: cudaStreamSynchronize or cudaStreamDestroy at stream %d\n", i);
+            return 1;
         }
     }
     double per_stream = (now_s() - t) / streams;
