@@ -538,8 +538,13 @@ static int locate(const op *o, end *x, size_t bytes)
         size_t off = (size_t)((uintptr_t)x->p - x->r.base);
         return bytes > x->r.bytes - off ? fail_overrun(o, x, bytes) : GPUMEM_OK;
     }
+    /* Released device-side memory keeps its address range to the driver (the host heap never
+     * reuses it), so an address in it can only be a use after free. Released pinned memory
+     * is host memory again: malloc may hand its addresses out, so it is not refused. */
     gpumem__rec gone;
-    if (gpumem__reg_find_released(x->p, &gone))
+    if (gpumem__reg_find_released(x->p, &gone) &&
+        (gone.kind == GPUMEM_KIND_DEVICE || gone.kind == GPUMEM_KIND_DEVICE_ASYNC ||
+         gone.kind == GPUMEM_KIND_MANAGED))
         return fail_released(o, x, bytes, &gone);
     int type = GPUMEM__PTR_UNREGISTERED;
     int err = gpumem__be->pointer_type(x->p, &type);
