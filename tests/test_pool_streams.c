@@ -68,8 +68,14 @@ int main(int argc, char **argv)
     fprintf(stderr, "%d streams: %.2f us a stream; host heap grew %ld KiB; 2000 allocations on "
             "one stream took %.2f ms before and %.2f ms after\n",
             streams, per_stream * 1e6, growth / 1024, before * 1e3, after * 1e3);
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+    /* A sanitizer's allocator does not answer mallinfo2, and its overhead grows with the
+     * memory a program has touched: the bounds hold in ordinary builds. */
+    (void)growth;
+#else
     EXPECT_LE(growth, 2 << 20); /* 64 caches of 3.5 KiB and their blocks' descriptors */
     EXPECT_LE(after * 1000, before * 1000 * 3 + 5);
+#endif
     gpumem_pool_stats_t st;
     EXPECT_EQ(gpumem_pool_trim(pool), GPUMEM_OK);
     EXPECT_EQ(gpumem_pool_stats(pool, &st), GPUMEM_OK);
