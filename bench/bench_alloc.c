@@ -359,7 +359,7 @@ int main(int argc, char **argv)
 
     const size_t GiB = (size_t)1 << 30;
     const size_t sizes[] = {256, (size_t)1 << 20, GiB};
-    /* Pairs per size, each: full runs take a few seconds on an H200 (CUDA-FACTS.md: about
+    /* Pairs per size, each: full runs take a few seconds on an H200 (docs/cuda-facts.md: about
      * 90 us a device pair, 1.3 ms a small pinned pair, 0.5 s or more a 1 GiB pinned pair). */
     const size_t n_device[] = {2000, 2000, 400};
     const size_t n_pinned[] = {200, 200, 5};
@@ -416,7 +416,7 @@ int main(int argc, char **argv)
 
     printf("\n%s gpumem alloc+free vs the raw pair, medians:", use_sim
                ? "Simulated device (not a GPU figure, no target applies):"
-               : "Target (issue 2): within 1 %;");
+               : "Target: within 1 %;");
     for (size_t i = 0; i < nsummary; i++)
         printf("%s %s", i ? "," : "", summary[i]);
     printf("%s\n", use_sim ? "." : all_met ? ". Met." : ". NOT met.");

@@ -3,7 +3,7 @@
  * For each size from 4 KiB to 1 GiB (64 MiB with --quick) and each direction:
  *   pinned: one cuMemcpyAsync from or to pinned memory, the physical ceiling;
  *   direct: one cuMemcpyAsync from or to pageable memory, what cudaMemcpy does (6.2 GB/s to
- *           an H200 in CUDA-FACTS.md);
+ *           an H200 in docs/cuda-facts.md);
  *   staged: gpumem_copy from or to pageable memory through the pinned staging ring (forced at
  *           every size here: GPUMEM_COPY_STAGE_MIN=1 unless set in the environment).
  * Each figure is the median of repeated synchronous copies (at least 3, for at least 0.2 s;

@@ -349,7 +349,7 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
 
-    printf("\n### Targets (issue 2)\n\n");
+    printf("\n### Targets\n\n");
     const char *verdict[2] = {"NOT met", "met"};
     printf("- insert+find+take at %zu live, 1 thread: %.1f ns with fresh addresses (cold "
            "caches), %.1f ns when the same address comes back (D = 1); target <= 150 ns: %s "

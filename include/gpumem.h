@@ -135,7 +135,7 @@ typedef struct gpumem_site {
 /**@}*/
 
 /* ------------------------------------------------------------------------------------------ */
-/* Compile-time pairing (issue 3): with GCC >= 11 the allocation functions carry
+/* Compile-time pairing: with GCC >= 11 the allocation functions carry
  * `__attribute__((malloc, malloc(dealloc, 1)))` for each release function, so
  * -Wmismatched-dealloc flags free() or cudaFree() on gpumem memory and -fanalyzer flags leaks.
  * The release functions must be declared first. Define GPUMEM_NO_MALLOC_ATTRIBUTE before
@@ -406,7 +406,7 @@ GPUMEM_API int gpumem_option_get(int i, const char **name, const char **value,
 /** Formats @p bytes as "1.0 MiB" ("512 B", "4.0 KiB", ...) into @p buf; returns @p buf. */
 GPUMEM_API char *gpumem_format_bytes(uint64_t bytes, char *buf, size_t n);
 
-/* ---- Alignment and memory kinds (issue 4) ---- */
+/* ---- Alignment and memory kinds ---- */
 /** @name Alignment, vector views and memory kinds
  * Checks for the rules docs/alignment.md and docs/memory-kinds.md explain: a vector load needs
  * an address that is a multiple of its width, and each kind of memory has its own rules (who
@@ -497,7 +497,7 @@ GPUMEM_API int gpumem_advise_at(const void *p, size_t bytes, int advice, int dev
     gpumem_advise_at((p), (bytes), (advice), (device), GPUMEM_SITE_HERE)
 /**@}*/
 
-/* ---- Statistics, leak reports and checkpoints (issue 3) ---- */
+/* ---- Statistics, leak reports and checkpoints ---- */
 /** @name Statistics
  * Process-wide counters of gpumem allocations, updated on every successful allocation and
  * release: counts and totals are kept by the registry's shards under the locks they take
@@ -555,7 +555,7 @@ GPUMEM_API int gpumem_report(FILE *out, unsigned flags);
 /**@}*/
 
 /** @name Checkpoints
- * The seed's cudaMemGetInfo method, made precise: what was allocated between two points of
+ * The cudaMemGetInfo method of leak hunting, made precise: what was allocated between two points of
  * a program and is still live, by call site, and how device free memory changed, with the
  * part gpumem cannot attribute (other libraries, raw cudaMalloc). */
 /**@{*/
@@ -593,7 +593,7 @@ GPUMEM_API int gpumem_checkpoint_diff(const gpumem_checkpoint_t *cp, FILE *out,
                                       gpumem_checkpoint_diff_t *diff);
 /**@}*/
 
-/* ---- Ownership (issue 3) ---- */
+/* ---- Ownership ---- */
 /** @name Ownership: GPUMEM_AUTO, gpumem_steal() and scopes
  * Memory released when the block that owns it ends, on every path out of it (return, goto,
  * break, and in C++ an exception). docs/ownership.md has worked examples and the rules; C++
@@ -742,7 +742,7 @@ GPUMEM_API void *gpumem_scope_steal_at(gpumem_scope *s, void *p, gpumem_site sit
 GPUMEM_API size_t gpumem_scope_count(const gpumem_scope *s);
 /**@}*/
 
-/* ---- Pools (issue 7) ---- */
+/* ---- Pools ---- */
 /** @name Pools
  * Caching allocators for device memory (over CUDA's stream-ordered allocator) and pinned host
  * memory (size classes carved from large cudaMallocHost chunks). Every block is a gpumem
@@ -838,14 +838,14 @@ GPUMEM_API int gpumem_pool_destroy_at(gpumem_pool *pool, gpumem_site site);
 #define gpumem_pool_destroy(pool) gpumem_pool_destroy_at((pool), GPUMEM_SITE_HERE)
 /**@}*/
 
-/* ---- Copies (issue 7) ---- */
+/* ---- Copies ---- */
 /** @name Copies
  * cudaMemcpy without the direction argument, checked against what gpumem knows, and fast from
  * pageable memory. The direction comes from both pointers: a pointer into a live gpumem
  * allocation (interior pointers and pool blocks included) has its allocation's kind; any
  * other pointer is what CUDA says it is (cudaPointerGetAttributes: device, pinned host,
  * managed, or unregistered, which is pageable host memory). Copies of at least
- * GPUMEM_COPY_STAGE_MIN bytes (default 1 MiB) between pageable host memory and device memory
+ * GPUMEM_COPY_STAGE_MIN bytes (default 16 MiB) between pageable host memory and device memory
  * go through a ring of pinned staging slots, filled and drained by worker threads while the
  * DMA engine moves the slot before; all others are one cuMemcpyAsync. docs/copies.md has the
  * rules, the options and the numbers.

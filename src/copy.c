@@ -8,7 +8,7 @@
  *
  * Why staging: the DMA engine reads and writes only page-locked memory, so CUDA copies
  * pageable memory through small driver buffers, one CPU thread at a time: 6.2 GB/s from
- * pageable memory to an H200 against 55.4 GB/s from pinned memory (CUDA-FACTS.md). gpumem
+ * pageable memory to an H200 against 55.4 GB/s from pinned memory (docs/cuda-facts.md). gpumem
  * copies large pageable transfers through a ring of pinned slots of its own instead. Worker
  * threads fill a slot (memcpy into pinned memory, in parallel: one thread reaches 5.4 GB/s,
  * sixteen 36.7) while the DMA engine empties the slot before it, and an event per slot says

@@ -66,6 +66,10 @@ int gpumem__opt_bool(int id);
 /* Parsers, exposed for tests: return 0 on success, -1 on malformed text. */
 int gpumem__parse_size(const char *text, uint64_t *out);
 int gpumem__parse_bool(const char *text, int *out);
+/* The candidate closest to NAME (its first NAME_LEN characters), ignoring case, if at most
+ * MAX_DISTANCE edits away, else NULL: the "did you mean" of options, commands and keys. */
+const char *gpumem__suggest(const char *name, size_t name_len, const char *const *candidates,
+                            size_t count, size_t max_distance);
 
 /* ---- init.c: lazy initialization and the backend in use ---- */
 /* Valid once gpumem__ready() returned 0. Atomic: a program may choose another backend (after

@@ -102,6 +102,23 @@ static int is_choice(const char *choices, const char *text)
     return 0;
 }
 
+/* "a|b|c" as "a, b or c". */
+static void choice_list(const char *choices, char *out, size_t n)
+{
+    size_t o = 0;
+    out[0] = '\0';
+    for (const char *c = choices; *c && o + 1 < n;) {
+        const char *end = strchr(c, '|');
+        size_t len = end ? (size_t)(end - c) : strlen(c);
+        const char *sep = !end ? "" : strchr(end + 1, '|') ? ", " : " or ";
+        int w = snprintf(out + o, n - o, "%.*s%s", (int)len, c, sep);
+        if (w < 0 || (size_t)w >= n - o)
+            break;
+        o += (size_t)w;
+        c = end ? end + 1 : c + len;
+    }
+}
+
 /* Parses text for option id into numbers[id]; returns 0, or -1 with what was expected. */
 static int parse_value(int id, const char *text, const char **expected)
 {
@@ -118,7 +135,7 @@ static int parse_value(int id, const char *text, const char **expected)
         *expected = "a number, optionally with a unit such as 16MiB or 4GB";
         return gpumem__parse_size(text, &numbers[id]);
     case OT_CHOICE:
-        snprintf(choice_text, sizeof choice_text, "one of %s", defs[id].choices);
+        choice_list(defs[id].choices, choice_text, sizeof choice_text);
         *expected = choice_text;
         return is_choice(defs[id].choices, text) ? 0 : -1;
     case OT_PATH:
@@ -129,6 +146,7 @@ static int parse_value(int id, const char *text, const char **expected)
     }
 }
 
+/* Edit distance, ignoring case (options are upper case, command-line names lower case). */
 static size_t edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
@@ -142,13 +160,34 @@ static size_t edit_distance(const char *a, const char *b)
         row[0] = i;
         for (size_t j = 1; j <= lb; j++) {
             size_t up = row[j];
-            size_t sub = diag + (toupper((unsigned char)a[i - 1]) != b[j - 1]);
+            size_t sub = diag + (toupper((unsigned char)a[i - 1]) !=
+                                 toupper((unsigned char)b[j - 1]));
             size_t best = up + 1 < row[j - 1] + 1 ? up + 1 : row[j - 1] + 1;
             row[j] = sub < best ? sub : best;
             diag = up;
         }
     }
     return row[lb];
+}
+
+const char *gpumem__suggest(const char *name, size_t name_len, const char *const *candidates,
+                            size_t count, size_t max_distance)
+{
+    char text[64];
+    if (name_len >= sizeof text)
+        return NULL;
+    memcpy(text, name, name_len);
+    text[name_len] = '\0';
+    const char *best = NULL;
+    size_t best_d = max_distance + 1;
+    for (size_t i = 0; i < count; i++) {
+        if (!candidates[i])
+            continue;
+        size_t d = edit_distance(text, candidates[i]);
+        if (d < best_d)
+            best_d = d, best = candidates[i];
+    }
+    return best;
 }
 
 /* Variables of gpumem's build scripts (scripts/build), which share the prefix: known, not
@@ -175,13 +214,10 @@ static void warn_unknown(void)
             continue;
         char name[128];
         snprintf(name, sizeof name, "%.*s", (int)(len < 127 ? len : 127), *e);
-        const char *best = NULL;
-        size_t best_d = 4; /* suggest only close names */
-        for (int i = 0; i < GPUMEM__OPT_COUNT; i++) {
-            size_t d = edit_distance(name, defs[i].name);
-            if (d < best_d)
-                best_d = d, best = defs[i].name;
-        }
+        const char *names[GPUMEM__OPT_COUNT];
+        for (int i = 0; i < GPUMEM__OPT_COUNT; i++)
+            names[i] = defs[i].name;
+        const char *best = gpumem__suggest(name, strlen(name), names, GPUMEM__OPT_COUNT, 3);
         if (best)
             fprintf(stderr, "gpumem: warning: unknown option %s is ignored; did you mean %s?\n",
                     name, best);

@@ -22,7 +22,7 @@
  * CUDA's pool, which hands memory freed on another stream over only when that is safe.
  *
  * Pinned pool: blocks are carved from large cudaMallocHost chunks (cudaMallocHost costs about
- * 1 ms whatever the size, CUDA-FACTS.md); requests above a quarter of a chunk get a
+ * 1 ms whatever the size, docs/cuda-facts.md); requests above a quarter of a chunk get a
  * cudaMallocHost of their own, rounded to their class so that they are reusable too. Host
  * memory has no stream order: one cache serves everyone.
  *
@@ -573,11 +573,12 @@ static int trim_locked(gpumem_pool *pool)
 static void append_held(gpumem_error *e, const gpumem_pool_stats_t *held, uint64_t limit)
 {
     char r[32], c[32], u[32], l[32];
-    gpumem__err_append(e, "\n    the pool held %s reserved: %s cached, %s in use in %llu blocks",
+    gpumem__err_append(e, "\n    the pool held %s reserved: %s cached, %s in use in %llu block%s",
                        gpumem_format_bytes(held->reserved, r, sizeof r),
                        gpumem_format_bytes(held->cached, c, sizeof c),
                        gpumem_format_bytes(held->in_use, u, sizeof u),
-                       (unsigned long long)held->blocks_in_use);
+                       (unsigned long long)held->blocks_in_use,
+                       held->blocks_in_use == 1 ? "" : "s");
     if (limit)
         gpumem__err_append(e, "; its limit is %s", gpumem_format_bytes(limit, l, sizeof l));
 }
@@ -871,10 +872,11 @@ static gpumem_error *busy_error(gpumem_pool *pool, gpumem_site site)
 {
     char where[256], size_text[32];
     gpumem_error *e = gpumem__err_begin(GPUMEM_EBUSY, "gpumem_pool_destroy", site);
-    gpumem__err_append(e, "gpumem_pool_destroy at %s: the %s pool still has %llu live blocks "
+    gpumem__err_append(e, "gpumem_pool_destroy at %s: the %s pool still has %llu live block%s "
                           "(%s requested); nothing was released",
                        gpumem__site_str(site, where, sizeof where), gpumem_kind_name(pool->kind),
                        (unsigned long long)pool->st.blocks_in_use,
+                       pool->st.blocks_in_use == 1 ? "" : "s",
                        gpumem_format_bytes(pool->st.requested, size_text, sizeof size_text));
     unsigned shown = 0;
     for (size_t i = 0; i < pool->nbuckets; i++) {

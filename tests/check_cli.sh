@@ -1,9 +1,14 @@
 #!/bin/sh
 # `gpumem check`'s command line, without a GPU: usage errors exit 2 with a message, the
 # program's own exit status comes back, a program that cannot run gives 127, a signal 128+N,
-# a program that uses no CUDA is said to have been left unchecked, and one killed before it could
-# write its report (SIGKILL) is said to have been killed, in the JSON report too.
+# a program that uses no CUDA is said to have been left unchecked, one killed before it could
+# write its report (SIGKILL) is said to have been killed (in the JSON report too), and a machine
+# without the NVIDIA driver gives 77. FAKE_LIBCUDA is a stand-in driver (tests/fake_libcuda.c)
+# so that the launcher runs the program here; the checked program itself never loads it.
+# usage: check_cli.sh GPUMEM FAKE_LIBCUDA
 gpumem=$1
+GPUMEM_LIBCUDA=$2
+export GPUMEM_LIBCUDA
 fails=0
 expect() { # expect STATUS PATTERN -- ARGS...
   want=$1 pattern=$2
@@ -26,13 +31,30 @@ printf '{\n  mine\n  gpumem:leak\n  call:cudaMalloc\n}\n' > "$tmp/good.supp"
 expect 2 "no PROGRAM to run" --
 expect 2 "no PROGRAM to run" -- --leak-check=full
 expect 2 "unknown option '--frobnicate'" -- --frobnicate -- true
-expect 2 "options take their value after '='" -- --json out.json -- true
+expect 2 "unknown option '--leak-chek'; did you mean --leak-check?" -- --leak-chek=full -- true
+expect 2 "unknown option '-x'" -- -x -- true
+expect 2 "--quiet takes no value" -- --quiet=1 -- true
+expect 2 "--json needs a value" -- --json
+# Both forms of a value, and a PROGRAM without `--`.
+expect 2 "--leak-check takes no, summary or full, not 'some'" -- --leak-check some -- true
+expect 0 "true used no CUDA" -- --leak-check summary --error-exitcode 3 true
+expect 0 "true used no CUDA" -- --json "$tmp/out.json" -- true
+expect 0 "true used no CUDA" -- --log-file="$tmp/log" true
+# -q: no note for a program that used no CUDA.
+out=$("$gpumem" check -q -- true 2>&1)
+if [ $? -ne 0 ] || [ -n "$out" ]; then
+  echo "FAIL: gpumem check -q -- true printed: $out"; fails=$((fails + 1))
+else
+  echo "ok   gpumem check -q -- true (silent)"
+fi
+# No driver: one message and the status of "cannot run here".
+GPUMEM_LIBCUDA=$tmp/libcuda.so.1 expect 77 "no NVIDIA driver here ($tmp/libcuda.so.1 not found); gpumem check needs a GPU to run a program" -- -- true
 expect 2 "--leak-check takes no, summary or full, not 'some'" -- --leak-check=some -- true
 expect 2 "--error-exitcode takes a number from 0 to 255, not '300'" -- --error-exitcode=300 -- true
 expect 2 "--error-exitcode takes a number from 0 to 255, not 'x'" -- --error-exitcode=x -- true
 expect 2 "--gen-suppressions takes no or yes" -- --gen-suppressions=maybe -- true
 expect 2 "--log-file needs a path" -- --log-file= -- true
-expect 2 "bad.supp:3: unknown finding kind after gpumem:" -- --suppressions="$tmp/bad.supp" -- true
+expect 2 "bad.supp:3: unknown finding kind after gpumem: 'leek'; did you mean gpumem:leak?" -- --suppressions="$tmp/bad.supp" -- true
 expect 2 "cannot read the suppression file" -- --suppressions="$tmp/none.supp" -- true
 expect 0 "true used no CUDA" -- --suppressions="$tmp/good.supp" -- true
 expect 3 "sh used no CUDA" -- -- sh -c 'exit 3'

@@ -1,5 +1,5 @@
 /* Backend conformance: the backend table answers misuse exactly as the CUDA runtime does
- * (CUDA-FACTS.md's table, measured on an H200). Runs on the simulated device (host) and on
+ * (docs/cuda-facts.md's table, measured on an H200). Runs on the simulated device (host) and on
  * the real driver (gpu), so the simulation is checked against the real thing. */
 #include "harness.h"
 #include "internal.h"

@@ -387,6 +387,23 @@ static void test_leak_check_modes(void)
     free(log);
 }
 
+/* -q: a clean run prints nothing; a run with findings prints them and the error summary, but
+ * not the peak line or the suppressions used. */
+static void test_quiet(void)
+{
+    EXPECT_EQ(run_scenario("quiet_clean", clean_run, "GPUMEM_CHECK_QUIET=1"), 0);
+    char *log = log_of("quiet_clean");
+    EXPECT_STR_EQ(log ? log : "(no log)", "");
+    free(log);
+    EXPECT_EQ(run_scenario("quiet_found", every_finding, "GPUMEM_CHECK_QUIET=1"), 7);
+    log = log_of("quiet_found");
+    EXPECT_CONTAINS(log, "still live at exit");
+    EXPECT_CONTAINS(log, "LEAK SUMMARY: ");
+    EXPECT_CONTAINS(log, "ERROR SUMMARY: 7 errors");
+    EXPECT_EQ(strstr(log, "PEAK:") == NULL, 1);
+    free(log);
+}
+
 /* A child of the checked program (its pid is not GPUMEM_CHECK_ROOT) writes NAME.PID. */
 static void test_child_file_names(void)
 {
@@ -573,6 +590,7 @@ int main(void)
     RUN(test_unwritable_files);
     RUN(test_full_disk);
     RUN(test_status_files);
+    RUN(test_quiet);
 #ifdef GPUMEM_HAVE_JANSSON
     RUN(test_json);
 #endif

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli.h"
 #include "gpumem.h"
 #include "tool.h"
 
@@ -11,7 +12,8 @@ static void info_usage(FILE *out)
                  "\n"
                  "Prints the version, the backend in use, the devices and their memory, and every\n"
                  "GPUMEM_* option with its effective value and a line of help.\n"
-                 "  --config  print only the options\n"
+                 "  --config    print only the options\n"
+                 "  --help, --version\n"
                  "\n"
                  "Exit status: 0, or 1 when no CUDA device is usable (the reason is printed).\n");
 }
@@ -37,19 +39,16 @@ static void print_options(void)
 
 int gpumem_info_main(int argc, char **argv)
 {
+    enum { OPT_CONFIG };
+    static const cli_opt opts[] = {{"--config", 0, CLI_FLAG, OPT_CONFIG}};
+    static const cli_cmd cmd = {"info", opts, CLI_COUNT(opts), info_usage, CLI_NO_OPERANDS};
     int config_only = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            info_usage(stdout);
-            return 0;
-        }
-        if (strcmp(argv[i], "--config") == 0) {
-            config_only = 1;
-            continue;
-        }
-        fprintf(stderr, "gpumem info: error: unknown argument '%s'\n", argv[i]);
-        info_usage(stderr);
-        return 2;
+    cli c;
+    cli_start(&c, &cmd, argc, argv);
+    for (int id; (id = cli_next(&c)) != CLI_DONE;) {
+        if (id == CLI_EXIT)
+            return c.status;
+        config_only = 1; /* OPT_CONFIG */
     }
     gpumem_set_error_handler(quiet, NULL);
     int status = gpumem_init();

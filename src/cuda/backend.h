@@ -3,7 +3,7 @@
  * Two implementations: the real one (backend_cuda.c, the CUDA driver API loaded at run time)
  * and the simulated device (backend_sim.c, memory in host RAM). Each entry has the semantics
  * of the CUDA runtime call it is named after, including its answers to misuse
- * (CUDA-FACTS.md), and returns a cudaError_t value as an int (0 = cudaSuccess). */
+ * (docs/cuda-facts.md), and returns a cudaError_t value as an int (0 = cudaSuccess). */
 #ifndef GPUMEM_CUDA_BACKEND_H
 #define GPUMEM_CUDA_BACKEND_H
 

@@ -1,6 +1,6 @@
 /* The simulated device: CUDA's memory API over host RAM, for machines without a GPU.
  *
- * It answers as the CUDA runtime does (CUDA-FACTS.md, measured on an H200): cudaFree of
+ * It answers as the CUDA runtime does (docs/cuda-facts.md, measured on an H200): cudaFree of
  * pinned, interior, already released or foreign pointers and cudaFreeHost of device or
  * managed memory give cudaErrorInvalidValue; cudaFree of stream-ordered memory succeeds;
  * zero bytes give NULL and success; a request beyond the device's capacity

@@ -39,7 +39,7 @@ const char *gpumem__cuda_error_string(int err)
 }
 
 /* Errors after which the context is unusable: every later call in the process fails too
- * (CUDA-FACTS.md measured this for cudaErrorMisalignedAddress). */
+ * (docs/cuda-facts.md measured this for cudaErrorMisalignedAddress). */
 int gpumem__cuda_error_is_sticky(int err)
 {
     switch (err) {

@@ -1,24 +1,77 @@
 #!/usr/bin/env bash
-# Installs gpumem from a build folder into a scratch prefix, then builds a consumer program
-# against it both ways: find_package(gpumem) (shared and static) and pkg-config.
-# usage: run.sh BUILD_DIR SOURCE_DIR CUDA_TOOLKIT_ROOT
+# Installs gpumem from a build folder into a scratch prefix (a non-system one, as a user's
+# ~/.local is), then uses it as a user would:
+#  - find_package(gpumem): the shared and static libraries, gpumem::gpumem_cli, and
+#    gpumem_add_check_test registered with the right command line (it runs on a GPU only:
+#    without one gpumem check exits 77 and CTest counts the test as skipped);
+#  - pkg-config, shared (the README's command, with -Wl,-rpath) and --static;
+#  - the installed `gpumem` finds its libgpumem_check.so, man pages and completion are there.
+# usage: run.sh BUILD_DIR SOURCE_DIR CUDA_TOOLKIT_ROOT FAKE_LIBCUDA
 set -euo pipefail
-build=$1 src=$2 cuda=$3
+build=$1 src=$2 cuda=$3 fake_libcuda=$4
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cmake --install "$build" --prefix "$work/prefix" >/dev/null
-test -f "$work/prefix/include/gpumem.h"
-ls "$work"/prefix/lib*/libgpumem.so "$work"/prefix/lib*/libgpumem.a >/dev/null
+prefix=$work/prefix
+cmake --install "$build" --prefix "$prefix" >/dev/null
+test -f "$prefix/include/gpumem.h"
+ls "$prefix"/lib*/libgpumem.so "$prefix"/lib*/libgpumem.a >/dev/null
+test -x "$prefix/bin/gpumem"
+ls "$prefix"/lib*/gpumem/libgpumem_check.so >/dev/null
+test -f "$prefix/share/bash-completion/completions/gpumem"
+test -f "$prefix/share/zsh/site-functions/_gpumem"
+test -f "$prefix/share/doc/gpumem/README.md" && test -f "$prefix/share/doc/gpumem/check.md"
+if [ -n "${GPUMEM_EXPECT_MAN:-}" ]; then
+  for page in gpumem gpumem-check gpumem-bench gpumem-info; do test -s "$prefix/share/man/man1/$page.1"; done
+  MANPATH=$prefix/share/man man -w gpumem-check >/dev/null
+fi
 
-cmake -S "$src/tests/install/consumer" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$work/prefix" \
+# The installed gpumem finds the check library in its own prefix (the driver is a stand-in,
+# so that gpumem check runs a program here: `true` uses no CUDA).
+out=$(GPUMEM_LIBCUDA=$fake_libcuda "$prefix/bin/gpumem" check -- true 2>&1)
+[[ $out == *"true used no CUDA"* ]] || { echo "installed gpumem check: $out"; exit 1; }
+
+cmake -S "$src/tests/install/consumer" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" \
   -DCUDAToolkit_ROOT="$cuda" >/dev/null
 cmake --build "$work/cmake" >/dev/null
 "$work/cmake/consumer_shared"
 "$work/cmake/consumer_static"
+# The check test's command line, as CTest will run it.
+listing=$(cd "$work/cmake" && ctest -N -V)
+want="$prefix/bin/gpumem \"check\" \"--error-exitcode=99\" \"--\" \"$work/cmake/consumer_shared\""
+[[ $listing == *"$want"* ]] || { echo "consumer_checked is not registered as $want:"; echo "$listing"; exit 1; }
+want="$prefix/bin/gpumem \"check\" \"--error-exitcode=42\" \"--leak-check=summary\" \"--\" \"$work/cmake/consumer_shared\" \"leak\""
+[[ $listing == *"$want"* ]] || { echo "consumer_leak_found is not registered as $want:"; echo "$listing"; exit 1; }
+# Run them: on a GPU both pass; without one the check tests are skipped, not passed.
+# (Without the test's GPUMEM_BACKEND=sim: under gpumem check the program must use the GPU.)
+results=$(cd "$work/cmake" && env -u GPUMEM_BACKEND -u GPUMEM_SIM_DEVICE_BYTES ctest --output-on-failure 2>&1) || { echo "$results"; exit 1; }
+echo "$results" | grep -E "consumer_(cli|checked|leak)"
+if ! ldconfig -p | grep -q 'libcuda\.so\.1 '; then
+  echo "$results" | grep -q "consumer_checked .*Skipped" || { echo "no GPU, yet consumer_checked was not skipped"; exit 1; }
+fi
 
-pc_dir=$(dirname "$(ls "$work"/prefix/lib*/pkgconfig/gpumem.pc)")
+# docs/ci.md's CTest recipe, as the page shows it: it builds, lists its tests with the command
+# lines its comments give, and runs them (the check tests are skipped without a GPU).
+recipes=$work/recipes
+python3 "$src/tests/ci/ci_recipes.py" extract "$src/docs/ci.md" "$recipes"
+cmake -S "$recipes" -B "$recipes/build" -DCMAKE_PREFIX_PATH="$prefix" -DCUDAToolkit_ROOT="$cuda" >/dev/null
+cmake --build "$recipes/build" >/dev/null
+listing=$(cd "$recipes/build" && ctest -N -V)
+for want in "$prefix/bin/gpumem \"check\" \"--error-exitcode=99\" \"--\" \"$recipes/build/app\" \"--small\"" \
+            "$prefix/bin/gpumem \"check\" \"--error-exitcode=42\" \"-q\" \"--leak-check=summary\" \"--\" \"$recipes/build/app\" \"--small\"" \
+            "$prefix/bin/gpumem \"--version\""; do
+  [[ $listing == *"$want"* ]] || { echo "docs/ci.md's recipe: no test runs $want:"; echo "$listing"; exit 1; }
+done
+(cd "$recipes/build" && env -u GPUMEM_BACKEND -u GPUMEM_SIM_DEVICE_BYTES ctest --output-on-failure >/dev/null) || { echo "docs/ci.md's recipe: ctest failed"; exit 1; }
+
+pc_dir=$(dirname "$(ls "$prefix"/lib*/pkgconfig/gpumem.pc)")
 export PKG_CONFIG_PATH=$pc_dir
+# The README's command for a prefix outside the loader's path.
 cc -std=c11 "$src/tests/install/consumer/main.c" $(pkg-config --cflags --libs gpumem) \
   -Wl,-rpath,"$(pkg-config --variable=libdir gpumem)" -o "$work/consumer_pc"
 "$work/consumer_pc"
+# Statically: Libs.private names what libgpumem.a needs (jansson, libdw, libunwind...).
+cc -std=c11 "$src/tests/install/consumer/main.c" $(pkg-config --cflags gpumem) \
+  "$(pkg-config --variable=libdir gpumem)/libgpumem.a" $(pkg-config --libs-only-other --libs-only-l --static gpumem | sed 's/-lgpumem//') \
+  -o "$work/consumer_pc_static"
+"$work/consumer_pc_static"
 echo "install test: ok"

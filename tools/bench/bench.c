@@ -9,17 +9,12 @@
 
 #include <cuda_runtime_api.h>
 
+#include "../cli.h"
 #include "../tool.h"
 #include "bench.h"
 #include "gpumem.h"
 
 #define BENCH_USAGE "usage: gpumem bench [--quick] [--json PATH] [--device N]\n"
-
-/* After a usage error: the synopsis and where the rest is. */
-static void bench_usage_short(void)
-{
-    fprintf(stderr, BENCH_USAGE "`gpumem bench --help` describes every option and row.\n");
-}
 
 static void bench_usage(FILE *out)
 {
@@ -32,6 +27,8 @@ static void bench_usage(FILE *out)
             "  --quick      about 10x fewer repetitions and smaller sizes (seconds, not minutes)\n"
             "  --json PATH  also write every result to PATH as JSON\n"
             "  --device N   measure CUDA device N (default 0)\n"
+            "  --help, --version\n"
+            "Options take their value as --json PATH or --json=PATH.\n"
             "\n"
             "Allocation: one allocate + release pair, median, at 1 MiB and 64 MiB (16 MiB\n"
             "with --quick), for each kind, raw and pooled:\n"
@@ -70,8 +67,8 @@ static void bench_usage(FILE *out)
             "copies reach about 85-90 %% of it. docs/bench.md explains every row.\n"
             "Progress goes to stderr, the table to stdout.\n"
             "\n"
-            "Exit status: 0; 0 with a message when there is no CUDA device; 1 when a\n"
-            "measurement failed; 2 for a usage error.\n");
+            "Exit status: 0; 1 when a measurement failed; 2 for a usage error; 77 when it\n"
+            "cannot run here (no NVIDIA driver or no CUDA device; the reason is printed).\n");
 }
 
 volatile uint64_t bench_sink;
@@ -173,32 +170,24 @@ int gpumem_bench_main(int argc, char **argv)
     bench_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
     const char *json_path = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            bench_usage(stdout);
-            return 0;
-        } else if (strcmp(a, "--quick") == 0) {
+    enum { OPT_QUICK, OPT_JSON, OPT_DEVICE };
+    static const cli_opt opts[] = {{"--quick", 0, CLI_FLAG, OPT_QUICK},
+                                   {"--json", 0, CLI_VALUE, OPT_JSON},
+                                   {"--device", 0, CLI_VALUE, OPT_DEVICE}};
+    static const cli_cmd cmd = {"bench", opts, CLI_COUNT(opts), bench_usage, CLI_NO_OPERANDS};
+    cli c;
+    cli_start(&c, &cmd, argc, argv);
+    for (int id; (id = cli_next(&c)) != CLI_DONE;) {
+        if (id == CLI_EXIT)
+            return c.status;
+        if (id == OPT_QUICK)
             ctx.quick = 1;
-        } else if (strcmp(a, "--json") == 0 || strcmp(a, "--device") == 0) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "gpumem bench: error: %s needs a value\n", a);
-                bench_usage_short();
-                return 2;
-            }
-            if (a[2] == 'j') {
-                json_path = argv[++i];
-            } else if (parse_int(argv[++i], &ctx.device) != 0) {
-                fprintf(stderr, "gpumem bench: error: --device takes a device number, not '%s'\n",
-                        argv[i]);
-                bench_usage_short();
-                return 2;
-            }
-        } else {
-            fprintf(stderr, "gpumem bench: error: unknown argument '%s'\n", a);
-            bench_usage_short();
-            return 2;
-        }
+        else if (id == OPT_JSON && !*c.value)
+            return cli_usage_error(&c, "--json needs a path");
+        else if (id == OPT_JSON)
+            json_path = c.value;
+        else if (parse_int(c.value, &ctx.device) != 0)
+            return cli_usage_error(&c, "--device takes a device number, not '%s'", c.value);
     }
     if (json_path && !bench_have_json()) {
         fprintf(stderr, "gpumem bench: error: --json: this gpumem was built without jansson, so "
@@ -206,15 +195,18 @@ int gpumem_bench_main(int argc, char **argv)
         return 2;
     }
 
+    if (!cli_have_driver("bench", "gpumem bench needs a GPU to measure"))
+        return CLI_EXIT_UNAVAILABLE;
     int ndev = 0;
     cudaError_t e = cudaGetDeviceCount(&ndev);
     if (e != cudaSuccess || ndev == 0) {
         if (e != cudaSuccess)
-            printf("gpumem bench: no CUDA device (%s: %s); nothing to measure\n",
-                   cudaGetErrorName(e), cudaGetErrorString(e));
+            fprintf(stderr, "gpumem bench: error: no CUDA device (%s: %s); nothing to measure\n",
+                    cudaGetErrorName(e), cudaGetErrorString(e));
         else
-            printf("gpumem bench: no CUDA device (the driver found none); nothing to measure\n");
-        return 0;
+            fprintf(stderr, "gpumem bench: error: no CUDA device (the driver found none); nothing "
+                            "to measure\n");
+        return CLI_EXIT_UNAVAILABLE;
     }
     if (ctx.device >= ndev) {
         fprintf(stderr, "gpumem bench: error: no device %d: this machine has %d (0 to %d)\n",

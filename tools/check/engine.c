@@ -37,6 +37,7 @@ static struct {
     int leak;
     int gen_supp;
     int stacks;
+    int quiet; /* -q: findings only */
     long root;
     const char *log, *json, *status;
 } opt;
@@ -66,6 +67,7 @@ static void setup(void)
                                                                                 : LEAK_FULL;
     opt.gen_supp = strcmp(env_or("GPUMEM_CHECK_GEN_SUPPRESSIONS", "no"), "yes") == 0;
     opt.stacks = strcmp(env_or("GPUMEM_CHECK_STACKS", "1"), "0") != 0;
+    opt.quiet = strcmp(env_or("GPUMEM_CHECK_QUIET", "0"), "1") == 0;
     opt.root = strtol(env_or("GPUMEM_CHECK_ROOT", "0"), NULL, 10);
     opt.log = env_or("GPUMEM_CHECK_LOG", NULL);
     opt.json = env_or("GPUMEM_CHECK_JSON", NULL);
@@ -1187,7 +1189,7 @@ void check_finish(const char *status, int code)
                 kinds);
             if (opt.leak == LEAK_SUMMARY)
                 say("   --leak-check=full shows where each was allocated");
-        } else {
+        } else if (!opt.quiet) {
             say("LEAK SUMMARY: no CUDA memory left allocated at exit");
         }
         if (skipped)
@@ -1204,10 +1206,13 @@ void check_finish(const char *status, int code)
         peak[k] = st.bytes[k].peak;
     }
     kind_list(peaks, sizeof peaks, made, peak, NULL, gpumem_format_bytes);
-    say("PEAK: %s", *peaks ? peaks : "no CUDA memory allocated");
-    check_supp_print_used(out(), prefix);
+    if (!opt.quiet)
+        say("PEAK: %s", *peaks ? peaks : "no CUDA memory allocated");
     long errors = atomic_load(&error_count), supp = atomic_load(&suppressed_count);
-    say("ERROR SUMMARY: %ld error%s (%llu leak%s), %ld suppressed", errors, errors == 1 ? "" : "s",
+    if (!opt.quiet)
+        check_supp_print_used(out(), prefix);
+    if (!opt.quiet || errors || leaks)
+        say("ERROR SUMMARY: %ld error%s (%llu leak%s), %ld suppressed", errors, errors == 1 ? "" : "s",
         (unsigned long long)leaks, leaks == 1 ? "" : "s", supp);
     fflush(out());
 #ifdef GPUMEM_HAVE_JANSSON

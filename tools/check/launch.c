@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "engine.h"
 #include "gpumem.h"
 #include "suppress.h"
@@ -34,10 +35,11 @@ static void usage(FILE *out)
             "mismatched releases (cudaFree of pinned memory, free() of cudaMallocHost memory,\n"
             "...), double, invalid and interior releases, and failed allocations, each with the\n"
             "stacks of the calls involved; then peak usage by memory kind. Only the memory API is\n"
-            "watched (through CUPTI), so PROGRAM runs at native speed. Build it with -g or\n"
-            "-lineinfo for file:line in the stacks.\n"
+            "watched: CUDA's calls through CUPTI (CUDA_INJECTION64_PATH), and free, delete and\n"
+            "friends through LD_PRELOAD; so PROGRAM runs at native speed. Build it with -g or\n"
+            "-lineinfo for file:line in the stacks. It needs a GPU and its driver.\n"
             "\n"
-            "options:\n"
+            "options (each as --opt VALUE or --opt=VALUE):\n"
             "  --leak-check=no|summary|full  leaks at exit: none, one summary line, or each\n"
             "                                with its allocation stack (default: full)\n"
             "  --error-exitcode=N            exit with N when errors were found (default: exit\n"
@@ -49,24 +51,16 @@ static void usage(FILE *out)
             "  --suppressions=FILE           ignore findings that FILE describes (repeatable;\n"
             "                                format in docs/check.md)\n"
             "  --gen-suppressions=no|yes     print a suppression for each finding\n"
-            "  --help, --version\n"
+            "  -q, --quiet                   print findings only: no summaries when nothing was\n"
+            "                                found, no note when PROGRAM used no CUDA\n"
+            "  -h, --help, --version\n"
             "\n"
             "Children PROGRAM starts are checked too, each with its own report: without %%p in\n"
             "--log-file or --json their files get the suffix .PID.\n"
             "\n"
             "exit status: PROGRAM's; --error-exitcode's when errors were found; 128+N when\n"
-            "PROGRAM was killed by signal N; 2 for a usage error, 127 when PROGRAM cannot run.\n");
-}
-
-__attribute__((format(printf, 1, 2))) static int bad_usage(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "gpumem check: error: ");
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\n(`gpumem check --help` lists the options)\n");
-    return 2;
+            "PROGRAM was killed by signal N; 2 for a usage error; 77 when it cannot run here (no\n"
+            "NVIDIA driver); 127 when PROGRAM cannot run.\n");
 }
 
 /* The library: $GPUMEM_CHECK_LIBRARY, else beside this executable (build tree), else where
@@ -208,64 +202,50 @@ int gpumem_check_main(int argc, char **argv)
 {
     const char *leak = "full", *log = NULL, *json = NULL, *gen = "no";
     long error_exitcode = 0;
+    int quiet = 0;
     char *supp = NULL; /* newline-separated */
     size_t supp_len = 0;
-    int i = 1;
-    for (; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--") == 0) {
-            i++;
-            break;
-        }
-        if (a[0] != '-')
-            break;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
+    enum { OPT_LEAK, OPT_EXITCODE, OPT_LOG, OPT_JSON, OPT_SUPP, OPT_GEN, OPT_QUIET };
+    static const cli_opt opts[] = {
+        {"--leak-check", 0, CLI_VALUE, OPT_LEAK},     {"--error-exitcode", 0, CLI_VALUE, OPT_EXITCODE},
+        {"--log-file", 0, CLI_VALUE, OPT_LOG},        {"--json", 0, CLI_VALUE, OPT_JSON},
+        {"--suppressions", 0, CLI_VALUE, OPT_SUPP},   {"--gen-suppressions", 0, CLI_VALUE, OPT_GEN},
+        {"--quiet", 'q', CLI_FLAG, OPT_QUIET}};
+    static const cli_cmd cmd = {"check", opts, CLI_COUNT(opts), usage, CLI_STOP_OPERAND};
+    cli c;
+    cli_start(&c, &cmd, argc, argv);
+    for (int id; (id = cli_next(&c)) != CLI_DONE;) {
+        const char *v = c.value;
+        int bad = 0;
+        switch (id) {
+        case CLI_EXIT:
             free(supp);
-            return 0;
-        }
-        if (strcmp(a, "--version") == 0) {
-            printf("gpumem check %s\n", gpumem_version());
-            free(supp);
-            return 0;
-        }
-        const char *eq = strchr(a, '=');
-        if (!eq) {
-            free(supp);
-            return bad_usage("unknown option '%s' (options take their value after '=')", a);
-        }
-        size_t nlen = (size_t)(eq - a);
-        const char *v = eq + 1;
-#define IS(name) (nlen == strlen(name) && strncmp(a, name, nlen) == 0)
-        if (IS("--leak-check")) {
-            if (strcmp(v, "no") && strcmp(v, "summary") && strcmp(v, "full")) {
-                free(supp);
-                return bad_usage("--leak-check takes no, summary or full, not '%s'", v);
-            }
+            return c.status;
+        case OPT_LEAK:
+            if (strcmp(v, "no") && strcmp(v, "summary") && strcmp(v, "full"))
+                bad = cli_usage_error(&c, "--leak-check takes no, summary or full, not '%s'", v);
             leak = v;
-        } else if (IS("--error-exitcode")) {
+            break;
+        case OPT_EXITCODE: {
             char *end;
             errno = 0;
             error_exitcode = strtol(v, &end, 10);
-            if (!*v || *end || errno || error_exitcode < 0 || error_exitcode > 255) {
-                free(supp);
-                return bad_usage("--error-exitcode takes a number from 0 to 255, not '%s'", v);
-            }
-        } else if (IS("--log-file") || IS("--json")) {
-            if (!*v) {
-                free(supp);
-                return bad_usage("%s needs a path", IS("--log-file") ? "--log-file" : "--json");
-            }
-            if (IS("--log-file"))
-                log = v;
-            else
-                json = v;
-        } else if (IS("--suppressions")) {
+            if (!*v || *end || errno || error_exitcode < 0 || error_exitcode > 255)
+                bad = cli_usage_error(&c, "--error-exitcode takes a number from 0 to 255, not '%s'", v);
+            break;
+        }
+        case OPT_LOG:
+        case OPT_JSON:
+            if (!*v)
+                bad = cli_usage_error(&c, "%s needs a path", c.opt);
+            *(id == OPT_LOG ? &log : &json) = v;
+            break;
+        case OPT_SUPP: {
             char err[512];
             if (check_supp_load(v, err, sizeof err) != 0) {
                 fprintf(stderr, "gpumem check: error: %s\n", err);
-                free(supp);
-                return 2;
+                bad = 2;
+                break;
             }
             char full[PATH_MAX];
             if (!realpath(v, full))
@@ -273,28 +253,38 @@ int gpumem_check_main(int argc, char **argv)
             size_t add = strlen(full) + 1;
             char *grown = realloc(supp, supp_len + add + 1);
             if (!grown) {
-                free(supp);
-                return bad_usage("%s", "out of memory");
+                bad = cli_usage_error(&c, "%s", "out of memory");
+                break;
             }
             supp = grown;
             snprintf(supp + supp_len, add + 1, "%s\n", full);
             supp_len += add;
-        } else if (IS("--gen-suppressions")) {
-            if (strcmp(v, "no") && strcmp(v, "yes") && strcmp(v, "all")) {
-                free(supp);
-                return bad_usage("--gen-suppressions takes no or yes, not '%s'", v);
-            }
-            gen = strcmp(v, "no") ? "yes" : "no";
-        } else {
-            free(supp);
-            return bad_usage("unknown option '%s'", a);
+            break;
         }
-#undef IS
+        case OPT_GEN:
+            if (strcmp(v, "no") && strcmp(v, "yes") && strcmp(v, "all"))
+                bad = cli_usage_error(&c, "--gen-suppressions takes no or yes, not '%s'", v);
+            gen = strcmp(v, "no") ? "yes" : "no";
+            break;
+        case OPT_QUIET:
+            quiet = 1;
+            break;
+        }
+        if (bad) {
+            free(supp);
+            return bad;
+        }
     }
+    int i = c.next;
     check_supp_clear();
     if (i >= argc) {
         free(supp);
-        return bad_usage("%s", "no PROGRAM to run (gpumem check [options] -- PROGRAM [ARGS...])");
+        return cli_usage_error(&c, "%s",
+                               "no PROGRAM to run (gpumem check [options] -- PROGRAM [ARGS...])");
+    }
+    if (!cli_have_driver("check", "gpumem check needs a GPU to run a program")) {
+        free(supp);
+        return CLI_EXIT_UNAVAILABLE;
     }
     char lib[PATH_MAX];
     if (find_library(lib) != 0) {
@@ -328,7 +318,7 @@ int gpumem_check_main(int argc, char **argv)
     if (set_env("CUDA_INJECTION64_PATH", lib) || set_env("LD_PRELOAD", preload) ||
         set_env("GPUMEM_CHECK_LEAK", leak) || set_env("GPUMEM_CHECK_GEN_SUPPRESSIONS", gen) ||
         set_env("GPUMEM_CHECK_STATUS", status_dir) ||
-        (log && set_env("GPUMEM_CHECK_LOG", log)) || (json && set_env("GPUMEM_CHECK_JSON", json)) ||
+        (quiet && set_env("GPUMEM_CHECK_QUIET", "1")) || (log && set_env("GPUMEM_CHECK_LOG", log)) || (json && set_env("GPUMEM_CHECK_JSON", json)) ||
         (supp && set_env("GPUMEM_CHECK_SUPPRESSIONS", supp))) {
         free(supp);
         return 1;
@@ -381,7 +371,7 @@ int gpumem_check_main(int argc, char **argv)
                                : "");
         if (json)
             write_killed_json(json, child, sig, argv[i]);
-    } else if (reported == 0) {
+    } else if (reported == 0 && !quiet) {
         fprintf(stderr, "gpumem check: %s used no CUDA, so there was nothing to check\n", argv[i]);
     }
     if (WIFSIGNALED(st))

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "internal.h"
 #include "sigsafe.h"
 
 enum { LINE_FUN, LINE_SRC, LINE_OBJ, LINE_ANY };
@@ -86,6 +87,7 @@ int check_supp_load(const char *path, char *err, size_t n)
         if (!*t || *t == '#')
             continue;
         const char *why = NULL;
+        char why_text[160];
         if (state == 0) {
             if (strcmp(t, "{") == 0)
                 state = 1;
@@ -104,7 +106,14 @@ int check_supp_load(const char *path, char *err, size_t n)
                 why = "the second line must be gpumem:KIND (leak, mismatched-release, "
                       "double-free, invalid-free, interior-free, failed-alloc or *)";
             } else if (strcmp(t + 7, "*") != 0 && (cur.kind = check_kind_from_name(t + 7)) < 0) {
-                why = "unknown finding kind after gpumem:";
+                const char *names[CHECK_KIND_COUNT];
+                for (int k = 0; k < CHECK_KIND_COUNT; k++)
+                    names[k] = check_kind_name(k);
+                const char *best = gpumem__suggest(t + 7, strlen(t + 7), names, CHECK_KIND_COUNT, 3);
+                snprintf(why_text, sizeof why_text,
+                         "unknown finding kind after gpumem: '%.40s'%s%s%s", t + 7,
+                         best ? "; did you mean gpumem:" : "", best ? best : "", best ? "?" : "");
+                why = why_text;
             } else {
                 state = 3;
             }

@@ -1,0 +1,58 @@
+#!/bin/sh
+# The `gpumem` command line shared by every subcommand (tools/cli.c): `gpumem help CMD` is
+# `gpumem CMD --help`, -h/--help and --version everywhere, "did you mean" for a misspelt
+# command or option, both `--opt value` and `--opt=value`, usage errors exit 2.
+# usage: tool_cli.sh GPUMEM
+gpumem=$1
+fails=0
+expect() { # expect STATUS PATTERN ARGS...: the status, and PATTERN (grep -F) in the output
+  want=$1 pattern=$2
+  shift 2
+  out=$("$gpumem" "$@" 2>&1)
+  got=$?
+  if [ "$got" -ne "$want" ] || ! printf '%s\n' "$out" | grep -qF -- "$pattern"; then
+    echo "FAIL: gpumem $*: status $got (want $want, output with '$pattern'):"
+    printf '%s\n' "$out"
+    fails=$((fails + 1))
+  else
+    echo "ok   gpumem $*"
+  fi
+}
+same() { # same ARGS1... == ARGS2...: both print the same and exit 0
+  a="" b="" seen=0
+  for x in "$@"; do
+    if [ "$x" = "==" ]; then seen=1; continue; fi
+    if [ $seen -eq 0 ]; then a="$a $x"; else b="$b $x"; fi
+  done
+  oa=$($gpumem $a 2>&1); sa=$?
+  ob=$($gpumem $b 2>&1); sb=$?
+  if [ "$sa" -ne 0 ] || [ "$sb" -ne 0 ] || [ "$oa" != "$ob" ] || [ -z "$oa" ]; then
+    echo "FAIL: gpumem$a ($sa) and gpumem$b ($sb) differ"; fails=$((fails + 1))
+  else
+    echo "ok   gpumem$a == gpumem$b"
+  fi
+}
+for cmd in info check bench; do
+  same help $cmd == $cmd --help
+  same $cmd -h == $cmd --help
+  expect 0 "gpumem $cmd " $cmd --version
+  expect 0 "usage: gpumem $cmd" help $cmd
+done
+expect 0 "gpumem help COMMAND" help
+expect 0 "usage: gpumem" --help
+expect 2 "unknown command 'chek'; did you mean check?" chek
+expect 2 "unknown command 'bnech'" help bnech
+expect 2 "unknown command 'inf'; did you mean info?" help inf
+expect 2 "unknown option '--verison'; did you mean --version?" --verison
+expect 2 "unknown command 'zzzzzz'" zzzzzz
+expect 2 "unknown option '--confg'; did you mean --config?" info --confg
+expect 2 "unknown option '--qiuck'" bench --qiuck
+expect 2 "did you mean --quick?" bench --quik
+expect 2 "unexpected argument 'x' (gpumem info takes options only)" info x
+expect 2 "unexpected argument 'x'" info -- x
+expect 2 "unexpected argument '--config'" info -- --config
+expect 2 "--config takes no value (not 'yes')" info --config=yes
+expect 2 "--device needs a value (--device VALUE or --device=VALUE)" bench --device
+expect 2 "--device takes a device number, not 'x'" bench --device x
+expect 2 "--device takes a device number, not 'x'" bench --device=x
+[ "$fails" -eq 0 ] || { echo "$fails failed"; exit 1; }
