@@ -8,6 +8,7 @@
 
 #include "backtrace.h"
 #include "internal.h"
+#include "trace.h"
 
 static atomic_uint_fast64_t next_seq = 1;
 
@@ -150,8 +151,13 @@ static void *gpumem__alloc_any(int kind, size_t count, size_t size, unsigned fla
             break;
         }
     }
-    if (GPUMEM__UNLIKELY(err || !p))
+    if (GPUMEM__UNLIKELY(err || !p)) {
+        if (gpumem__tracing())
+            gpumem__trace_failed(kind, bytes, dev, site, 0,
+                                 gpumem__status_from_cuda(err ? err : cudaErrorMemoryAllocation),
+                                 injected ? 0 : err);
         return fail_cuda(kind, bytes, err ? err : cudaErrorMemoryAllocation, injected, site);
+    }
     gpumem__rec r = {
         .base = (uintptr_t)p,
         .bytes = bytes,
@@ -171,6 +177,7 @@ static void *gpumem__alloc_any(int kind, size_t count, size_t size, unsigned fla
         return fail_cuda(kind, bytes, 0, 0, site);
     }
     gpumem__stats_alloc(kind, dev, bytes);
+    gpumem__trace_alloc(&r);
     gpumem__err_clear();
     return p;
 }

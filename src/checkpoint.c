@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "internal.h"
+#include "trace.h"
 
 static uint64_t device_resident_bytes(void)
 {
@@ -33,6 +34,7 @@ gpumem_checkpoint_t gpumem_checkpoint(void)
     cp.device = dev;
     cp.seq = gpumem__seq_next() - 1;
     cp.device_bytes = device_resident_bytes();
+    gpumem__trace_checkpoint(cp.seq);
     return cp;
 }
 

@@ -8,6 +8,7 @@
 
 #include "backtrace.h"
 #include "internal.h"
+#include "trace.h"
 
 /* "1.0 MiB device memory at 0x..." */
 static void describe_alloc(gpumem_error *e, const gpumem__rec *r)
@@ -157,6 +158,7 @@ static int release(const char *fn, void *p, int async, cudaStream_t stream, gpum
         return release_cuda_error(fn, err, &r, site);
     }
     gpumem__stats_release(r.kind, r.device, r.bytes);
+    gpumem__trace_release(&r, site, NULL);
     gpumem__err_clear();
     return GPUMEM_OK;
 }

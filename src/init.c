@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "trace.h"
 
 const gpumem__backend *_Atomic gpumem__be;
 
@@ -28,6 +29,8 @@ static void init_once(void)
     gpumem__options_load();
     gpumem__reg_setup();
     gpumem__report_at_exit_setup();
+    if (*gpumem__opt_str(GPUMEM__OPT_TRACE))
+        gpumem__trace_open(gpumem__opt_str(GPUMEM__OPT_TRACE), "gpumem", NULL);
 }
 
 void gpumem__init_once(void)

@@ -49,7 +49,10 @@
     X(COPY_SLOT_BYTES, SIZE, "", "16MiB", "bytes of each pinned staging slot of gpumem_copy")    \
     X(COPY_SLOTS, SIZE, "", "4", "pinned staging slots per device and direction (2 to 64)")      \
     X(COPY_THREADS, SIZE, "", "0",                                                               \
-      "threads that fill and drain staging slots, the caller included (0: one a core, up to 16)")
+      "threads that fill and drain staging slots, the caller included (0: one a core, up to 16)") \
+    X(TRACE, TEXT, "", "",                                                                       \
+      "record every allocation, release, checkpoint and failed allocation to this file (Chrome " \
+      "trace JSON for Perfetto and gpumem report); %p is the process id")
 
 enum {
 #define GPUMEM__OPTION_ENUM(name, type, choices, def, help) GPUMEM__OPT_##name,

@@ -36,6 +36,7 @@
 
 #include "backtrace.h"
 #include "internal.h"
+#include "trace.h"
 
 /* 8 classes of 256 B .. 2 KiB, then 8 per doubling from 2 KiB to 2^64. */
 #define CLASS_COUNT 432u
@@ -589,6 +590,8 @@ static void *fail_alloc(const gpumem_pool *pool, size_t bytes, int err, int retr
     char where[256], size_text[32];
     const char *kind = gpumem_kind_name(pool->kind);
     int code = err == OVER_LIMIT || err == INJECTED ? GPUMEM_ENOMEM : gpumem__status_from_cuda(err);
+    gpumem__trace_failed(pool->kind, bytes, pool->device, site, 0, code,
+                         err == OVER_LIMIT || err == INJECTED ? 0 : err);
     gpumem_error *e = gpumem__err_begin(code, "gpumem_pool_alloc", site);
     e->requested = bytes;
     if (err != OVER_LIMIT && err != INJECTED)
@@ -776,6 +779,7 @@ static void *pool_alloc(gpumem_pool *pool, size_t count, size_t size, cudaStream
         return fail_alloc(pool, bytes, cudaErrorMemoryAllocation, 0, &held, site);
     }
     gpumem__stats_alloc(pool->kind, pool->device, bytes);
+    gpumem__trace_alloc(&r);
     gpumem__err_clear();
     return (void *)b->base;
 }

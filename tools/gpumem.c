@@ -14,6 +14,9 @@ static const struct command {
     {"info", gpumem_info_main, "version, backend, devices and their memory, every GPUMEM_* option"},
     {"check", gpumem_check_main, "run a CUDA program and report its memory bugs: leaks, wrong releases"},
     {"bench", gpumem_bench_main, "allocation and copy costs here, against the PCIe link's limit"},
+#ifdef GPUMEM_HAVE_REPORT
+    {"report", gpumem_report_main, "a trace of memory over time as an HTML timeline or a text summary"},
+#endif
 #ifdef GPUMEM_HAVE_LINT
     {"lint", gpumem_lint_main, "review CUDA, C and C++ source for the memory checklist (GM001..GM007)"},
 #endif

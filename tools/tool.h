@@ -8,5 +8,6 @@ int gpumem_info_main(int argc, char **argv);
 int gpumem_lint_main(int argc, char **argv);
 int gpumem_bench_main(int argc, char **argv);
 int gpumem_check_main(int argc, char **argv);
+int gpumem_report_main(int argc, char **argv);
 
 #endif

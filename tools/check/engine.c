@@ -23,9 +23,11 @@
 #endif
 
 #include "backtrace.h"
+#include "check_trace.h"
 #include "internal.h"
 #include "sigsafe.h"
 #include "suppress.h"
+#include "trace.h"
 
 _Thread_local int check_tls_busy __attribute__((tls_model("initial-exec")));
 
@@ -59,6 +61,7 @@ static char prefix[32];
 static void setup(void)
 {
     check_tls_busy++;
+    check_trace_setup();
     gpumem__init_once();
     gpumem__report_at_exit_disable();
     snprintf(prefix, sizeof prefix, "==%ld== ", (long)getpid());
@@ -422,6 +425,7 @@ uintptr_t check_handle_key(unsigned long long handle)
 static void forget(const gpumem__rec *r)
 {
     gpumem__stats_release(r->kind, r->device, r->bytes);
+    gpumem__trace_release(r, (gpumem_site){0}, r->freed_site.func);
     if (host_visible(r->kind))
         atomic_fetch_sub(&host_live, 1);
 }
@@ -434,6 +438,8 @@ void check_alloc(const char *call, int kind, uintptr_t base, size_t bytes, int d
     if (cuda_error) {
         finding f = {.kind = CHECK_FAILED_ALLOC, .call = call, .memory = kind, .bytes = bytes,
                      .stack = stack, .error = cuda_error};
+        gpumem__trace_failed(kind, bytes, device, (gpumem_site){NULL, call, 0}, stack,
+                             gpumem__status_from_cuda(cuda_error), cuda_error);
         report(&f);
         check_tls_busy--;
         return;
@@ -449,6 +455,7 @@ void check_alloc(const char *call, int kind, uintptr_t base, size_t bytes, int d
                      .device = device, .stack = stack, .kind = (unsigned char)kind};
     if (gpumem__reg_insert(&r) == 0) {
         gpumem__stats_alloc(kind, device, bytes);
+        gpumem__trace_alloc(&r);
         if (host_visible(kind)) {
             atomic_fetch_add(&host_live, 1);
             uintptr_t lo = atomic_load(&host_lo), hi = atomic_load(&host_hi);
@@ -524,6 +531,7 @@ void check_release_end(uintptr_t p, int succeeded)
     gpumem__reg_untake((const void *)p);
     if (gpumem__reg_find((const void *)p, &r) && r.base == p) {
         gpumem__stats_alloc(r.kind, r.device, r.bytes);
+        gpumem__trace_alloc(&r); /* live again: CUDA refused the release */
         if (host_visible(r.kind))
             atomic_fetch_add(&host_live, 1);
     }

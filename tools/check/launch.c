@@ -48,6 +48,9 @@ static void usage(FILE *out)
             "                                process id\n"
             "  --json=PATH                   also write a JSON report (schema gpumem-check/1);\n"
             "                                %%p is the process id\n"
+            "  --trace=PATH                  record every allocation and release over time to PATH\n"
+            "                                (Chrome trace JSON: Perfetto, `gpumem report`); %%p is\n"
+            "                                the process id\n"
             "  --suppressions=FILE           ignore findings that FILE describes (repeatable;\n"
             "                                format in docs/check.md)\n"
             "  --gen-suppressions=no|yes     print a suppression for each finding\n"
@@ -200,17 +203,18 @@ static int set_env(const char *name, const char *value)
 
 int gpumem_check_main(int argc, char **argv)
 {
-    const char *leak = "full", *log = NULL, *json = NULL, *gen = "no";
+    const char *leak = "full", *log = NULL, *json = NULL, *gen = "no", *trace = NULL;
+    char trace_abs[PATH_MAX * 2];
     long error_exitcode = 0;
     int quiet = 0;
     char *supp = NULL; /* newline-separated */
     size_t supp_len = 0;
-    enum { OPT_LEAK, OPT_EXITCODE, OPT_LOG, OPT_JSON, OPT_SUPP, OPT_GEN, OPT_QUIET };
+    enum { OPT_LEAK, OPT_EXITCODE, OPT_LOG, OPT_JSON, OPT_SUPP, OPT_GEN, OPT_QUIET, OPT_TRACE };
     static const cli_opt opts[] = {
         {"--leak-check", 0, CLI_VALUE, OPT_LEAK},     {"--error-exitcode", 0, CLI_VALUE, OPT_EXITCODE},
         {"--log-file", 0, CLI_VALUE, OPT_LOG},        {"--json", 0, CLI_VALUE, OPT_JSON},
         {"--suppressions", 0, CLI_VALUE, OPT_SUPP},   {"--gen-suppressions", 0, CLI_VALUE, OPT_GEN},
-        {"--quiet", 'q', CLI_FLAG, OPT_QUIET}};
+        {"--quiet", 'q', CLI_FLAG, OPT_QUIET},        {"--trace", 0, CLI_VALUE, OPT_TRACE}};
     static const cli_cmd cmd = {"check", opts, CLI_COUNT(opts), usage, CLI_STOP_OPERAND};
     cli c;
     cli_start(&c, &cmd, argc, argv);
@@ -240,6 +244,17 @@ int gpumem_check_main(int argc, char **argv)
                 bad = cli_usage_error(&c, "%s needs a path", c.opt);
             *(id == OPT_LOG ? &log : &json) = v;
             break;
+        case OPT_TRACE: { /* absolute: the program may change its folder */
+            char cwd[PATH_MAX];
+            if (!*v)
+                bad = cli_usage_error(&c, "%s needs a path", c.opt);
+            else if (v[0] != '/' && getcwd(cwd, sizeof cwd))
+                snprintf(trace_abs, sizeof trace_abs, "%s/%s", cwd, v);
+            else
+                snprintf(trace_abs, sizeof trace_abs, "%s", v);
+            trace = trace_abs;
+            break;
+        }
         case OPT_SUPP: {
             char err[512];
             if (check_supp_load(v, err, sizeof err) != 0) {
@@ -277,6 +292,19 @@ int gpumem_check_main(int argc, char **argv)
     }
     int i = c.next;
     check_supp_clear();
+    if (trace) { /* a trace that cannot be written is found out before the program runs */
+        char folder[PATH_MAX * 2];
+        snprintf(folder, sizeof folder, "%s", trace);
+        char *slash = strrchr(folder, '/');
+        if (slash)
+            *(slash == folder ? slash + 1 : slash) = '\0';
+        if (access(folder, W_OK | X_OK) != 0) {
+            free(supp);
+            fprintf(stderr, "gpumem check: error: --trace=%s cannot be written: %s: %s\n",
+                    trace, folder, strerror(errno));
+            return 2;
+        }
+    }
     if (i >= argc) {
         free(supp);
         return cli_usage_error(&c, "%s",
@@ -319,6 +347,7 @@ int gpumem_check_main(int argc, char **argv)
         set_env("GPUMEM_CHECK_LEAK", leak) || set_env("GPUMEM_CHECK_GEN_SUPPRESSIONS", gen) ||
         set_env("GPUMEM_CHECK_STATUS", status_dir) ||
         (quiet && set_env("GPUMEM_CHECK_QUIET", "1")) || (log && set_env("GPUMEM_CHECK_LOG", log)) || (json && set_env("GPUMEM_CHECK_JSON", json)) ||
+        (trace && set_env("GPUMEM_CHECK_TRACE", trace)) ||
         (supp && set_env("GPUMEM_CHECK_SUPPRESSIONS", supp))) {
         free(supp);
         return 1;

@@ -1,0 +1,100 @@
+#!/bin/sh
+# gpumem report's command line: --summary of a known trace (peak, the sites live then, leaks at
+# end), and clear errors for a missing, empty, foreign, damaged or cut-short trace, and for
+# usage mistakes.
+# usage: report_cli.sh GPUMEM MAKE_TRACE
+gpumem=$1 make_trace=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+expect() { # expect STATUS PATTERN ARGS...: status and a line of the output (stdout + stderr)
+  want=$1 pattern=$2
+  shift 2
+  out=$("$gpumem" report "$@" 2>&1)
+  got=$?
+  if [ "$got" -ne "$want" ] || ! printf '%s\n' "$out" | grep -q -E -- "$pattern"; then
+    echo "FAIL: gpumem report $*: status $got (want $want), wanted /$pattern/ in:"
+    printf '%s\n' "$out"
+    fails=$((fails + 1))
+  else
+    echo "ok   gpumem report $* ~ /$pattern/"
+  fi
+}
+
+GPUMEM_BACKEND=sim GPUMEM_BACKTRACE=1 GPUMEM_LEAK_REPORT=off GPUMEM_TRACE="$tmp/t.json" \
+  "$make_trace" || { echo "FAIL: make_trace"; exit 1; }
+
+expect 0 "^peak: 12\.0 MiB live at [0-9.]+ (us|ms|s)$" --summary "$tmp/t.json"
+expect 0 "^ +8\.0 MiB in 1 device allocation at .*make_trace\.c:[0-9]+ \(make_peak\)$" --summary "$tmp/t.json"
+expect 0 "^ +4\.0 MiB in 4 device allocations at .*make_trace\.c:[0-9]+ \(load_weights\)$" --summary "$tmp/t.json"
+expect 0 "^ +at .*make_trace\.c:[0-9]+ \((make_peak|main|scenario)\)$" --summary "$tmp/t.json"
+expect 0 "^leaks at end: 192\.0 KiB in 3 allocations from 1 call site$" --summary "$tmp/t.json"
+expect 0 "^ +192\.0 KiB in 3 pinned allocations at .*\(leak_cache\)$" --summary "$tmp/t.json"
+expect 0 "^  device memory, device 0 +12\.0 MiB at " --summary "$tmp/t.json"
+expect 0 "^  8 allocations, 13 events over [0-9.]+ (us|ms|s), 3 call sites$" --summary "$tmp/t.json"
+expect 0 "in 1 more call site" --summary "$tmp/t.json" --top 1
+expect 0 "^failed allocations: 1$" --summary "$tmp/t.json"
+expect 0 "^  [0-9.]+ (us|ms|s): out of memory: 1\.0 PiB device memory on device 0 at .*make_trace\.c:[0-9]+ \(ask_too_much\), cudaErrorMemoryAllocation$" --summary "$tmp/t.json"
+expect 0 "^usage: gpumem report --html TRACE -o FILE.html" --help
+
+# Names with escapes (read by jansson, not the fast path) come out unescaped.
+sed 's/(make_peak)/(make\\"peak)/g' "$tmp/t.json" > "$tmp/escaped.json"
+expect 0 '^ +8\.0 MiB in 1 device allocation at .*make_trace\.c:[0-9]+ \(make"peak\)$' --summary "$tmp/escaped.json"
+
+# Errors: each says what is wrong with which file.
+expect 1 "error: cannot read the trace $tmp/none.json: No such file or directory" --summary "$tmp/none.json"
+: > "$tmp/empty.json"
+expect 1 "error: $tmp/empty.json is empty" --summary "$tmp/empty.json"
+printf '{"traceEvents":[{"ph":"X","name":"foo","pid":1,"tid":1,"ts":0,"dur":5}]}\n' > "$tmp/chrome.json"
+expect 1 "error: $tmp/chrome.json is not a gpumem trace" --summary "$tmp/chrome.json"
+printf 'hello\n' > "$tmp/text.txt"
+expect 1 "is not a gpumem trace" --summary "$tmp/text.txt"
+# Cut short (a crash): read up to where it stops, with a warning.
+head -n 9 "$tmp/t.json" > "$tmp/cut.json"
+sed -n 10p "$tmp/t.json" | cut -c 1-30 >> "$tmp/cut.json"
+expect 0 "warning: $tmp/cut.json ends early" --summary "$tmp/cut.json"
+expect 0 "the trace ends early" --summary "$tmp/cut.json"
+# Cut anywhere: read what there is, or refuse with a message; never crash.
+size=$(wc -c < "$tmp/t.json")
+for off in 1 30 60 90 150 300 500 800 1200 1700 2300 3000 3800 4700 5600 6600; do
+  [ "$off" -lt "$size" ] || continue
+  head -c "$off" "$tmp/t.json" > "$tmp/cut-$off.json"
+  out=$("$gpumem" report --summary "$tmp/cut-$off.json" 2>&1)
+  got=$?
+  if [ "$got" -gt 1 ] || ! printf '%s\n' "$out" | grep -q -E "ends early|error: .*cut-$off.json"; then
+    echo "FAIL: the trace cut at byte $off: status $got, output:"
+    printf '%s\n' "$out"
+    fails=$((fails + 1))
+  fi
+done
+echo "ok   traces cut at 16 places are read or refused with a message"
+# Damaged in the middle: an error, with the line.
+{ head -n 5 "$tmp/t.json"; echo '{"ph":"b", garbage'; tail -n +6 "$tmp/t.json"; } > "$tmp/bad.json"
+expect 1 "error: $tmp/bad.json:6: not a JSON event" --summary "$tmp/bad.json"
+# Output that cannot be written.
+expect 1 "error: cannot write $tmp/no/such/dir.html" --html "$tmp/t.json" -o "$tmp/no/such/dir.html"
+expect 1 "error: writing /dev/full failed" --html "$tmp/t.json" -o /dev/full
+
+# gpumem check --trace into a folder that does not exist: refused before the program runs.
+out=$("$gpumem" check --trace="$tmp/no/such/t.json" -- true 2>&1)
+got=$?
+if [ "$got" -ne 2 ] || ! printf '%s\n' "$out" | grep -q "gpumem check: error: --trace=$tmp/no/such/t.json cannot be written: $tmp/no/such: No such file or directory"; then
+  echo "FAIL: gpumem check --trace into a missing folder: status $got, output:"
+  printf '%s\n' "$out"
+  fails=$((fails + 1))
+else
+  echo "ok   gpumem check --trace into a missing folder is refused"
+fi
+
+# Usage.
+expect 2 "say what to make" 
+expect 2 "unexpected argument '$tmp/t.json' \(gpumem report takes options only\)" "$tmp/t.json"
+expect 2 "--html needs -o FILE.html" --html "$tmp/t.json"
+expect 2 "separate runs" --html "$tmp/t.json" --summary "$tmp/t.json" -o x.html
+expect 2 "--summary needs a value" --summary
+expect 2 "unknown option '--frob'" --frob
+expect 2 "did you mean --summary" --sumary "$tmp/t.json"
+expect 0 "^peak: 12\.0 MiB" --summary="$tmp/t.json"
+expect 2 "--top takes a number" --summary "$tmp/t.json" --top 0
+[ "$fails" -eq 0 ] && echo "report_cli: all checks passed"
+exit $((fails > 0))

@@ -1,0 +1,567 @@
+/* Reading a trace (report.h). The trace is one JSON event a line (src/trace.c writes it so):
+ * each line is parsed on its own with jansson, so that a trace cut short by a crash reads up to
+ * where it stops, and counter lines (which the reader recomputes) are skipped unparsed. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpumem.h"
+#include "report.h"
+
+/* ---- small maps: site names and allocation ids to indexes ---- */
+
+typedef struct {
+    uint64_t *keys;
+    uint32_t *vals;
+    size_t cap, n;
+} u64map;
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return x;
+}
+
+static int map_grow(u64map *m)
+{
+    size_t cap = m->cap ? m->cap * 2 : 1024;
+    uint64_t *k = calloc(cap, sizeof *k);
+    uint32_t *v = calloc(cap, sizeof *v);
+    if (!k || !v) {
+        free(k);
+        free(v);
+        return -1;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+        if (!m->keys[i])
+            continue;
+        size_t j = mix(m->keys[i]) & (cap - 1);
+        while (k[j])
+            j = (j + 1) & (cap - 1);
+        k[j] = m->keys[i];
+        v[j] = m->vals[i];
+    }
+    free(m->keys);
+    free(m->vals);
+    m->keys = k;
+    m->vals = v;
+    m->cap = cap;
+    return 0;
+}
+
+/* Key 0 is not allowed (callers add 1). Returns the value slot; *found says if it existed. */
+static uint32_t *map_slot(u64map *m, uint64_t key, int *found)
+{
+    if ((m->n + 1) * 2 > m->cap && map_grow(m) != 0)
+        return NULL;
+    size_t j = mix(key) & (m->cap - 1);
+    while (m->keys[j] && m->keys[j] != key)
+        j = (j + 1) & (m->cap - 1);
+    *found = m->keys[j] == key;
+    if (!*found) {
+        m->keys[j] = key;
+        m->n++;
+    }
+    return &m->vals[j];
+}
+
+static uint64_t str_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h | 1;
+}
+
+/* ---- growable arrays ---- */
+
+#define GROW(arr, n, cap)                                                                        \
+    ((n) < (cap) || grow_array((void **)&(arr), &(cap), sizeof *(arr)) == 0)
+
+static int grow_array(void **arr, size_t *cap, size_t size)
+{
+    size_t c = *cap ? *cap * 2 : 256;
+    void *p = realloc(*arr, c * size);
+    if (!p)
+        return -1;
+    *arr = p;
+    *cap = c;
+    return 0;
+}
+
+static int kind_of(const char *name)
+{
+    for (int k = 1; k < REPORT_KINDS; k++)
+        if (name && strcmp(gpumem_kind_name(k), name) == 0)
+            return k;
+    return 0;
+}
+
+typedef struct {
+    report_trace *t;
+    u64map site_map, alloc_map;
+    size_t sites_cap, tracks_cap, events_cap, allocs_cap, failures_cap, cp_cap, stacks_cap;
+    int64_t t0;
+    int have_t0;
+    int64_t t_last;
+} loader;
+
+static uint32_t site_index(loader *L, const char *name, int kind, uint64_t stack)
+{
+    report_trace *t = L->t;
+    uint64_t h = str_hash(name);
+    /* Names are compared too: two names with one hash are told apart by probing on. */
+    for (uint64_t salt = 0;; salt++) {
+        int found;
+        uint32_t *v = map_slot(&L->site_map, mix(h + salt) | 1, &found);
+        if (!v)
+            return UINT32_MAX;
+        if (found) {
+            if (strcmp(t->sites[*v].name, name) == 0) {
+                if (!t->sites[*v].stack)
+                    t->sites[*v].stack = stack;
+                return *v;
+            }
+            continue;
+        }
+        if (!GROW(t->sites, t->nsites, L->sites_cap))
+            return UINT32_MAX;
+        report_site *s = &t->sites[t->nsites];
+        memset(s, 0, sizeof *s);
+        s->name = strdup(name);
+        s->kind = kind;
+        s->stack = stack;
+        *v = (uint32_t)t->nsites;
+        return (uint32_t)t->nsites++;
+    }
+}
+
+static uint32_t track_index(loader *L, int kind, int device)
+{
+    report_trace *t = L->t;
+    for (size_t i = 0; i < t->ntracks; i++)
+        if (t->tracks[i].kind == kind && t->tracks[i].device == device)
+            return (uint32_t)i;
+    if (!GROW(t->tracks, t->ntracks, L->tracks_cap))
+        return UINT32_MAX;
+    t->tracks[t->ntracks] = (report_track){.kind = kind, .device = device};
+    return (uint32_t)t->ntracks++;
+}
+
+static int64_t ns_of(loader *L, double us)
+{
+    int64_t ns = (int64_t)llround(us * 1000.0);
+    if (!L->have_t0) {
+        L->t0 = ns;
+        L->have_t0 = 1;
+    }
+    return ns - L->t0;
+}
+
+static int64_t ts_of(loader *L, json_t *e)
+{
+    json_t *v = json_object_get(e, "ts");
+    return ns_of(L, json_is_real(v) ? json_real_value(v) : (double)json_integer_value(v));
+}
+
+/* An allocation (ph 'b') or its release ('e'). Returns 0, or -1 when out of memory. */
+static int take_span(loader *L, char ph, int64_t ts, const char *cat, const char *name,
+                     const char *id_text, int64_t bytes, int device, uint64_t stack)
+{
+    report_trace *t = L->t;
+    int kind = kind_of(cat);
+    if (ts > L->t_last)
+        L->t_last = ts;
+    if (!id_text || !name || !kind || bytes <= 0)
+        return 0;
+    uint64_t id = strtoull(id_text, NULL, 16) + 1;
+    int found;
+    uint32_t *slot = map_slot(&L->alloc_map, id, &found);
+    if (!slot)
+        return -1;
+    uint32_t site = site_index(L, name, kind, stack);
+    uint32_t track = track_index(L, kind, device);
+    if (site == UINT32_MAX || track == UINT32_MAX)
+        return -1;
+    if (ph == 'b') {
+        if (!GROW(t->allocs, t->nallocs, L->allocs_cap))
+            return -1;
+        t->allocs[t->nallocs] = (report_alloc){site, track, bytes, ts, -1};
+        *slot = (uint32_t)t->nallocs++;
+    } else if (!found || t->allocs[*slot].t_release >= 0) {
+        /* A release without its allocation: a trace that began late. */
+        t->unmatched_releases++;
+        return 0;
+    } else {
+        t->allocs[*slot].t_release = ts;
+    }
+    if (!GROW(t->events, t->nevents, L->events_cap))
+        return -1;
+    t->events[t->nevents++] = (report_event){ts, ph == 'b' ? bytes : -bytes, site, track, *slot};
+    if (ph == 'b') {
+        t->sites[site].count++;
+        t->sites[site].total += (uint64_t)bytes;
+    }
+    return 0;
+}
+
+/* The text after "key" in line, or NULL. */
+static const char *after(const char *line, const char *key)
+{
+    const char *p = strstr(line, key);
+    return p ? p + strlen(key) : NULL;
+}
+
+/* A string value starting at p (just after its opening quote) into buf; NULL when too long. */
+static const char *string_at(const char *p, char *buf, size_t n)
+{
+    const char *q = p ? strchr(p, '"') : NULL;
+    if (!q || (size_t)(q - p) >= n)
+        return NULL;
+    memcpy(buf, p, (size_t)(q - p));
+    buf[q - p] = '\0';
+    return buf;
+}
+
+/* The allocation and release lines that gpumem writes (the bulk of a trace), read without a
+ * JSON parser: their keys come in a known order and, when the line has no backslash, no string
+ * holds a quote. Returns 1 when taken, 0 to leave the line to jansson, -1 out of memory. */
+static int take_fast(loader *L, const char *line)
+{
+    if (strncmp(line, "{\"ph\":\"", 7) != 0 || (line[7] != 'b' && line[7] != 'e') ||
+        line[8] != '"' || strchr(line, '\\'))
+        return 0;
+    char cat[32], name[1024], id[32];
+    const char *ts = after(line, ",\"ts\":");
+    const char *c = string_at(after(line, ",\"cat\":\""), cat, sizeof cat);
+    const char *nm = string_at(after(line, ",\"name\":\""), name, sizeof name);
+    const char *args = after(line, ",\"args\":{");
+    const char *i = string_at(after(line, ",\"id\":\""), id, sizeof id);
+    if (!ts || !c || !nm || !i || !args)
+        return 0;
+    const char *b = after(args, "\"bytes\":"), *d = after(args, "\"device\":");
+    const char *st = line[7] == 'b' ? after(args, "\"stack\":") : NULL;
+    if (!b || !d)
+        return 0;
+    return take_span(L, line[7], ns_of(L, strtod(ts, NULL)), c, nm, i, strtoll(b, NULL, 10),
+                     (int)strtol(d, NULL, 10), st ? strtoull(st, NULL, 10) : 0) == 0 ? 1 : -1;
+}
+
+static char *dup_or(const char *s, const char *fallback)
+{
+    return strdup(s ? s : fallback);
+}
+
+static int read_stacks(loader *L, json_t *stacks)
+{
+    report_trace *t = L->t;
+    const char *key;
+    json_t *frames;
+    json_object_foreach(stacks, key, frames) {
+        if (!GROW(t->stack_ids, t->nstacks, L->stacks_cap))
+            return -1;
+        /* stack_frames grows with stack_ids: same capacity. */
+        char ***grown = realloc(t->stack_frames, L->stacks_cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        t->stack_frames = grown;
+        size_t n = json_array_size(frames);
+        char **list = calloc(n + 1, sizeof *list);
+        if (!list)
+            return -1;
+        for (size_t i = 0; i < n; i++)
+            list[i] = dup_or(json_string_value(json_array_get(frames, i)), "?");
+        t->stack_ids[t->nstacks] = strtoull(key, NULL, 10);
+        t->stack_frames[t->nstacks++] = list;
+    }
+    return 0;
+}
+
+/* One event line; returns 0, or -1 when out of memory. */
+static int take_event(loader *L, json_t *e)
+{
+    report_trace *t = L->t;
+    const char *ph = json_string_value(json_object_get(e, "ph"));
+    const char *name = json_string_value(json_object_get(e, "name"));
+    json_t *args = json_object_get(e, "args");
+    if (!ph || !name)
+        return 0;
+    if (ph[0] == 'M') {
+        if (strcmp(name, "process_name") == 0 && !t->process)
+            t->process = dup_or(json_string_value(json_object_get(args, "name")), "?");
+        else if (strcmp(name, "gpumem_trace") == 0 && !t->tool)
+            t->tool = dup_or(json_string_value(json_object_get(args, "tool")), "gpumem");
+        else if (strcmp(name, "gpumem_stacks") == 0)
+            return read_stacks(L, json_object_get(args, "stacks"));
+        else if (strcmp(name, "gpumem_end") == 0)
+            t->complete = 1;
+        return 0;
+    }
+    int64_t ts = ts_of(L, e);
+    if (ts > L->t_last)
+        L->t_last = ts;
+    if ((ph[0] == 'b' || ph[0] == 'e') && ph[1] == '\0') {
+        if (take_span(L, ph[0], ts, json_string_value(json_object_get(e, "cat")), name,
+                      json_string_value(json_object_get(e, "id")),
+                      json_integer_value(json_object_get(args, "bytes")),
+                      (int)json_integer_value(json_object_get(args, "device")),
+                      (uint64_t)json_integer_value(json_object_get(args, "stack"))) != 0)
+            return -1;
+    } else if (ph[0] == 'i' && strcmp(name, "checkpoint") == 0) {
+        if (!GROW(t->checkpoints, t->ncheckpoints, L->cp_cap))
+            return -1;
+        t->checkpoints[t->ncheckpoints++] = ts;
+    } else if (ph[0] == 'i') {
+        if (!GROW(t->failures, t->nfailures, L->failures_cap))
+            return -1;
+        const char *cuda = json_string_value(json_object_get(args, "cuda_error"));
+        t->failures[t->nfailures++] = (report_failure){
+            .t = ts,
+            .bytes = json_integer_value(json_object_get(args, "bytes")),
+            .kind = kind_of(json_string_value(json_object_get(args, "kind"))),
+            .device = (int)json_integer_value(json_object_get(args, "device")),
+            .site = dup_or(json_string_value(json_object_get(args, "site")), "?"),
+            .what = strdup(name),
+            .cuda_error = cuda ? strdup(cuda) : NULL,
+        };
+    }
+    return 0;
+}
+
+static int by_time(const void *a, const void *b)
+{
+    const report_event *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    /* Same nanosecond: allocation before release of the same allocation, else as read. */
+    if (x->alloc == y->alloc)
+        return x->bytes > 0 ? -1 : 1;
+    return x->alloc < y->alloc ? -1 : 1;
+}
+
+/* Live bytes over time: site and track peaks, the overall peak and what was live then. */
+static void analyse(report_trace *t)
+{
+    if (t->nevents)
+        qsort(t->events, t->nevents, sizeof *t->events, by_time);
+    int64_t total = 0;
+    t->peak_bytes = 0;
+    t->peak_t = 0;
+    t->peak_index = 0;
+    for (size_t i = 0; i < t->nevents; i++) {
+        const report_event *e = &t->events[i];
+        report_site *s = &t->sites[e->site];
+        report_track *k = &t->tracks[e->track];
+        s->live += e->bytes;
+        if (s->live > s->peak)
+            s->peak = s->live;
+        k->live += e->bytes;
+        if (k->live > k->peak) {
+            k->peak = k->live;
+            k->peak_t = e->t;
+        }
+        total += e->bytes;
+        if (total > t->peak_bytes) {
+            t->peak_bytes = total;
+            t->peak_t = e->t;
+            t->peak_index = i + 1;
+        }
+    }
+    /* What was live at the peak: allocations made by then and not released by then. */
+    for (size_t i = 0; i < t->nsites; i++) {
+        t->sites[i].at_peak = 0;
+        t->sites[i].count_at_peak = 0;
+    }
+    for (size_t i = 0; i < t->nallocs; i++) {
+        const report_alloc *a = &t->allocs[i];
+        report_site *s = &t->sites[a->site];
+        if (t->peak_bytes && a->t_alloc <= t->peak_t &&
+            (a->t_release < 0 || a->t_release > t->peak_t)) {
+            s->at_peak += a->bytes;
+            s->count_at_peak++;
+        }
+        if (a->t_release < 0) {
+            s->leaked += a->bytes;
+            s->leaked_count++;
+            t->leaked_bytes += a->bytes;
+            t->leaked_count++;
+        }
+    }
+    for (size_t i = 0; i < t->nsites; i++)
+        t->leaked_sites += t->sites[i].leaked_count > 0;
+    t->duration = t->nevents ? t->events[t->nevents - 1].t : 0;
+}
+
+int report_load(const char *path, report_trace *t, char *err, size_t errn)
+{
+    memset(t, 0, sizeof *t);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        int e = errno;
+        snprintf(err, errn, "cannot read the trace %s: %s%s", path, strerror(e),
+                 e == ENOENT ? " (a program writes its trace once it first allocates through "
+                               "gpumem or, under gpumem check, uses CUDA)"
+                             : "");
+        return -1;
+    }
+    loader L = {.t = t};
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    long lineno = 0;
+    int rc = -1, header = 0, bad_tail = 0;
+    while ((len = getline(&line, &cap, f)) > 0) {
+        lineno++;
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            line[--len] = '\0';
+        if (lineno == 1) {
+            if (strncmp(line, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", 39) != 0) {
+                snprintf(err, errn,
+                         "%s is not a gpumem trace (it does not begin as one: %s); gpumem "
+                         "report reads the traces that GPUMEM_TRACE=FILE and `gpumem check "
+                         "--trace=FILE` write",
+                         path, len ? "other content" : "an empty first line");
+                goto out;
+            }
+            continue;
+        }
+        if (len == 0)
+            continue;
+        if (line[0] == ']')
+            break; /* the end of traceEvents: the stackFrames table follows */
+        if (bad_tail) { /* a line that did not parse, and more after it: not truncation */
+            snprintf(err, errn, "%s:%ld: not a JSON event (the trace is damaged)", path,
+                     lineno - 1);
+            goto out;
+        }
+        if (strncmp(line, "{\"ph\":\"C\"", 9) == 0)
+            continue; /* counters: recomputed from the allocations */
+        if (len > 0 && line[len - 1] == ',')
+            line[--len] = '\0';
+        if (header && len > 2 && line[len - 1] == '}') {
+            int fast = take_fast(&L, line);
+            if (fast < 0) {
+                snprintf(err, errn, "out of memory reading %s (line %ld)", path, lineno);
+                goto out;
+            }
+            if (fast)
+                continue;
+        }
+        json_error_t jerr;
+        json_t *e = json_loads(line, 0, &jerr);
+        if (!e) {
+            bad_tail = 1;
+            continue;
+        }
+        if (!header) {
+            const char *name = json_string_value(json_object_get(e, "name"));
+            header = name && strcmp(name, "gpumem_trace") == 0;
+        }
+        int r = take_event(&L, e);
+        json_decref(e);
+        if (r != 0) {
+            snprintf(err, errn, "out of memory reading %s (line %ld)", path, lineno);
+            goto out;
+        }
+    }
+    if (lineno == 0) {
+        snprintf(err, errn, "%s is empty: the program may have been killed before gpumem "
+                            "started the trace", path);
+        goto out;
+    }
+    if (!header) {
+        snprintf(err, errn, "%s is not a gpumem trace (no gpumem_trace event); gpumem report "
+                            "reads the traces that GPUMEM_TRACE=FILE and `gpumem check "
+                            "--trace=FILE` write", path);
+        goto out;
+    }
+    if (bad_tail)
+        t->complete = 0; /* a cut last line */
+    analyse(t);
+    rc = 0;
+out:
+    free(line);
+    fclose(f);
+    free(L.site_map.keys);
+    free(L.site_map.vals);
+    free(L.alloc_map.keys);
+    free(L.alloc_map.vals);
+    return rc;
+}
+
+void report_free(report_trace *t)
+{
+    for (size_t i = 0; i < t->nsites; i++)
+        free(t->sites[i].name);
+    for (size_t i = 0; i < t->nfailures; i++) {
+        free(t->failures[i].site);
+        free(t->failures[i].what);
+        free(t->failures[i].cuda_error);
+    }
+    for (size_t i = 0; i < t->nstacks; i++) {
+        for (char **f = t->stack_frames[i]; *f; f++)
+            free(*f);
+        free(t->stack_frames[i]);
+    }
+    free(t->stack_frames);
+    free(t->stack_ids);
+    free(t->sites);
+    free(t->tracks);
+    free(t->events);
+    free(t->allocs);
+    free(t->failures);
+    free(t->checkpoints);
+    free(t->process);
+    free(t->tool);
+    memset(t, 0, sizeof *t);
+}
+
+char **report_stack(const report_trace *t, uint64_t id)
+{
+    for (size_t i = 0; id && i < t->nstacks; i++)
+        if (t->stack_ids[i] == id)
+            return t->stack_frames[i];
+    return NULL;
+}
+
+const char *report_track_name(const report_trace *t, size_t i, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s memory, device %d", gpumem_kind_name(t->tracks[i].kind),
+             t->tracks[i].device);
+    return buf;
+}
+
+static const report_trace *rank_trace;
+
+static int by_rank(const void *a, const void *b)
+{
+    const report_site *x = &rank_trace->sites[*(const uint32_t *)a];
+    const report_site *y = &rank_trace->sites[*(const uint32_t *)b];
+    if (x->at_peak != y->at_peak)
+        return x->at_peak > y->at_peak ? -1 : 1;
+    if (x->peak != y->peak)
+        return x->peak > y->peak ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+uint32_t *report_sites_ranked(const report_trace *t)
+{
+    uint32_t *idx = malloc((t->nsites + 1) * sizeof *idx);
+    if (!idx)
+        return NULL;
+    for (size_t i = 0; i < t->nsites; i++)
+        idx[i] = (uint32_t)i;
+    rank_trace = t;
+    qsort(idx, t->nsites, sizeof *idx, by_rank);
+    return idx;
+}
+
+const char *report_bytes(int64_t v, char *buf, size_t n)
+{
+    return gpumem_format_bytes((uint64_t)(v < 0 ? 0 : v), buf, n);
+}

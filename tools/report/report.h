@@ -1,0 +1,100 @@
+/* gpumem report: a trace (GPUMEM_TRACE, gpumem check --trace) read into memory and the facts
+ * both outputs show: live bytes over time by call site and by memory kind and device, the peak
+ * and what was live then, and what was still live at the end. */
+#ifndef GPUMEM_REPORT_H
+#define GPUMEM_REPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define REPORT_KINDS 8
+
+typedef struct {
+    char *name;        /* "app.cu:31 (load_batch)", or the CUDA call's name */
+    int kind;          /* gpumem kind of its first allocation */
+    uint64_t stack;    /* stack id of its first allocation with one, else 0 */
+    uint64_t count, total;      /* allocations made, bytes allocated */
+    int64_t live, peak;         /* bytes live now (while reading), the most ever */
+    int64_t at_peak;            /* bytes live at the trace's peak */
+    uint64_t count_at_peak;
+    int64_t leaked;             /* bytes live at the end */
+    uint64_t leaked_count;
+} report_site;
+
+typedef struct {
+    int kind, device;
+    int64_t live, peak, peak_t;
+} report_track;
+
+/* One allocation or release, in time order. */
+typedef struct {
+    int64_t t;      /* ns since the trace began */
+    int64_t bytes;  /* + allocation, - release */
+    uint32_t site, track;
+    uint32_t alloc; /* index into allocs */
+} report_event;
+
+typedef struct {
+    uint32_t site, track;
+    int64_t bytes;
+    int64_t t_alloc, t_release; /* t_release -1: live at the end */
+} report_alloc;
+
+typedef struct {
+    int64_t t;
+    int64_t bytes;
+    int kind, device;
+    char *site;
+    char *what; /* "out of memory" or "failed allocation" */
+    char *cuda_error;
+} report_failure;
+
+typedef struct {
+    char *process;       /* the process_name metadata */
+    char *tool;
+    int complete;        /* the gpumem_end marker was read */
+    int64_t duration;    /* ns from the first to the last timestamp */
+    report_site *sites;
+    size_t nsites;
+    report_track *tracks;
+    size_t ntracks;
+    report_event *events;
+    size_t nevents;
+    report_alloc *allocs;
+    size_t nallocs;
+    report_failure *failures;
+    size_t nfailures;
+    int64_t *checkpoints;
+    size_t ncheckpoints;
+    /* The stacks table: ids and their frames. */
+    uint64_t *stack_ids;
+    char ***stack_frames; /* NULL-terminated arrays */
+    size_t nstacks;
+    /* The peak of all live bytes (every kind and device together). */
+    int64_t peak_bytes, peak_t;
+    uint64_t peak_index; /* events up to and including this one make the peak */
+    int64_t leaked_bytes;
+    uint64_t leaked_count, leaked_sites;
+    uint64_t unmatched_releases; /* releases of allocations the trace does not have */
+} report_trace;
+
+/* Reads path into *t. Returns 0; or -1 with a sentence (what is wrong and what to do) in err.
+ * A trace without its end (the program crashed or was killed) is read up to where it stops;
+ * t->complete is 0 then. */
+int report_load(const char *path, report_trace *t, char *err, size_t errn);
+void report_free(report_trace *t);
+/* Frames of a stack id; NULL when unknown. */
+char **report_stack(const report_trace *t, uint64_t id);
+/* "memory-kind memory, device N" */
+const char *report_track_name(const report_trace *t, size_t i, char *buf, size_t n);
+/* Site indexes ordered by bytes at the peak, then by their own peak (largest first). */
+uint32_t *report_sites_ranked(const report_trace *t);
+
+void report_summary(const report_trace *t, FILE *out, int top);
+/* Returns 0, or -1 with why in err. */
+int report_html(const report_trace *t, const char *out_path, char *err, size_t errn);
+
+/* "1.5 MiB" */
+const char *report_bytes(int64_t v, char *buf, size_t n);
+
+#endif
