@@ -66,7 +66,8 @@ GPUMEM_API const char *gpumem_version(void);
     X(ESTICKY, -9, "CUDA context is unusable (sticky error); the process must restart")          \
     X(EKIND, -10, "operation does not apply to this kind of memory")                             \
     X(EBUSY, -11, "resource still in use")                                                       \
-    X(EMISALIGNED, -12, "address is not aligned for the requested vector width")
+    X(EMISALIGNED, -12, "address is not aligned for the requested vector width")                 \
+    X(EIO, -13, "writing a report failed (disk full, closed pipe, ...)")
 
 /** gpumem status codes: GPUMEM_OK, GPUMEM_ENOMEM, ... */
 enum gpumem_status {
@@ -555,7 +556,8 @@ GPUMEM_API void gpumem_stats_reset_peak(void);
 /**
  * Writes the report of what is live now to @p out, as at exit. Returns the number of live
  * allocations (>= 0), or GPUMEM_EINVAL for a NULL @p out, GPUMEM_ENOMEM when the grouping
- * needs memory it cannot get (then a summary is written). Never calls CUDA. Thread-safe.
+ * needs memory it cannot get (then a summary is written), GPUMEM_EIO when writing to or
+ * flushing @p out failed (a full disk). Never calls CUDA. Thread-safe.
  */
 GPUMEM_API int gpumem_report(FILE *out, unsigned flags);
 /**@}*/

@@ -145,6 +145,19 @@ void *gpumem_vec_ptr_at(const void *base, size_t byte_offset, size_t vec_bytes, 
         if (total >= r.bytes || vec_bytes > r.bytes - total)
             return vec_out_of_range(&r, base_off, byte_offset, vec_bytes, site);
     }
+    if (!owned && (byte_offset > UINTPTR_MAX - (uintptr_t)base ||
+                   vec_bytes > UINTPTR_MAX - ((uintptr_t)base + byte_offset) + 1)) {
+        char where[256];
+        gpumem_error *e = gpumem__err_begin(GPUMEM_EINVAL, "gpumem_vec_ptr", site);
+        gpumem__err_append(e, "gpumem_vec_ptr: a %zu-byte vector view at offset %zu of %p wraps "
+                              "past the end of the address space\n    at %s\n  hint: check how "
+                              "the offset was computed (a negative value converted to size_t is "
+                              "a common cause)",
+                           vec_bytes, byte_offset, base,
+                           gpumem__site_str(site, where, sizeof where));
+        gpumem__err_raise(e);
+        return NULL;
+    }
     void *view = (char *)(uintptr_t)base + byte_offset;
     if (!gpumem_is_aligned(view, vec_bytes))
         return vec_misaligned(owned ? &r : NULL, base, base_off, byte_offset, vec_bytes, site);

@@ -746,6 +746,18 @@ int gpumem__stack_frames(uint32_t id, gpumem__frame *out, int max)
     return n;
 }
 
+int gpumem__stack_frames_cached(uint32_t id, gpumem__frame *out, int max)
+{
+    _Atomic(stack_node *) *slot = id ? id_slot(id, 0) : NULL;
+    stack_node *s = slot ? atomic_load_explicit(slot, memory_order_acquire) : NULL;
+    const sym_stack *sym = s ? atomic_load_explicit(&s->sym, memory_order_acquire) : NULL;
+    if (!sym)
+        return id ? -1 : 0;
+    int n = sym->n < max ? sym->n : max;
+    memcpy(out, sym->frames, (size_t)(n > 0 ? n : 0) * sizeof *out);
+    return n;
+}
+
 void gpumem__stack_print(uint32_t id, FILE *out, const char *indent)
 {
     const sym_stack *sym = stack_get(id);

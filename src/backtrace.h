@@ -55,6 +55,12 @@ uint32_t gpumem__stack_capture(int skip);
 int gpumem__stack_frames(uint32_t id, gpumem__frame *out, int max);
 
 /**
+ * As gpumem__stack_frames, but only for a stack already symbolized: returns -1 for one that is
+ * not (id 0: 0). Takes no lock and never allocates, so it is async-signal-safe.
+ */
+int gpumem__stack_frames_cached(uint32_t id, gpumem__frame *out, int max);
+
+/**
  * Prints stack @p id valgrind-style, one frame a line, each prefixed by @p indent:
  * "at func (file:line)" for the innermost, "by func (file:line)" for the others; a frame
  * without a line reads "by func (in object)". A function inlined into its caller ends its line

@@ -462,6 +462,31 @@ static int fail_overrun(const op *o, const end *x, size_t bytes)
     return gpumem__err_raise(e);
 }
 
+/* x->p is in memory gpumem released: CUDA would take it for pageable host memory and the
+ * copy would read or write memory that is gone (or someone else's now). */
+static int fail_released(const op *o, const end *x, size_t bytes, const gpumem__rec *r)
+{
+    char size_text[32], alloc_text[32], where[256];
+    size_t off = (size_t)((uintptr_t)x->p - r->base);
+    gpumem_error *e = gpumem__err_begin(GPUMEM_EINVAL, o->fn, o->site);
+    e->requested = bytes;
+    gpumem__err_alloc(e, r);
+    e->alloc_offset = off;
+    gpumem__err_append(e, "%s of %s: the %s %p is %zu bytes into %s of %s memory that was "
+                          "already released",
+                       o->fn, gpumem_format_bytes(bytes, size_text, sizeof size_text), x->role,
+                       x->p, off, gpumem_format_bytes(r->bytes, alloc_text, sizeof alloc_text),
+                       gpumem_kind_name(r->kind));
+    append_called(e, o);
+    gpumem__err_append(e, "\n    released at        %s, thread %u",
+                       gpumem__site_str(r->freed_site, where, sizeof where), r->freed_thread);
+    gpumem__err_alloc_site(e, r);
+    gpumem__err_append(e, "\n  hint: the pointer is used after its release (use after free); "
+                          "copy before releasing it, or reset it to NULL when it is released; "
+                          "nothing was copied");
+    return gpumem__err_raise(e);
+}
+
 static int fail_cuda(const op *o, const end *d, const end *s, size_t bytes, int err,
                      const char *call, int staged)
 {
@@ -513,6 +538,14 @@ static int locate(const op *o, end *x, size_t bytes)
         size_t off = (size_t)((uintptr_t)x->p - x->r.base);
         return bytes > x->r.bytes - off ? fail_overrun(o, x, bytes) : GPUMEM_OK;
     }
+    /* Released device-side memory keeps its address range to the driver (the host heap never
+     * reuses it), so an address in it can only be a use after free. Released pinned memory
+     * is host memory again: malloc may hand its addresses out, so it is not refused. */
+    gpumem__rec gone;
+    if (gpumem__reg_find_released(x->p, &gone) &&
+        (gone.kind == GPUMEM_KIND_DEVICE || gone.kind == GPUMEM_KIND_DEVICE_ASYNC ||
+         gone.kind == GPUMEM_KIND_MANAGED))
+        return fail_released(o, x, bytes, &gone);
     int type = GPUMEM__PTR_UNREGISTERED;
     int err = gpumem__be->pointer_type(x->p, &type);
     if (err) {
@@ -540,13 +573,6 @@ static int copy(const op *o, void *dst, const void *src, size_t bytes)
                                      : "the source is NULL",
                         "a NULL pointer here is often an allocation whose failure went "
                         "unchecked");
-    uintptr_t a = (uintptr_t)dst, b = (uintptr_t)src;
-    if ((a > b ? a - b : b - a) < bytes) {
-        char what[160];
-        snprintf(what, sizeof what, "the destination %p and the source %p overlap (%zu bytes "
-                 "apart); CUDA's copies do not allow that", dst, src, a > b ? a - b : b - a);
-        return fail_arg(o, bytes, what, "copy through a separate buffer");
-    }
     int rc = gpumem__ready(o->fn, o->site);
     if (rc != GPUMEM_OK)
         return rc;
@@ -556,6 +582,15 @@ static int copy(const op *o, void *dst, const void *src, size_t bytes)
         rc = locate(o, &s, bytes);
     if (rc != GPUMEM_OK)
         return rc;
+    /* After locate: two allocations closer together than bytes are an overrun of one of them,
+     * said above; what is left here is one range that truly overlaps the other. */
+    uintptr_t a = (uintptr_t)dst, b = (uintptr_t)src;
+    if ((a > b ? a - b : b - a) < bytes) {
+        char what[160];
+        snprintf(what, sizeof what, "the destination %p and the source %p overlap (%zu bytes "
+                 "apart); CUDA's copies do not allow that", dst, src, a > b ? a - b : b - a);
+        return fail_arg(o, bytes, what, "copy through a separate buffer");
+    }
 
     uint64_t stage_min = gpumem__opt_u64(GPUMEM__OPT_COPY_STAGE_MIN);
     int dir = -1;

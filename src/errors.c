@@ -181,8 +181,13 @@ int gpumem__err_raise(gpumem_error *e)
     gpumem_error_handler fn = handler_fn;
     void *arg = handler_arg;
     pthread_mutex_unlock(&handler_lock);
-    fn(e, arg);
-    return e->code;
+    /* The handler gets a copy, and the record is put back afterwards: a handler may call
+     * gpumem, which refills (or clears) this thread's record, and the failing call must still
+     * return its own status and leave its own record. */
+    gpumem_error snap = *e;
+    fn(&snap, arg);
+    *e = snap;
+    return snap.code;
 }
 
 int gpumem_sync_launch(void)

@@ -46,10 +46,18 @@ static void append_sites(gpumem_error *e, const char *verb, gpumem_site site,
     append_stack(e, r->stack);
 }
 
+/* p is past the bytes of a live pool block but inside its size class. */
+static int pool_rounding(const void *p, gpumem__rec *near)
+{
+    return gpumem__reg_find_below(p, near) && near->pool &&
+           (uintptr_t)p - near->base < gpumem__pool_block_size(near->pool, near->base);
+}
+
 static int release_error(const char *fn, gpumem__take_result res, const void *p,
                          const gpumem__rec *r, gpumem_site site)
 {
     gpumem_error *e;
+    gpumem__rec near;
     if (res == GPUMEM__INTERIOR) {
         size_t off = (size_t)((uintptr_t)p - r->base);
         e = gpumem__err_begin(GPUMEM_EINTERIOR, fn, site);
@@ -69,6 +77,22 @@ static int release_error(const char *fn, gpumem__take_result res, const void *p,
         append_sites(e, "released again at", site, r, 1);
         gpumem__err_append(e, "\n  hint: the pointer was not reset after the first release; "
                               "set it to NULL there, or give the memory a single owner");
+    } else if (pool_rounding(p, &near)) {
+        /* Past the bytes asked for but inside the pool block's size class: CUDA would call it
+         * part of the pool's own cudaMallocHost (or mempool) memory, which misleads. */
+        size_t off = (size_t)((uintptr_t)p - near.base);
+        char size_text[32];
+        e = gpumem__err_begin(GPUMEM_EINTERIOR, fn, site);
+        gpumem__err_alloc(e, &near);
+        e->alloc_offset = off;
+        gpumem__err_append(e, "%s of %p, which is %zu bytes into the %s pool block at %p: past "
+                              "the %s it was asked for, in the rounding of its size class",
+                           fn, p, off, gpumem_kind_name(near.kind), (void *)near.base,
+                           gpumem_format_bytes(near.bytes, size_text, sizeof size_text));
+        append_sites(e, "released at", site, &near, 0);
+        gpumem__err_append(e, "\n  hint: pass the pointer the allocation returned (%p); "
+                              "nothing was released",
+                           (void *)near.base);
     } else {
         char where[256];
         e = gpumem__err_begin(GPUMEM_EFOREIGN, fn, site);

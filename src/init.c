@@ -11,7 +11,7 @@
 #include "internal.h"
 #include "trace.h"
 
-const gpumem__backend *gpumem__be;
+const gpumem__backend *_Atomic gpumem__be;
 
 /* Options and the registry are set up once. The backend is initialized at first use and may
  * be initialized again only after it failed: a program may then choose the simulated device
@@ -73,13 +73,20 @@ int gpumem__ready(const char *expr, gpumem_site site)
 {
     if (GPUMEM__LIKELY(backend_start() == BACKEND_UP))
         return GPUMEM_OK;
+    /* The reason, read under the lock: gpumem_backend_select may be starting another backend
+     * on another thread, which rewrites it. */
+    char why[sizeof init_why];
+    pthread_mutex_lock(&backend_lock);
+    int cuda_error = init_cuda_error;
+    memcpy(why, init_why, sizeof why);
+    pthread_mutex_unlock(&backend_lock);
     gpumem_error *e = gpumem__err_begin(GPUMEM_ENODEV, expr, site);
-    if (init_cuda_error > 0)
-        gpumem__err_cuda(e, init_cuda_error);
+    if (cuda_error > 0)
+        gpumem__err_cuda(e, cuda_error);
     char where[256] = "", site_text[240];
     if (site.file)
         snprintf(where, sizeof where, " at %s", gpumem__site_str(site, site_text, sizeof site_text));
-    gpumem__err_append(e, "%s%s: no usable CUDA device\n    %s", expr, where, init_why);
+    gpumem__err_append(e, "%s%s: no usable CUDA device\n    %s", expr, where, why);
     gpumem__err_append(e, "\n  hint: for tests without a GPU, choose the simulated device with "
                           "GPUMEM_BACKEND=sim");
     return gpumem__err_raise(e);
@@ -93,7 +100,8 @@ int gpumem_init(void)
 const char *gpumem_backend(void)
 {
     backend_start();
-    return gpumem__be->name;
+    const gpumem__backend *be = gpumem__be;
+    return be ? be->name : "cuda";
 }
 
 int gpumem_backend_select(const char *name)

@@ -37,7 +37,7 @@
     X(LEAK_REPORT, CHOICE, "off|summary|full", "summary",                                        \
       "at exit, report allocations still live: off, a summary line, or full (by call site)")     \
     X(LEAK_EXITCODE, SIZE, "", "0",                                                              \
-      "exit status of a process that leaks (0: leave the status alone), for CI")                 \
+      "exit status of a process that leaks, 1 to 255 (0: leave the status alone), for CI")       \
     X(REPORT_FILE, TEXT, "", "",                                                                 \
       "write reports to this file instead of stderr; %p is the process id")                     \
     X(REPORT_FORMAT, CHOICE, "text|json", "text", "format of reports: text or json")         \
@@ -77,7 +77,9 @@ const char *gpumem__suggest(const char *name, size_t name_len, const char *const
                             size_t count, size_t max_distance);
 
 /* ---- init.c: lazy initialization and the backend in use ---- */
-extern const gpumem__backend *gpumem__be;       /* valid once gpumem__ready() returned 0 */
+/* Valid once gpumem__ready() returned 0. Atomic: a program may choose another backend (after
+ * the first failed to start) while other threads make their first calls. */
+extern const gpumem__backend *_Atomic gpumem__be;
 /* Initializes on first use; returns GPUMEM_OK or GPUMEM_ENODEV (record filled). */
 int gpumem__ready(const char *expr, gpumem_site site);
 /* Runs the once-only part of initialization: options and the registry. */
@@ -135,6 +137,13 @@ void gpumem__reg_untake(const void *p);
 void gpumem__reg_pool_span(uintptr_t base, size_t bytes, int add);
 /* Finds the live allocation containing p; copies it into *out. Returns 1 if found. */
 int gpumem__reg_find(const void *p, gpumem__rec *out);
+/* Finds a remembered release (quarantine) containing p, when no live allocation does; copies
+ * it into *out (freed_site set). Returns 1 if found. Error paths only: probes up to 256
+ * addresses. */
+int gpumem__reg_find_released(const void *p, gpumem__rec *out);
+/* The live allocation with the highest base at or below p, at most 64 KiB below, whether or
+ * not it contains p (error paths: a pointer past a pool block's bytes, in its rounding). */
+int gpumem__reg_find_below(const void *p, gpumem__rec *out);
 void gpumem__reg_live(gpumem_live *out);
 /* Counts and totals by kind (index 0: all) and device, summed over the shards. */
 typedef struct gpumem__counts {
@@ -166,6 +175,8 @@ void gpumem__reg_storage(void (*fn)(const void *p, size_t bytes, void *arg), voi
  * reports it and puts the record back. */
 int gpumem__pool_release(struct gpumem_pool *pool, const gpumem__rec *r, int async,
                          cudaStream_t stream);
+/* The size-class bytes of the pool's block at base (0 when there is none). */
+size_t gpumem__pool_block_size(struct gpumem_pool *pool, uintptr_t base);
 
 /* Pool side of the thread caches (tcache.c), each taking the pool's mutex. Returns n cached
  * blocks of class cls from a thread cache to the pool's cache of stream. */
@@ -234,6 +245,8 @@ uint64_t gpumem__seq_take(void);
 /* ---- stats.c: byte peaks (counts and totals are the registry's) ---- */
 void gpumem__stats_alloc(int kind, int device, uint64_t bytes);
 void gpumem__stats_release(int kind, int device, uint64_t bytes);
+/* Peak bytes of a kind (0: every kind): one atomic load, safe in a signal handler. */
+uint64_t gpumem__stats_peak(int kind);
 
 /* ---- report.c: live allocations grouped by call site ---- */
 typedef struct gpumem__group {
@@ -248,6 +261,10 @@ typedef struct gpumem__group {
  * (largest first). Returns the number of groups and sets *groups (free() it), or -1 when out
  * of host memory. *skipped counts registry shards that could not be read (try_only). */
 long gpumem__group_live(uint64_t min_seq, int try_only, gpumem__group **groups, int *skipped);
+/* As gpumem__group_live with try_only, async-signal-safe: the groups are in memory from mmap,
+ * of *map_bytes bytes, given back with gpumem__group_unmap. */
+long gpumem__group_live_mapped(gpumem__group **groups, size_t *map_bytes, int *skipped);
+void gpumem__group_unmap(gpumem__group *groups, size_t map_bytes);
 /* Registers the exit-time report (called once, at initialization). */
 void gpumem__report_at_exit_setup(void);
 /* Turns the library's own exit-time report off: `gpumem check` writes its own. */

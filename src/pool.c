@@ -33,6 +33,7 @@
  * add the thread caches back in. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,8 +69,17 @@ typedef struct block {
 
 typedef struct stream_cache {
     cudaStream_t stream;
+    size_t nblocks;                   /* cached blocks in free[] */
+    struct stream_cache *prev, *next; /* the pool's caches, most recently used first */
     block *free[CLASS_COUNT];
 } stream_cache;
+
+/* Device pools keep at most MAX_CACHES stream caches, found through a small hash: a program
+ * that makes a stream per request must not grow without bound nor slow down with every
+ * stream it ever used. The least recently used cache goes when a new stream needs one (its
+ * blocks go back to CUDA), and trimming frees every cache left empty. */
+#define MAX_CACHES 64u
+#define CACHE_SLOTS 128u /* power of two, twice MAX_CACHES */
 
 struct gpumem_pool {
     pthread_mutex_t lock;
@@ -81,13 +91,35 @@ struct gpumem_pool {
     void *cuda_pool;        /* device: the CUDA memory pool */
     block **buckets;
     size_t nbuckets, nblocks;
-    stream_cache **caches;  /* pinned: one, for the NULL stream */
-    size_t ncaches, caches_cap;
+    stream_cache *slots[CACHE_SLOTS]; /* by stream (pinned: one, for the NULL stream) */
+    size_t ncaches;
+    stream_cache *mru, *lru; /* the caches by last use */
     stream_cache *last;     /* the cache used last: most programs use one stream at a time */
     chunk *chunks;
     chunk *current;         /* pinned: the chunk new blocks are carved from */
     gpumem_pool_stats_t st; /* fragmentation is computed on read */
+    gpumem_site site;       /* where the pool was made, for misuse messages */
+    atomic_int users;       /* threads inside a call on this pool (destroy refuses while > 0) */
+    atomic_int dying;       /* set by destroy: a call that starts now is refused */
 };
+
+/* Entering and leaving a call on a pool, so that destroying it while another thread is
+ * inside fails with GPUMEM_EBUSY rather than freeing the pool under that thread. A call that
+ * starts after destroy has begun is refused; one that starts after destroy returned uses freed
+ * memory, as any use after free does. */
+static int pool_enter(gpumem_pool *pool)
+{
+    atomic_fetch_add(&pool->users, 1);
+    if (GPUMEM__LIKELY(!atomic_load(&pool->dying)))
+        return 1;
+    atomic_fetch_sub(&pool->users, 1);
+    return 0;
+}
+
+static void pool_leave(gpumem_pool *pool)
+{
+    atomic_fetch_sub(&pool->users, 1);
+}
 
 /* ---- size classes ---- */
 
@@ -181,30 +213,120 @@ static void table_remove(gpumem_pool *pool, block *b)
 
 /* ---- caches ---- */
 
-/* The cache of stream s; with create, made when missing (NULL only when out of host memory). */
+static size_t slot_of(cudaStream_t s)
+{
+    return (size_t)(((uint64_t)(uintptr_t)s >> 4) * 0x9E3779B97F4A7C15ull >> 57) &
+           (CACHE_SLOTS - 1);
+}
+
+static void lru_unlink(gpumem_pool *pool, stream_cache *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        pool->mru = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    else
+        pool->lru = c->prev;
+    c->prev = c->next = NULL;
+}
+
+static void lru_front(gpumem_pool *pool, stream_cache *c)
+{
+    c->next = pool->mru;
+    c->prev = NULL;
+    if (pool->mru)
+        pool->mru->prev = c;
+    pool->mru = c;
+    if (!pool->lru)
+        pool->lru = c;
+}
+
+/* Takes cache c out of the hash and the list, and frees it. It must hold no block. Locked. */
+static void cache_forget(gpumem_pool *pool, stream_cache *c)
+{
+    size_t i = slot_of(c->stream);
+    while (pool->slots[i] != c)
+        i = (i + 1) & (CACHE_SLOTS - 1);
+    /* Backward-shift deletion: move up later entries whose probe passed over slot i. */
+    for (size_t j = (i + 1) & (CACHE_SLOTS - 1); pool->slots[j]; j = (j + 1) & (CACHE_SLOTS - 1)) {
+        size_t k = slot_of(pool->slots[j]->stream);
+        int stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+        if (stays)
+            continue;
+        pool->slots[i] = pool->slots[j];
+        i = j;
+    }
+    pool->slots[i] = NULL;
+    lru_unlink(pool, c);
+    pool->ncaches--;
+    if (pool->last == c)
+        pool->last = NULL;
+    free(c);
+}
+
+static void drop_block(gpumem_pool *pool, block *b);
+
+/* Gives every block of cache c back to CUDA; returns 0, or CUDA's error (then c keeps the
+ * blocks CUDA refused). Locked. */
+static int cache_release_blocks(gpumem_pool *pool, stream_cache *c)
+{
+    int err = 0;
+    for (unsigned k = 0; k < CLASS_COUNT; k++) {
+        block **pp = &c->free[k];
+        while (*pp) {
+            block *b = *pp;
+            int e = pool->kind == GPUMEM_KIND_DEVICE ? gpumem__be->free((void *)b->base)
+                                                     : gpumem__be->free_host((void *)b->base);
+            if (e || b->from) { /* pinned blocks of a chunk go with their chunk (trim) */
+                err = err ? err : e;
+                pp = &b->next;
+                continue;
+            }
+            *pp = b->next;
+            c->nblocks--;
+            pool->st.reserved -= b->size;
+            drop_block(pool, b);
+        }
+    }
+    return err;
+}
+
+/* The cache of stream s; with create, made when missing (NULL only when out of host memory).
+ * Locked. */
 static stream_cache *cache_of(gpumem_pool *pool, cudaStream_t s, int create)
 {
     if (GPUMEM__LIKELY(pool->last && pool->last->stream == s))
         return pool->last;
-    for (size_t i = 0; i < pool->ncaches; i++) {
-        if (pool->caches[i]->stream == s)
-            return pool->last = pool->caches[i];
+    size_t i = slot_of(s);
+    for (; pool->slots[i]; i = (i + 1) & (CACHE_SLOTS - 1)) {
+        stream_cache *c = pool->slots[i];
+        if (c->stream == s) {
+            lru_unlink(pool, c);
+            lru_front(pool, c);
+            return pool->last = c;
+        }
     }
     if (!create)
         return NULL;
-    if (pool->ncaches == pool->caches_cap) {
-        size_t cap = pool->caches_cap ? pool->caches_cap * 2 : 4;
-        stream_cache **nc = realloc(pool->caches, cap * sizeof *nc);
-        if (!nc)
-            return NULL;
-        pool->caches = nc;
-        pool->caches_cap = cap;
+    if (pool->ncaches >= MAX_CACHES && pool->lru && pool->lru->stream != s) {
+        stream_cache *old = pool->lru;
+        if (cache_release_blocks(pool, old) == 0 && old->nblocks == 0)
+            cache_forget(pool, old);
+        i = slot_of(s); /* the deletion may have moved entries */
+        while (pool->slots[i])
+            i = (i + 1) & (CACHE_SLOTS - 1);
     }
+    if (pool->ncaches >= CACHE_SLOTS - 1)
+        return NULL; /* CUDA refused to take the old caches' blocks back: use CUDA directly */
     stream_cache *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
     c->stream = s;
-    pool->caches[pool->ncaches++] = c;
+    pool->slots[i] = c;
+    pool->ncaches++;
+    lru_front(pool, c);
     return pool->last = c;
 }
 
@@ -233,6 +355,7 @@ static void cache_push(stream_cache *c, block *b)
 {
     b->next = c->free[b->cls];
     c->free[b->cls] = b;
+    c->nblocks++;
 }
 
 /* ---- getting memory from CUDA ---- */
@@ -348,6 +471,7 @@ static int take(gpumem_pool *pool, size_t size, unsigned cls, cudaStream_t strea
     block *b = c->free[cls];
     if (GPUMEM__LIKELY(b != NULL)) {
         c->free[cls] = b->next;
+        c->nblocks--;
         pool->st.cached -= b->size;
         pool->st.blocks_cached--;
         pool->st.hits++;
@@ -378,10 +502,16 @@ static void untake(gpumem_pool *pool, block *b)
         b->from->live--;
     pool->st.in_use -= b->size;
     pool->st.blocks_in_use--;
-    /* take() made the cache of the block's stream, and caches live as long as the pool. */
-    cache_push(c, b);
     pool->st.cached += b->size;
     pool->st.blocks_cached++;
+    if (c) {
+        cache_push(c, b);
+    } else if (!b->from && (pool->kind == GPUMEM_KIND_DEVICE
+                                ? gpumem__be->free((void *)b->base)
+                                : gpumem__be->free_host((void *)b->base)) == 0) {
+        pool->st.reserved -= b->size; /* no cache to keep it in (no host memory): to CUDA */
+        drop_block(pool, b);
+    }
 }
 
 /* ---- trimming ---- */
@@ -401,14 +531,14 @@ static void drop_block(gpumem_pool *pool, block *b)
 static int trim_locked(gpumem_pool *pool)
 {
     int err = 0;
-    for (size_t i = 0; i < pool->ncaches; i++) {
-        stream_cache *c = pool->caches[i];
+    for (stream_cache *c = pool->mru; c; c = c->next) {
         for (unsigned k = 0; k < CLASS_COUNT; k++) {
             block **pp = &c->free[k];
             while (*pp) {
                 block *b = *pp;
                 if (b->from && b->from->live == 0) {
                     *pp = b->next; /* its chunk goes below */
+                    c->nblocks--;
                     drop_block(pool, b);
                     continue;
                 }
@@ -423,10 +553,17 @@ static int trim_locked(gpumem_pool *pool)
                     continue;
                 }
                 *pp = b->next;
+                c->nblocks--;
                 pool->st.reserved -= b->size;
                 drop_block(pool, b);
             }
         }
+    }
+    /* Caches left empty go too (a stream per request leaves many). */
+    for (stream_cache *c = pool->mru, *next; c; c = next) {
+        next = c->next;
+        if (!c->nblocks)
+            cache_forget(pool, c);
     }
     for (chunk **cp = &pool->chunks; *cp;) {
         chunk *ch = *cp;
@@ -544,6 +681,7 @@ gpumem_pool *gpumem_pool_create_at(int kind, int device, const gpumem_pool_optio
         return NULL;
     }
     pthread_mutex_init(&pool->lock, NULL);
+    pool->site = site;
     pool->kind = kind;
     pool->device = device;
     pool->buckets = buckets;
@@ -560,8 +698,32 @@ gpumem_pool *gpumem_pool_create_at(int kind, int device, const gpumem_pool_optio
     return pool;
 }
 
+static void *pool_alloc(gpumem_pool *pool, size_t count, size_t size, cudaStream_t stream,
+                        gpumem_site site);
+
+static void *fail_dying(const gpumem_pool *pool, gpumem_site site)
+{
+    char where[256], made[256];
+    gpumem_error *e = gpumem__err_begin(GPUMEM_EBUSY, "gpumem_pool_alloc", site);
+    gpumem__err_append(e, "gpumem_pool_alloc at %s: the %s pool made at %s is being destroyed "
+                          "by another thread; nothing was allocated\n  hint: destroy a pool "
+                          "only once every thread is done with it",
+                       gpumem__site_str(site, where, sizeof where), gpumem_kind_name(pool->kind),
+                       gpumem__site_str(pool->site, made, sizeof made));
+    gpumem__err_raise(e);
+    return NULL;
+}
+
 void *gpumem_pool_alloc_at(gpumem_pool *pool, size_t count, size_t size, cudaStream_t stream,
                            gpumem_site site)
+{
+    if (GPUMEM__UNLIKELY(!pool))
+        return fail_simple(GPUMEM_EINVAL, "the pool is NULL", site);
+    return pool_alloc(pool, count, size, stream, site);
+}
+
+static void *pool_alloc(gpumem_pool *pool, size_t count, size_t size, cudaStream_t stream,
+                        gpumem_site site)
 {
     size_t bytes;
     if (GPUMEM__UNLIKELY(__builtin_mul_overflow(count, size, &bytes))) {
@@ -582,12 +744,20 @@ void *gpumem_pool_alloc_at(gpumem_pool *pool, size_t count, size_t size, cudaStr
     gpumem_pool_stats_t held = {0};
     int retried = 0;
     if (GPUMEM__UNLIKELY(gpumem__fail_injected())) {
+        if (!pool_enter(pool))
+            return fail_dying(pool, site);
         gpumem_pool_stats(pool, &held);
-        return fail_alloc(pool, bytes, INJECTED, 0, &held, site);
+        fail_alloc(pool, bytes, INJECTED, 0, &held, site);
+        pool_leave(pool);
+        return NULL;
     }
-    /* The calling thread's cache first: no pool lock. */
+    /* The calling thread's cache first: no pool lock. A block from there needs no pool_enter
+     * either: it is in use to the pool, so a destroy refuses until it is released, and the
+     * destroy's drain waits for a pop under way. Everything else is inside pool_enter. */
     uintptr_t base = csize && pool->tcache ? gpumem__tc_pop(pool, key, cls, csize, bytes) : 0;
     if (!base) {
+        if (GPUMEM__UNLIKELY(!pool_enter(pool)))
+            return fail_dying(pool, site);
         pthread_mutex_lock(&pool->lock);
         int err = csize ? take(pool, csize, cls, stream, &b) : cudaErrorMemoryAllocation;
         if (GPUMEM__UNLIKELY(err == OVER_LIMIT || err == cudaErrorMemoryAllocation) && csize) {
@@ -607,13 +777,16 @@ void *gpumem_pool_alloc_at(gpumem_pool *pool, size_t count, size_t size, cudaStr
             if (!retried)
                 held = pool->st;
             pthread_mutex_unlock(&pool->lock);
-            return fail_alloc(pool, bytes, err, retried, &held, site);
+            fail_alloc(pool, bytes, err, retried, &held, site);
+            pool_leave(pool);
+            return NULL;
         }
         pool->st.requested += bytes;
         base = b->base;
         pthread_mutex_unlock(&pool->lock);
         if (pool->tcache)
             gpumem__tc_refill(pool, key, cls, csize);
+        pool_leave(pool); /* the block, in use, keeps the pool from being destroyed now */
     }
 
     gpumem__rec r = {
@@ -630,6 +803,7 @@ void *gpumem_pool_alloc_at(gpumem_pool *pool, size_t count, size_t size, cudaStr
     if (GPUMEM__UNLIKELY(gpumem__opt_bool(GPUMEM__OPT_BACKTRACE)))
         r.stack = gpumem__stack_capture(0);
     if (GPUMEM__UNLIKELY(gpumem__reg_insert(&r) != 0)) {
+        int entered = pool_enter(pool); /* the block goes back: keep destroy out until done */
         if (b) {
             pthread_mutex_lock(&pool->lock);
             pool->st.requested -= bytes;
@@ -641,12 +815,24 @@ void *gpumem_pool_alloc_at(gpumem_pool *pool, size_t count, size_t size, cudaStr
             gpumem__pool_tc_fold(pool, &undo);
         }
         gpumem_pool_stats(pool, &held);
-        return fail_alloc(pool, bytes, cudaErrorMemoryAllocation, 0, &held, site);
+        fail_alloc(pool, bytes, cudaErrorMemoryAllocation, 0, &held, site);
+        if (entered)
+            pool_leave(pool);
+        return NULL;
     }
     gpumem__stats_alloc(pool->kind, pool->device, bytes);
     gpumem__trace_alloc(&r);
     gpumem__err_clear();
     return (void *)base;
+}
+
+size_t gpumem__pool_block_size(struct gpumem_pool *pool, uintptr_t base)
+{
+    pthread_mutex_lock(&pool->lock);
+    const block *b = find(pool, base);
+    size_t size = b && b->live ? b->size : 0;
+    pthread_mutex_unlock(&pool->lock);
+    return size;
 }
 
 /* Puts live block b back into the cache of stream to (or, with no host memory for that
@@ -721,6 +907,7 @@ unsigned gpumem__pool_tc_take(struct gpumem_pool *pool, cudaStream_t stream, uns
     while (c && n < max && c->free[cls]) {
         block *b = c->free[cls];
         c->free[cls] = b->next;
+        c->nblocks--;
         b->next = NULL;
         b->live = 1;
         if (b->from)
@@ -748,11 +935,14 @@ int gpumem_pool_trim(gpumem_pool *pool)
 {
     if (!pool)
         return GPUMEM_EINVAL;
+    if (!pool_enter(pool))
+        return GPUMEM_EBUSY;
     if (pool->tcache)
         gpumem__tc_drain(pool, 0);
     pthread_mutex_lock(&pool->lock);
     int err = trim_locked(pool);
     pthread_mutex_unlock(&pool->lock);
+    pool_leave(pool);
     if (err) {
         gpumem_error *e = gpumem__err_begin(gpumem__status_from_cuda(err), "gpumem_pool_trim",
                                             (gpumem_site){NULL, NULL, 0});
@@ -768,6 +958,8 @@ int gpumem_pool_stats(gpumem_pool *pool, gpumem_pool_stats_t *stats)
 {
     if (!pool || !stats)
         return GPUMEM_EINVAL;
+    if (!pool_enter(pool))
+        return GPUMEM_EBUSY;
     gpumem__tc_counts tc = {0, 0, 0, 0};
     if (pool->tcache)
         gpumem__tc_sum_begin(pool, &tc);
@@ -776,6 +968,7 @@ int gpumem_pool_stats(gpumem_pool *pool, gpumem_pool_stats_t *stats)
     pthread_mutex_unlock(&pool->lock);
     if (pool->tcache)
         gpumem__tc_sum_end();
+    pool_leave(pool);
     /* The pool counts blocks in thread caches as in use; they are cached. */
     stats->in_use -= (uint64_t)tc.cached_bytes;
     stats->blocks_in_use -= (uint64_t)tc.cached_blocks;
@@ -788,8 +981,10 @@ int gpumem_pool_stats(gpumem_pool *pool, gpumem_pool_stats_t *stats)
     return GPUMEM_OK;
 }
 
-/* Lists up to 8 live blocks, with the sites the registry holds for them. Locked. */
-static int fail_busy(gpumem_pool *pool, gpumem_site site)
+/* Fills the record, listing up to 8 live blocks with the sites the registry holds for them.
+ * Called locked; the caller raises the error after unlocking, since the handler may call back
+ * into this pool (free one of its blocks, read its statistics). */
+static gpumem_error *busy_error(gpumem_pool *pool, gpumem_site site)
 {
     char where[256], size_text[32];
     gpumem_error *e = gpumem__err_begin(GPUMEM_EBUSY, "gpumem_pool_destroy", site);
@@ -819,7 +1014,7 @@ static int fail_busy(gpumem_pool *pool, gpumem_site site)
         gpumem__err_append(e, "\n    and %llu more",
                            (unsigned long long)(pool->st.blocks_in_use - shown));
     gpumem__err_append(e, "\n  hint: release them with gpumem_free, then destroy the pool");
-    return gpumem__err_raise(e);
+    return e;
 }
 
 int gpumem_pool_destroy_at(gpumem_pool *pool, gpumem_site site)
@@ -830,15 +1025,34 @@ int gpumem_pool_destroy_at(gpumem_pool *pool, gpumem_site site)
         gpumem__tc_drain(pool, 1); /* no thread may keep a block of a pool that is gone */
     pthread_mutex_lock(&pool->lock);
     if (pool->st.blocks_in_use) {
-        int code = fail_busy(pool, site);
+        gpumem_error *e = busy_error(pool, site);
         pthread_mutex_unlock(&pool->lock);
-        return code;
+        return gpumem__err_raise(e);
+    }
+    /* Another thread inside a call on this pool (between its steps, or in an error handler
+     * called from it): refuse, rather than free the pool under it. */
+    atomic_store(&pool->dying, 1);
+    int inside = atomic_load(&pool->users);
+    if (inside) {
+        atomic_store(&pool->dying, 0);
+        pthread_mutex_unlock(&pool->lock);
+        char where[256], made[256];
+        gpumem_error *e = gpumem__err_begin(GPUMEM_EBUSY, "gpumem_pool_destroy", site);
+        gpumem__err_append(e, "gpumem_pool_destroy at %s: %d other thread%s %s inside a call on "
+                              "the %s pool made at %s; nothing was released\n  hint: destroy a "
+                              "pool only once every thread is done with it",
+                           gpumem__site_str(site, where, sizeof where), inside,
+                           inside == 1 ? "" : "s", inside == 1 ? "is" : "are",
+                           gpumem_kind_name(pool->kind),
+                           gpumem__site_str(pool->site, made, sizeof made));
+        return gpumem__err_raise(e);
     }
     int err = trim_locked(pool);
     if (!err && pool->nblocks == 0 && pool->kind == GPUMEM_KIND_DEVICE)
         err = gpumem__be->mempool_destroy(pool->cuda_pool);
     if (err || pool->nblocks || pool->chunks) {
         char where[256];
+        atomic_store(&pool->dying, 0);
         pthread_mutex_unlock(&pool->lock);
         gpumem_error *e = gpumem__err_begin(err ? gpumem__status_from_cuda(err) : GPUMEM_ECUDA,
                                             "gpumem_pool_destroy", site);
@@ -851,9 +1065,13 @@ int gpumem_pool_destroy_at(gpumem_pool *pool, gpumem_site site)
         return gpumem__err_raise(e);
     }
     pthread_mutex_unlock(&pool->lock);
-    for (size_t i = 0; i < pool->ncaches; i++)
-        free(pool->caches[i]);
-    free(pool->caches);
+    /* A call that started just now sees dying and leaves: let it, before the memory goes. */
+    while (atomic_load(&pool->users))
+        sched_yield();
+    for (stream_cache *c = pool->mru, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
     free(pool->buckets);
     pthread_mutex_destroy(&pool->lock);
     free(pool);

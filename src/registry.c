@@ -25,10 +25,12 @@
  * working in different shards never write a line another shard uses. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+#include "sigsafe.h"
 
 #define SHARD_BITS 6
 #define SHARDS (1u << SHARD_BITS)
@@ -36,6 +38,9 @@
 #define MIN_SLOTS 64u
 #define NONE ((size_t)-1)
 #define RELEASED ((uintptr_t)1)
+/* Most releases remembered: 16 Mi, 256 MiB of ring (larger values are clamped, with a
+ * warning; each shard allocates its ring at its first release). */
+#define QUARANTINE_MAX ((uint64_t)1 << 24)
 
 /* Open addressing with linear probing; key 0 marks an empty slot (0 is never an address gpumem
  * hands out) and a key with RELEASED set a remembered release. Deletion shifts later entries
@@ -47,10 +52,18 @@ typedef struct {
     size_t count; /* live and released entries */
 } table;
 
+/* One remembered release: the address and the sequence number of the allocation released.
+ * An address allocated and released again has an older entry too; the sequence number tells
+ * that stale entry from the release the table holds now. */
+struct released {
+    uintptr_t base;
+    uint64_t seq;
+};
+
 typedef struct {
     _Alignas(64) pthread_mutex_t lock;
     table t;
-    uintptr_t *ring; /* released addresses in release order, oldest at ring[head] */
+    struct released *ring; /* releases in release order, oldest at ring[head] */
     size_t ring_cap, ring_len, ring_head;
     uint64_t live_count[GPUMEM_KIND_COUNT_];
     uint64_t live_bytes[GPUMEM_KIND_COUNT_];
@@ -264,8 +277,15 @@ void gpumem__reg_pool_span(uintptr_t base, size_t bytes, int add)
 
 void gpumem__reg_setup(void)
 {
-    size_t q = (size_t)gpumem__opt_u64(GPUMEM__OPT_QUARANTINE);
-    size_t per = q / SHARDS + (q % SHARDS != 0);
+    uint64_t q = gpumem__opt_u64(GPUMEM__OPT_QUARANTINE);
+    if (q > QUARANTINE_MAX) {
+        fprintf(stderr, "gpumem: warning: GPUMEM_QUARANTINE=%s is more releases than gpumem "
+                        "remembers; remembering the last %llu (%llu MiB of host memory)\n",
+                gpumem__opt_str(GPUMEM__OPT_QUARANTINE), (unsigned long long)QUARANTINE_MAX,
+                (unsigned long long)(QUARANTINE_MAX * sizeof(struct released) >> 20));
+        q = QUARANTINE_MAX;
+    }
+    size_t per = (size_t)(q / SHARDS + (q % SHARDS != 0));
     for (unsigned i = 0; i < SHARDS; i++) {
         pthread_mutex_init(&shards[i].lock, NULL);
         shards[i].ring_cap = per;
@@ -308,27 +328,34 @@ int gpumem__reg_insert(const gpumem__rec *r)
 }
 
 /* Marks live address a released and remembers it, forgetting the oldest release first when
- * the ring is full (first: a deletion may move a's slot, and the oldest release may be an
- * earlier release of a itself, which is live again now). Without a ring (GPUMEM_QUARANTINE=0,
- * or no memory for it) the entry goes at once. */
+ * the ring is full (first: a deletion may move a's slot). The oldest entry may be a stale one:
+ * an earlier release of an address that was allocated again since, live now or released
+ * again later; only the release the table holds (same sequence number) is forgotten. Without
+ * a ring (GPUMEM_QUARANTINE=0, or no memory for it) the entry goes at once. */
 static void remember_release(shard *s, uintptr_t a)
 {
-    if (!s->ring && s->ring_cap)
+    if (!s->ring && s->ring_cap) {
         s->ring = malloc(s->ring_cap * sizeof *s->ring);
+        if (!s->ring)
+            s->ring_cap = 0; /* no host memory for it: not retried at every release */
+    }
     if (!s->ring) {
         table_delete(&s->t, table_find(&s->t, a));
         return;
     }
     if (s->ring_len == s->ring_cap) {
-        size_t old = table_find(&s->t, s->ring[s->ring_head]);
-        if (old != NONE && (s->t.keys[old] & RELEASED)) /* else allocated again since */
+        const struct released *oldest = &s->ring[s->ring_head];
+        size_t old = table_find(&s->t, oldest->base);
+        if (old != NONE && (s->t.keys[old] & RELEASED) && s->t.recs[old].seq == oldest->seq)
             table_delete(&s->t, old);
         s->ring_head = s->ring_head + 1 == s->ring_cap ? 0 : s->ring_head + 1;
         s->ring_len--;
     }
-    s->t.keys[table_find(&s->t, a)] = a | RELEASED;
+    size_t i = table_find(&s->t, a);
+    s->t.keys[i] = a | RELEASED;
     size_t slot = s->ring_head + s->ring_len;
-    s->ring[slot >= s->ring_cap ? slot - s->ring_cap : slot] = a;
+    s->ring[slot >= s->ring_cap ? slot - s->ring_cap : slot] =
+        (struct released){a, s->t.recs[i].seq};
     s->ring_len++;
 }
 
@@ -371,6 +398,54 @@ int gpumem__reg_find(const void *p, gpumem__rec *out)
         if (large_base || cand < GPUMEM_ALIGNMENT || cand - GPUMEM_ALIGNMENT < lowest)
             return 0;
         cand -= GPUMEM_ALIGNMENT;
+    }
+}
+
+int gpumem__reg_find_below(const void *p, gpumem__rec *out)
+{
+    reg_ensure();
+    uintptr_t a = (uintptr_t)p;
+    uintptr_t lowest = a >= SMALL_MAX ? a - SMALL_MAX : 0;
+    for (uintptr_t cand = a & ~(uintptr_t)(GPUMEM_ALIGNMENT - 1);;
+         cand -= GPUMEM_ALIGNMENT) {
+        shard *s = shard_of(cand);
+        pthread_mutex_lock(&s->lock);
+        size_t i = table_find(&s->t, cand);
+        int live = i != NONE && !(s->t.keys[i] & RELEASED);
+        if (live)
+            *out = s->t.recs[i];
+        pthread_mutex_unlock(&s->lock);
+        if (live)
+            return 1;
+        if (cand < GPUMEM_ALIGNMENT || cand - GPUMEM_ALIGNMENT < lowest || !a)
+            return 0;
+    }
+}
+
+int gpumem__reg_find_released(const void *p, gpumem__rec *out)
+{
+    reg_ensure();
+    uintptr_t a = (uintptr_t)p;
+    uintptr_t lowest = a >= SMALL_MAX ? a - SMALL_MAX : 0;
+    /* The base itself (any size), then the aligned addresses below it (small allocations). */
+    for (uintptr_t cand = a & ~(uintptr_t)(GPUMEM_ALIGNMENT - 1);;
+         cand -= GPUMEM_ALIGNMENT) {
+        shard *s = shard_of(cand);
+        pthread_mutex_lock(&s->lock);
+        size_t i = table_find(&s->t, cand);
+        int hit = 0, live = 0;
+        if (i != NONE) {
+            const gpumem__rec *r = &s->t.recs[i];
+            live = !(s->t.keys[i] & RELEASED);
+            hit = !live && a - r->base < (r->bytes ? r->bytes : 1);
+            if (hit)
+                *out = *r;
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (hit)
+            return 1;
+        if (live || cand < GPUMEM_ALIGNMENT || cand - GPUMEM_ALIGNMENT < lowest || !a)
+            return 0; /* allocations do not overlap: a live one below ends the search */
     }
 }
 
@@ -492,14 +567,14 @@ int gpumem__reg_foreach(int (*fn)(const gpumem__rec *r, void *arg), void *arg, i
 {
     reg_ensure();
     int skipped = 0;
+    /* A shard held by a thread that runs on is free again within microseconds; one held by
+     * the code a signal interrupted never is. 50 ms in all bounds the wait for both. */
+    long budget_ns = 50 * 1000 * 1000;
     for (unsigned i = 0; i < SHARDS; i++) {
         shard *s = &shards[i];
         int stop = 0;
         if (try_only) {
-            int got = 0;
-            for (int attempt = 0; attempt < 1000 && !got; attempt++)
-                got = pthread_mutex_trylock(&s->lock) == 0;
-            if (!got) {
+            if (!gpumem__trylock_for(&s->lock, &budget_ns)) {
                 skipped++;
                 continue;
             }

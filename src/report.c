@@ -3,20 +3,27 @@
  *
  * The exit-time report works from the registry alone and never calls CUDA: by the time
  * exit handlers run, the CUDA runtime may have torn its context down. It must not hang
- * either, so it skips registry shards that another thread holds locked and says so. JSON goes
- * through jansson when gpumem was built with it. */
+ * either, also when exit() is called from a signal handler that interrupted gpumem, printf or
+ * malloc: so it is async-signal-safe by construction. Registry shards are try-locked with a
+ * bounded wait (one that stays busy is left out, and the report says so), the grouping lives
+ * in memory of its own from mmap, sorting is an in-place heap sort, and text and JSON are
+ * formatted by hand into a buffer written with write(2) to the report's own file descriptor
+ * (sigsafe.h). No stdio but a try-locked flush of stdout, no malloc. The one exception is a stack not yet
+ * symbolized with GPUMEM_BACKTRACE=1: symbolizing it allocates. On-demand reports take the
+ * same path, with blocking locks and the caller's stream. */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, fflush_unlocked */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
-
-#ifdef GPUMEM_HAVE_JANSSON
-#include <jansson.h>
-#endif
 
 #include "backtrace.h"
 #include "internal.h"
+#include "sigsafe.h"
 
 typedef struct {
     gpumem__group *g;
@@ -25,7 +32,30 @@ typedef struct {
     size_t index_cap; /* power of two, > 2 n */
     uint64_t min_seq;
     int oom;
+    int mapped;       /* memory from mmap (signal-safe), else from malloc */
+    int group;        /* 0: only count (a summary needs no groups) */
+    gpumem_live live; /* counted from the same records, so totals and groups agree */
 } grouping;
+
+/* Memory of the grouping: zeroed, grown by copying. mmap is a system call, safe where
+ * malloc is not (its lock may be held by the code a signal interrupted). */
+static void *mem_get(const grouping *gr, size_t bytes)
+{
+    if (!gr->mapped)
+        return calloc(1, bytes);
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void mem_put(const grouping *gr, void *p, size_t bytes)
+{
+    if (!p)
+        return;
+    if (gr->mapped)
+        munmap(p, bytes);
+    else
+        free(p);
+}
 
 static size_t group_hash(gpumem_site s, int kind, uint32_t stack)
 {
@@ -49,7 +79,7 @@ static int same_group(const gpumem__group *g, gpumem_site s, int kind, uint32_t 
 static int grow_index(grouping *gr)
 {
     size_t cap = gr->index_cap ? gr->index_cap * 2 : 256;
-    size_t *idx = calloc(cap, sizeof *idx);
+    size_t *idx = mem_get(gr, cap * sizeof *idx);
     if (!idx)
         return -1;
     for (size_t i = 0; i < gr->n; i++) {
@@ -58,9 +88,23 @@ static int grow_index(grouping *gr)
             h = (h + 1) & (cap - 1);
         idx[h] = i + 1;
     }
-    free(gr->index);
+    mem_put(gr, gr->index, gr->index_cap * sizeof *idx);
     gr->index = idx;
     gr->index_cap = cap;
+    return 0;
+}
+
+static int grow_groups(grouping *gr)
+{
+    size_t cap = gr->cap ? gr->cap * 2 : 64;
+    gpumem__group *ng = mem_get(gr, cap * sizeof *ng);
+    if (!ng)
+        return -1;
+    if (gr->n)
+        memcpy(ng, gr->g, gr->n * sizeof *ng);
+    mem_put(gr, gr->g, gr->cap * sizeof *ng);
+    gr->g = ng;
+    gr->cap = cap;
     return 0;
 }
 
@@ -88,6 +132,10 @@ static int add_record(const gpumem__rec *r, void *arg)
     grouping *gr = arg;
     if (r->seq <= gr->min_seq)
         return 0;
+    gr->live.count[r->kind]++;
+    gr->live.bytes[r->kind] += r->bytes;
+    if (!gr->group || gr->oom)
+        return 0;
     if ((gr->n + 1) * 2 >= gr->index_cap && grow_index(gr) != 0)
         return gr->oom = 1;
     size_t h = group_hash(r->site, r->kind, r->stack) & (gr->index_cap - 1);
@@ -97,14 +145,8 @@ static int add_record(const gpumem__rec *r, void *arg)
     if (gr->index[h]) {
         g = &gr->g[gr->index[h] - 1];
     } else {
-        if (gr->n == gr->cap) {
-            size_t cap = gr->cap ? gr->cap * 2 : 64;
-            gpumem__group *ng = realloc(gr->g, cap * sizeof *ng);
-            if (!ng)
-                return gr->oom = 1;
-            gr->g = ng;
-            gr->cap = cap;
-        }
+        if (gr->n == gr->cap && grow_groups(gr) != 0)
+            return gr->oom = 1;
         g = &gr->g[gr->n++];
         memset(g, 0, sizeof *g);
         g->site = r->site;
@@ -118,169 +160,316 @@ static int add_record(const gpumem__rec *r, void *arg)
     return 0;
 }
 
-static int by_bytes_desc(const void *a, const void *b)
+/* Largest first; equal sizes by their first allocation (sequence numbers are unique, so the
+ * order is total and the same whatever the sort). */
+static int before(const gpumem__group *x, const gpumem__group *y)
 {
-    const gpumem__group *x = a, *y = b;
     if (x->bytes != y->bytes)
-        return x->bytes < y->bytes ? 1 : -1;
-    return x->first_seq[0] < y->first_seq[0] ? -1 : x->first_seq[0] > y->first_seq[0];
+        return x->bytes > y->bytes;
+    return x->first_seq[0] < y->first_seq[0];
+}
+
+static void sift_down(gpumem__group *g, size_t i, size_t n)
+{
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n)
+            return;
+        if (c + 1 < n && before(&g[c], &g[c + 1]))
+            c++;
+        if (!before(&g[i], &g[c]))
+            return;
+        gpumem__group t = g[i];
+        g[i] = g[c];
+        g[c] = t;
+        i = c;
+    }
+}
+
+/* In place and without allocation (qsort may call malloc). */
+static void sort_groups(gpumem__group *g, size_t n)
+{
+    for (size_t i = n / 2; i-- > 0;)
+        sift_down(g, i, n);
+    for (size_t end = n; end-- > 1;) {
+        gpumem__group t = g[0];
+        g[0] = g[end];
+        g[end] = t;
+        sift_down(g, 0, end);
+    }
+}
+
+static void grouping_done(grouping *gr)
+{
+    mem_put(gr, gr->index, gr->index_cap * sizeof *gr->index);
+    mem_put(gr, gr->g, gr->cap * sizeof *gr->g);
+    gr->index = NULL;
+    gr->g = NULL;
+}
+
+/* Visits the live records once: counts them and, when asked, groups them. Returns the shards
+ * left out (try_only), or -1 when out of memory for the groups (the counts stand). */
+static int grouping_run(grouping *gr, int try_only)
+{
+    if (gr->group && grow_index(gr) != 0)
+        gr->oom = 1;
+    int skipped = gpumem__reg_foreach(add_record, gr, try_only);
+    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
+        gr->live.count[0] += gr->live.count[k];
+        gr->live.bytes[0] += gr->live.bytes[k];
+    }
+    if (gr->n)
+        sort_groups(gr->g, gr->n);
+    return skipped;
 }
 
 long gpumem__group_live(uint64_t min_seq, int try_only, gpumem__group **groups, int *skipped)
 {
-    grouping gr = {NULL, 0, 0, NULL, 0, min_seq, 0};
-    if (grow_index(&gr) != 0)
-        return -1;
-    int sk = gpumem__reg_foreach(add_record, &gr, try_only);
-    free(gr.index);
+    grouping gr;
+    memset(&gr, 0, sizeof gr);
+    gr.min_seq = min_seq;
+    gr.group = 1;
+    int sk = grouping_run(&gr, try_only);
     if (skipped)
         *skipped = sk;
     if (gr.oom) {
-        free(gr.g);
+        grouping_done(&gr);
         return -1;
     }
-    if (gr.n)
-        qsort(gr.g, gr.n, sizeof *gr.g, by_bytes_desc);
+    mem_put(&gr, gr.index, gr.index_cap * sizeof *gr.index);
     *groups = gr.g;
     return (long)gr.n;
 }
 
-/* ---- text ---- */
-
-static void write_summary(FILE *out, const gpumem_live *live, int at_exit, const char *tail)
+long gpumem__group_live_mapped(gpumem__group **groups, size_t *map_bytes, int *skipped)
 {
-    char total[32];
-    fprintf(out, "gpumem: %llu allocation%s (%s) still live%s%s\n",
-            (unsigned long long)live->count[0], live->count[0] == 1 ? "" : "s",
-            gpumem_format_bytes(live->bytes[0], total, sizeof total), at_exit ? " at exit" : "",
-            tail);
-}
-
-static void write_groups_text(FILE *out, const gpumem__group *g, long n)
-{
-    for (long i = 0; i < n; i++) {
-        char size[32], where[256];
-        fprintf(out, "  %10s in %llu %s allocation%s at %s: #", gpumem_format_bytes(g[i].bytes, size, sizeof size),
-                (unsigned long long)g[i].count, gpumem_kind_name(g[i].kind),
-                g[i].count == 1 ? "" : "s", gpumem__site_str(g[i].site, where, sizeof where));
-        size_t shown = g[i].count < 5 ? (size_t)g[i].count : 5;
-        for (size_t k = 0; k < shown; k++)
-            fprintf(out, "%s%llu", k ? ", #" : "", (unsigned long long)g[i].first_seq[k]);
-        fprintf(out, "%s\n", g[i].count > 5 ? ", ..." : "");
-        gpumem__stack_print(g[i].stack, out, "      ");
-    }
-}
-
-#ifdef GPUMEM_HAVE_JANSSON
-static int write_json(FILE *out, const gpumem_live *live, const gpumem__group *g, long n,
-                      int skipped, const char *when)
-{
-    json_t *root = json_object();
-    json_t *kinds = json_object();
-    json_t *arr = json_array();
-    if (!root || !kinds || !arr) {
-        json_decref(root);
-        json_decref(kinds);
-        json_decref(arr);
+    grouping gr;
+    memset(&gr, 0, sizeof gr);
+    gr.mapped = 1;
+    gr.group = 1;
+    *skipped = grouping_run(&gr, 1);
+    if (gr.oom) {
+        grouping_done(&gr);
         return -1;
     }
-    json_object_set_new(root, "schema", json_string("gpumem.report"));
-    json_object_set_new(root, "version", json_integer(1));
-    json_object_set_new(root, "when", json_string(when));
-    json_object_set_new(root, "pid", json_integer((json_int_t)getpid()));
-    json_object_set_new(root, "live_allocations", json_integer((json_int_t)live->count[0]));
-    json_object_set_new(root, "live_bytes", json_integer((json_int_t)live->bytes[0]));
+    mem_put(&gr, gr.index, gr.index_cap * sizeof *gr.index);
+    *groups = gr.g;
+    *map_bytes = gr.cap * sizeof *gr.g;
+    return (long)gr.n;
+}
+
+void gpumem__group_unmap(gpumem__group *groups, size_t map_bytes)
+{
+    if (groups)
+        munmap(groups, map_bytes);
+}
+
+/* ---- text ---- */
+
+static void write_summary(gpumem__sink *o, const gpumem_live *live, int at_exit,
+                          const char *tail, long sites)
+{
+    char total[32];
+    gpumem__sink_str(o, "gpumem: ");
+    gpumem__sink_u64(o, live->count[0]);
+    gpumem__sink_str(o, live->count[0] == 1 ? " allocation (" : " allocations (");
+    gpumem__sink_str(o, gpumem_format_bytes(live->bytes[0], total, sizeof total));
+    gpumem__sink_str(o, ") still live");
+    if (at_exit)
+        gpumem__sink_str(o, " at exit");
+    if (sites >= 0) {
+        gpumem__sink_str(o, ", from ");
+        gpumem__sink_i64(o, sites);
+        gpumem__sink_str(o, sites == 1 ? " call site:" : " call sites:");
+    }
+    gpumem__sink_str(o, tail);
+    gpumem__sink_str(o, "\n");
+}
+
+static void write_groups_text(gpumem__sink *o, const gpumem__group *g, long n)
+{
+    for (long i = 0; i < n; i++) {
+        char size[32];
+        gpumem__sink_str(o, "  ");
+        gpumem__sink_pad(o, gpumem_format_bytes(g[i].bytes, size, sizeof size), 10);
+        gpumem__sink_str(o, " in ");
+        gpumem__sink_u64(o, g[i].count);
+        gpumem__sink_str(o, " ");
+        gpumem__sink_str(o, gpumem_kind_name(g[i].kind));
+        gpumem__sink_str(o, g[i].count == 1 ? " allocation at " : " allocations at ");
+        gpumem__sink_site(o, g[i].site);
+        gpumem__sink_str(o, ": #");
+        size_t shown = g[i].count < 5 ? (size_t)g[i].count : 5;
+        for (size_t k = 0; k < shown; k++) {
+            if (k)
+                gpumem__sink_str(o, ", #");
+            gpumem__sink_u64(o, g[i].first_seq[k]);
+        }
+        gpumem__sink_str(o, g[i].count > 5 ? ", ...\n" : "\n");
+        gpumem__sink_stack(o, g[i].stack, "      ", 0);
+    }
+}
+
+static void write_incomplete(gpumem__sink *o, int skipped, const char *indent)
+{
+    gpumem__sink_str(o, indent);
+    gpumem__sink_str(o, "gpumem: report incomplete: ");
+    gpumem__sink_i64(o, skipped);
+    gpumem__sink_str(o, skipped == 1 ? " registry shard" : " registry shards");
+    gpumem__sink_str(o, " busy (held by a thread inside gpumem); their allocations are not "
+                        "counted\n");
+}
+
+/* ---- JSON (schema gpumem.report, version 1), laid out as jansson's JSON_INDENT(2) ---- */
+
+static void json_key(gpumem__sink *o, int depth, const char *key, int *first)
+{
+    gpumem__sink_str(o, *first ? "\n" : ",\n");
+    *first = 0;
+    for (int i = 0; i < depth; i++)
+        gpumem__sink_str(o, "  ");
+    if (key) {
+        gpumem__sink_json_str(o, key);
+        gpumem__sink_str(o, ": ");
+    }
+}
+
+static void json_close(gpumem__sink *o, int depth, int empty, const char *bracket)
+{
+    if (!empty) {
+        gpumem__sink_str(o, "\n");
+        for (int i = 0; i < depth; i++)
+            gpumem__sink_str(o, "  ");
+    }
+    gpumem__sink_str(o, bracket);
+}
+
+static void write_json(gpumem__sink *o, const gpumem_live *live, const gpumem__group *g, long n,
+                       int skipped, const char *when)
+{
+    int first = 1;
+    gpumem__sink_str(o, "{");
+    json_key(o, 1, "schema", &first);
+    gpumem__sink_json_str(o, "gpumem.report");
+    json_key(o, 1, "version", &first);
+    gpumem__sink_str(o, "1");
+    json_key(o, 1, "when", &first);
+    gpumem__sink_json_str(o, when);
+    json_key(o, 1, "pid", &first);
+    gpumem__sink_i64(o, (int64_t)getpid());
+    json_key(o, 1, "live_allocations", &first);
+    gpumem__sink_u64(o, live->count[0]);
+    json_key(o, 1, "live_bytes", &first);
+    gpumem__sink_u64(o, live->bytes[0]);
+    json_key(o, 1, "by_kind", &first);
+    gpumem__sink_str(o, "{");
+    int kfirst = 1;
     for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
         if (!live->count[k])
             continue;
-        json_t *kv = json_object();
-        json_object_set_new(kv, "count", json_integer((json_int_t)live->count[k]));
-        json_object_set_new(kv, "bytes", json_integer((json_int_t)live->bytes[k]));
-        json_object_set_new(kinds, gpumem_kind_name(k), kv);
+        json_key(o, 2, gpumem_kind_name(k), &kfirst);
+        int vfirst = 1;
+        gpumem__sink_str(o, "{");
+        json_key(o, 3, "count", &vfirst);
+        gpumem__sink_u64(o, live->count[k]);
+        json_key(o, 3, "bytes", &vfirst);
+        gpumem__sink_u64(o, live->bytes[k]);
+        json_close(o, 2, 0, "}");
     }
-    json_object_set_new(root, "by_kind", kinds);
+    json_close(o, 1, kfirst, "}");
+    json_key(o, 1, "sites", &first);
+    gpumem__sink_str(o, "[");
+    int sfirst = 1;
     for (long i = 0; i < n; i++) {
-        json_t *o = json_object();
-        json_t *seqs = json_array();
+        json_key(o, 2, NULL, &sfirst);
+        int f = 1;
+        gpumem__sink_str(o, "{");
+        json_key(o, 3, "file", &f);
+        gpumem__sink_json_str(o, g[i].site.file);
+        json_key(o, 3, "line", &f);
+        gpumem__sink_i64(o, g[i].site.line);
+        json_key(o, 3, "function", &f);
+        gpumem__sink_json_str(o, g[i].site.func);
+        json_key(o, 3, "kind", &f);
+        gpumem__sink_json_str(o, gpumem_kind_name(g[i].kind));
+        json_key(o, 3, "count", &f);
+        gpumem__sink_u64(o, g[i].count);
+        json_key(o, 3, "bytes", &f);
+        gpumem__sink_u64(o, g[i].bytes);
+        json_key(o, 3, "first_seq", &f);
+        gpumem__sink_str(o, "[");
+        int qfirst = 1;
         size_t shown = g[i].count < 5 ? (size_t)g[i].count : 5;
-        for (size_t k = 0; k < shown; k++)
-            json_array_append_new(seqs, json_integer((json_int_t)g[i].first_seq[k]));
-        json_object_set_new(o, "file", g[i].site.file ? json_string(g[i].site.file) : json_null());
-        json_object_set_new(o, "line", json_integer(g[i].site.line));
-        json_object_set_new(o, "function", g[i].site.func ? json_string(g[i].site.func) : json_null());
-        json_object_set_new(o, "kind", json_string(gpumem_kind_name(g[i].kind)));
-        json_object_set_new(o, "count", json_integer((json_int_t)g[i].count));
-        json_object_set_new(o, "bytes", json_integer((json_int_t)g[i].bytes));
-        json_object_set_new(o, "first_seq", seqs);
+        for (size_t k = 0; k < shown; k++) {
+            json_key(o, 4, NULL, &qfirst);
+            gpumem__sink_u64(o, g[i].first_seq[k]);
+        }
+        json_close(o, 3, qfirst, "]");
         if (g[i].stack) {
             gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
             int nf = gpumem__stack_frames(g[i].stack, frames, GPUMEM__STACK_MAX_FRAMES);
-            json_t *st = json_array();
-            for (int f = 0; f < nf; f++) {
-                json_t *fr = json_object();
-                json_object_set_new(fr, "function", json_string(frames[f].func));
-                json_object_set_new(fr, "file",
-                                    frames[f].file ? json_string(frames[f].file) : json_null());
-                json_object_set_new(fr, "line", json_integer(frames[f].line));
-                json_array_append_new(st, fr);
+            json_key(o, 3, "stack", &f);
+            gpumem__sink_str(o, "[");
+            int ffirst = 1;
+            for (int k = 0; k < nf; k++) {
+                json_key(o, 4, NULL, &ffirst);
+                int ff = 1;
+                gpumem__sink_str(o, "{");
+                json_key(o, 5, "function", &ff);
+                gpumem__sink_json_str(o, frames[k].func);
+                json_key(o, 5, "file", &ff);
+                gpumem__sink_json_str(o, frames[k].file);
+                json_key(o, 5, "line", &ff);
+                gpumem__sink_i64(o, frames[k].line);
+                json_close(o, 4, 0, "}");
             }
-            json_object_set_new(o, "stack", st);
+            json_close(o, 3, ffirst, "]");
         }
-        json_array_append_new(arr, o);
+        json_close(o, 2, 0, "}");
     }
-    json_object_set_new(root, "sites", arr);
-    json_object_set_new(root, "complete", json_boolean(skipped == 0));
-    int rc = json_dumpf(root, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    fputc('\n', out);
-    json_decref(root);
-    return rc;
+    json_close(o, 1, sfirst, "]");
+    json_key(o, 1, "complete", &first);
+    gpumem__sink_str(o, skipped ? "false" : "true");
+    if (skipped) {
+        json_key(o, 1, "busy_shards", &first);
+        gpumem__sink_i64(o, skipped);
+    }
+    json_close(o, 0, 0, "}\n");
 }
-#endif
 
-/* The one report both paths print. Returns the live count, or a negative status. */
-static int report(FILE *out, unsigned flags, int try_only, const char *when)
+/* The one report both paths print. Returns the live count, or a negative status. With
+ * try_only the registry is read without waiting long and the grouping uses mmap: the exit
+ * path, which may run in a signal handler. */
+static int report(gpumem__sink *o, unsigned flags, int try_only, const char *when)
 {
-    gpumem_live live;
-    gpumem__reg_live(&live);
-    gpumem__group *g = NULL;
-    int skipped = 0;
-    long n = 0;
-    int want_groups = (flags & (GPUMEM_REPORT_FULL | GPUMEM_REPORT_JSON)) && live.count[0];
-    if (want_groups)
-        n = gpumem__group_live(0, try_only, &g, &skipped);
-#ifdef GPUMEM_HAVE_JANSSON
+    grouping gr;
+    memset(&gr, 0, sizeof gr);
+    gr.mapped = try_only;
+    gr.group = (flags & (GPUMEM_REPORT_FULL | GPUMEM_REPORT_JSON)) != 0;
+    int skipped = grouping_run(&gr, try_only);
+    const gpumem_live *live = &gr.live;
+    int oom = gr.oom;
+    long n = oom ? 0 : (long)gr.n;
+    int rc = oom ? GPUMEM_ENOMEM : (int)live->count[0];
     if (flags & GPUMEM_REPORT_JSON) {
-        int rc = n < 0 ? -1 : write_json(out, &live, g, n, skipped, when);
-        free(g);
-        return rc == 0 ? (int)live.count[0] : GPUMEM_ENOMEM;
+        write_json(o, live, gr.g, n, skipped, when);
+    } else if (live->count[0] || skipped) {
+        int at_exit = strcmp(when, "exit") == 0;
+        if (!gr.group || oom) {
+            write_summary(o, live, at_exit,
+                          (flags & GPUMEM_REPORT_FULL)
+                              ? "; out of host memory to group them by call site"
+                              : "; GPUMEM_LEAK_REPORT=full shows where",
+                          -1);
+        } else {
+            write_summary(o, live, at_exit, "", n);
+            write_groups_text(o, gr.g, n);
+        }
+        if (skipped)
+            write_incomplete(o, skipped, gr.group && !oom ? "  " : "");
     }
-#else
-    if (flags & GPUMEM_REPORT_JSON)
-        fprintf(out, "gpumem: warning: JSON reports need gpumem built with jansson "
-                     "(libjansson-dev); writing text\n");
-#endif
-    int at_exit = strcmp(when, "exit") == 0;
-    if (!live.count[0]) {
-        free(g);
-        return 0;
-    }
-    if (!want_groups || n < 0) {
-        write_summary(out, &live, at_exit, (flags & GPUMEM_REPORT_FULL)
-                                      ? "; out of host memory to group them by call site"
-                                      : "; GPUMEM_LEAK_REPORT=full shows where");
-        free(g);
-        return n < 0 ? GPUMEM_ENOMEM : (int)live.count[0];
-    }
-    char tail[64];
-    snprintf(tail, sizeof tail, ", from %ld call site%s:", n, n == 1 ? "" : "s");
-    write_summary(out, &live, at_exit, tail);
-    write_groups_text(out, g, n);
-    if (skipped)
-        fprintf(out, "  (incomplete: %d registry shards were locked by a thread still inside "
-                     "gpumem)\n",
-                skipped);
-    free(g);
-    return (int)live.count[0];
+    grouping_done(&gr);
+    return rc;
 }
 
 int gpumem_report(FILE *out, unsigned flags)
@@ -288,73 +477,167 @@ int gpumem_report(FILE *out, unsigned flags)
     if (!out)
         return GPUMEM_EINVAL;
     gpumem__init_once();
-    return report(out, flags, 0, "on demand");
+    gpumem__sink o;
+    gpumem__sink_file(&o, out);
+    int rc = report(&o, flags, 0, "on demand");
+    if (gpumem__sink_flush(&o) != 0 || fflush(out) != 0)
+        return GPUMEM_EIO;
+    return rc;
 }
 
-/* GPUMEM_REPORT_FILE with %p replaced by the process id; NULL means stderr. */
-static FILE *open_report_file(int *opened)
+/* A few errno values in words: strerror may consult the locale and allocate. */
+static const char *errno_words(int e)
+{
+    switch (e) {
+    case ENOSPC: return "no space left on device";
+    case EDQUOT: return "disk quota exceeded";
+    case EFBIG: return "file too large";
+    case EIO: return "input/output error";
+    case EPIPE: return "broken pipe";
+    case EBADF: return "bad file descriptor";
+    case EACCES: return "permission denied";
+    case ENOENT: return "no such file or directory";
+    case EROFS: return "read-only file system";
+    case EISDIR: return "is a directory";
+    default: return NULL;
+    }
+}
+
+static void sink_errno(gpumem__sink *o, int e)
+{
+    const char *w = errno_words(e);
+    if (w) {
+        gpumem__sink_str(o, w);
+    } else {
+        gpumem__sink_str(o, "errno ");
+        gpumem__sink_i64(o, e);
+    }
+}
+
+/* GPUMEM_REPORT_FILE with %p replaced by the process id, opened with open(2); -1 means the
+ * report goes to stderr (said there when the file could not be opened). */
+static int open_report_file(char *path, size_t cap)
 {
     const char *pattern = gpumem__opt_str(GPUMEM__OPT_REPORT_FILE);
-    *opened = 0;
     if (!*pattern)
-        return stderr;
-    char path[4096];
+        return -1;
     size_t o = 0;
-    for (const char *c = pattern; *c && o + 24 < sizeof path; c++) {
+    for (const char *c = pattern; *c && o + 24 < cap; c++) {
         if (c[0] == '%' && c[1] == 'p') {
-            o += (size_t)snprintf(path + o, sizeof path - o, "%ld", (long)getpid());
+            char pid[21];
+            gpumem__fmt_u64((uint64_t)getpid(), pid);
+            for (const char *d = pid; *d; d++)
+                path[o++] = *d;
             c++;
         } else {
             path[o++] = *c;
         }
     }
     path[o] = '\0';
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "gpumem: warning: cannot write the report to %s; writing it here\n",
-                path);
-        return stderr;
+    int fd;
+    do
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+        int e = errno;
+        gpumem__sink w;
+        gpumem__sink_fd(&w, STDERR_FILENO);
+        gpumem__sink_str(&w, "gpumem: warning: cannot write the report to ");
+        gpumem__sink_str(&w, path);
+        gpumem__sink_str(&w, " (");
+        sink_errno(&w, e);
+        gpumem__sink_str(&w, "); writing it here\n");
+        gpumem__sink_flush(&w);
     }
-    *opened = 1;
-    return f;
+    return fd;
 }
 
 static atomic_int exit_report_off;
+static atomic_int exit_report_done;
+static atomic_int leak_exitcode; /* GPUMEM_LEAK_EXITCODE when it is 1 to 255, else 0 */
 
 void gpumem__report_at_exit_disable(void)
 {
     atomic_store(&exit_report_off, 1);
 }
 
+/* The program's buffered standard output first, so that the report comes after what was
+ * written before it. Only when its lock is free: a thread stopped inside printf holds it, and
+ * fflush would wait for ever. (When the signal interrupted printf on this very thread, the
+ * lock is this thread's and the flush goes ahead: a line may then be written twice, never
+ * waited for.) fflush(NULL) is not safe at all: it takes the lock of every stream. */
+static void flush_stdout(void)
+{
+    if (ftrylockfile(stdout) != 0)
+        return;
+    fflush_unlocked(stdout);
+    funlockfile(stdout);
+}
+
+/* Runs in an exit handler, possibly inside a signal handler: async-signal-safe (see the top
+ * of this file), but for flush_stdout's one stream. */
 static void report_at_exit(void)
 {
-    if (atomic_load(&exit_report_off))
+    if (atomic_load(&exit_report_off) || atomic_exchange(&exit_report_done, 1))
         return;
     const char *mode = gpumem__opt_str(GPUMEM__OPT_LEAK_REPORT);
-    gpumem_live live;
-    gpumem__reg_live(&live);
-    if (!live.count[0] || strcmp(mode, "off") == 0)
+    if (strcmp(mode, "off") == 0)
         return;
-    fflush(NULL); /* the program's own buffered output comes first, as it was written first */
     unsigned flags = strcmp(mode, "full") == 0 ? GPUMEM_REPORT_FULL : GPUMEM_REPORT_SUMMARY;
     if (strcmp(gpumem__opt_str(GPUMEM__OPT_REPORT_FORMAT), "json") == 0)
         flags |= GPUMEM_REPORT_JSON;
-    int opened;
-    FILE *out = open_report_file(&opened);
-    report(out, flags, 1, "exit");
-    if (opened)
-        fclose(out);
-    else
-        fflush(out);
-    uint64_t code = gpumem__opt_u64(GPUMEM__OPT_LEAK_EXITCODE);
-    if (code) {
-        /* exit() may not be called again from an exit handler; flush and leave as asked. */
-        fflush(NULL);
-        _exit((int)(code & 0xff));
+    /* A clean process writes nothing, not even an empty report file: count first. */
+    grouping probe;
+    memset(&probe, 0, sizeof probe);
+    int busy = grouping_run(&probe, 1);
+    if (!probe.live.count[0] && !busy)
+        return;
+    flush_stdout();
+    char path[4096];
+    int fd = open_report_file(path, sizeof path);
+    gpumem__sink o;
+    gpumem__sink_fd(&o, fd >= 0 ? fd : STDERR_FILENO);
+    int live = report(&o, flags, 1, "exit");
+    int e = gpumem__sink_flush(&o);
+    if (fd >= 0 && close(fd) != 0 && !e && errno != EINTR)
+        e = errno;
+    if (e) {
+        gpumem__sink w;
+        gpumem__sink_fd(&w, STDERR_FILENO);
+        gpumem__sink_str(&w, "gpumem: error: the exit report was not written completely to ");
+        gpumem__sink_str(&w, fd >= 0 ? path : "stderr");
+        gpumem__sink_str(&w, " (");
+        sink_errno(&w, e);
+        gpumem__sink_str(&w, "); it would have said: ");
+        gpumem__sink_u64(&w, probe.live.count[0]);
+        gpumem__sink_str(&w, probe.live.count[0] == 1 ? " allocation" : " allocations");
+        gpumem__sink_str(&w, " still live at exit\n");
+        gpumem__sink_flush(&w);
+    }
+    int code = atomic_load(&leak_exitcode);
+    if (code && live > 0) {
+#ifdef __GLIBC__
+        /* glibc lets an exit handler call exit again: the handlers not run yet still run (the
+         * program's own, C++ destructors, the dynamic linker's destructors, coverage output),
+         * and the process ends with the new status. */
+        exit(code);
+#else
+        _exit(code); /* elsewhere that is undefined: end here, as asked */
+#endif
     }
 }
 
 void gpumem__report_at_exit_setup(void)
 {
+    uint64_t code = gpumem__opt_u64(GPUMEM__OPT_LEAK_EXITCODE);
+    if (code > 255) {
+        fprintf(stderr, "gpumem: warning: GPUMEM_LEAK_EXITCODE=%s is not an exit status (1 to "
+                        "255; the system keeps only the low 8 bits, so %llu would read as %llu); "
+                        "a leak leaves the exit status alone\n",
+                gpumem__opt_str(GPUMEM__OPT_LEAK_EXITCODE), (unsigned long long)code,
+                (unsigned long long)(code & 0xff));
+        code = 0;
+    }
+    atomic_store(&leak_exitcode, (int)code);
     atexit(report_at_exit);
 }

@@ -153,6 +153,13 @@ int gpumem_stats(gpumem_stats_t *out)
     return GPUMEM_OK;
 }
 
+uint64_t gpumem__stats_peak(int kind)
+{
+    return kind >= 0 && kind < GPUMEM_KIND_COUNT_
+               ? (uint64_t)atomic_load_explicit(&counters[kind].peak, memory_order_relaxed)
+               : 0;
+}
+
 void gpumem_stats_reset_peak(void)
 {
     flush_all(&mine);

@@ -1,9 +1,10 @@
 #!/bin/sh
 # `gpumem check`'s command line, without a GPU: usage errors exit 2 with a message, the
 # program's own exit status comes back, a program that cannot run gives 127, a signal 128+N,
-# a program that uses no CUDA is said to have been left unchecked, and a machine without the
-# NVIDIA driver gives 77. FAKE_LIBCUDA is a stand-in driver (tests/fake_libcuda.c) so that the
-# launcher runs the program here; the checked program itself never loads it.
+# a program that uses no CUDA is said to have been left unchecked, one killed before it could
+# write its report (SIGKILL) is said to have been killed (in the JSON report too), and a machine
+# without the NVIDIA driver gives 77. FAKE_LIBCUDA is a stand-in driver (tests/fake_libcuda.c)
+# so that the launcher runs the program here; the checked program itself never loads it.
 # usage: check_cli.sh GPUMEM FAKE_LIBCUDA
 gpumem=$1
 GPUMEM_LIBCUDA=$2
@@ -80,7 +81,15 @@ expect 0 "true used no CUDA" -- --suppressions="$tmp/good.supp" -- true
 expect 3 "sh used no CUDA" -- -- sh -c 'exit 3'
 expect 3 "sh used no CUDA" -- --error-exitcode=9 -- sh -c 'exit 3'
 expect 127 "cannot run $tmp/none" -- -- "$tmp/none"
-expect 143 "sh used no CUDA" -- -- sh -c 'kill -TERM $$'
+expect 143 "sh was killed by signal 15 (SIGTERM) and left no report" -- -- sh -c 'kill -TERM $$'
+expect 137 "sh was killed by signal 9 (SIGKILL) and left no report: either it used no CUDA, or the signal ended it before its report could be written (SIGKILL cannot be caught)" -- -- sh -c 'kill -KILL $$'
+expect 137 "sh was killed by signal 9" -- --json="$tmp/killed.json" -- sh -c 'kill -KILL $$'
+if grep -q '"status": "killed"' "$tmp/killed.json" && grep -q '"signal": 9' "$tmp/killed.json"; then
+  echo "ok   the JSON report of a killed program says so"
+else
+  echo "FAIL: no JSON report saying the program was killed:"; cat "$tmp/killed.json"
+  fails=$((fails + 1))
+fi
 expect 0 "sh used no CUDA" -- -- sh -c 'test -n "$CUDA_INJECTION64_PATH" && test -n "$LD_PRELOAD"'
 GPUMEM_CHECK_LIBRARY=$tmp/none expect 2 "GPUMEM_CHECK_LIBRARY=$tmp/none cannot be read" -- -- true
 CUDA_INJECTION64_PATH=/opt/other/libinject.so expect 0 "CUDA_INJECTION64_PATH=/opt/other/libinject.so is replaced by gpumem check's own" -- -- true

@@ -316,7 +316,7 @@ static void test_free_from_other_thread(void)
     ASSERT_EQ(gpumem_query(p, &info), GPUMEM_OK);
     pthread_t t;
     void *rc;
-    pthread_create(&t, NULL, cross_thread_free, p);
+    ASSERT_EQ(pthread_create(&t, NULL, cross_thread_free, p), 0); /* joining an unset handle crashes */
     pthread_join(t, &rc);
     EXPECT_EQ((intptr_t)rc, GPUMEM_OK);
     EXPECT_EQ(gpumem_query(p, &info), GPUMEM_EFOREIGN);

@@ -727,12 +727,28 @@ static void test_unwritable_files(void)
                          "here\n");
     EXPECT_CONTAINS(err, "==PID== Mismatched release: cudaFree() of 4,096 bytes");
 #ifdef GPUMEM_HAVE_JANSSON
-    EXPECT_CONTAINS(err, "==PID== gpumem check: warning: cannot write the JSON report to "
+    EXPECT_CONTAINS(err, "==PID== gpumem check: error: cannot write the JSON report to "
                          "/nonexistent/dir/check.json (No such file or directory)\n");
 #endif
     EXPECT_CONTAINS(err, "==PID== gpumem check: warning: cannot write /nonexistent/dir/");
     EXPECT_CONTAINS(err, "(No such file or directory): gpumem check's exit status will not "
                          "count this process\n");
+    free(err);
+}
+
+/* A full disk: every failed write is said on stderr, never lost without a word. */
+static void test_full_disk(void)
+{
+    EXPECT_EQ(run_scenario("fulldisk", suppressed_leaks,
+                           "GPUMEM_CHECK_LOG=/dev/full;GPUMEM_CHECK_JSON=/dev/full"),
+              3);
+    char *err = stderr_of("fulldisk");
+    EXPECT_CONTAINS(err, "==PID== gpumem check: error: the log /dev/full was not written "
+                         "completely (No space left on device); its findings are lost");
+#ifdef GPUMEM_HAVE_JANSSON
+    EXPECT_CONTAINS(err, "==PID== gpumem check: error: cannot write the JSON report to "
+                         "/dev/full (");
+#endif
     free(err);
 }
 
@@ -859,6 +875,7 @@ int main(void)
     RUN(test_child_file_names);
     RUN(test_forked_child);
     RUN(test_unwritable_files);
+    RUN(test_full_disk);
     RUN(test_status_files);
     RUN(test_quiet);
 #ifdef GPUMEM_HAVE_JANSSON

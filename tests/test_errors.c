@@ -15,7 +15,7 @@ static void test_status_table(void)
                                 GPUMEM_EINVAL,    GPUMEM_ENODEV,   GPUMEM_EFOREIGN,
                                 GPUMEM_EDOUBLEFREE, GPUMEM_EINTERIOR, GPUMEM_ECUDA,
                                 GPUMEM_ESTICKY,   GPUMEM_EKIND,    GPUMEM_EBUSY,
-                                GPUMEM_EMISALIGNED};
+                                GPUMEM_EMISALIGNED, GPUMEM_EIO};
     for (size_t i = 0; i < sizeof codes / sizeof *codes; i++) {
         EXPECT_LE(codes[i], 0);
         EXPECT_TRUE(strncmp(gpumem_err_name(codes[i]), "GPUMEM_", 7) == 0);

@@ -9,13 +9,23 @@
  * Device pointers are 512-byte aligned like consecutive small cudaMalloc results; pinned and
  * stream-ordered ones are page aligned. It keeps its own table of what it handed out, apart
  * from gpumem's registry, as a driver would. Managed memory counts against the capacity
- * (real managed memory is only charged when it migrates; a simulation keeps it simple). */
+ * (real managed memory is only charged when it migrates; a simulation keeps it simple).
+ *
+ * Device, managed and stream-ordered memory come from one address range reserved at the first
+ * allocation (mmap, without reserving swap: pages exist once touched), never from malloc: a GPU's memory never overlaps
+ * the host heap, so host malloc can never return an address a released device allocation
+ * had (gpumem would call freeing it a double free). Blocks are powers of two from 512 bytes;
+ * a released block goes to its size's free list and the next request of that size takes it,
+ * last released first, as cudaMalloc hands a released address out again. Released blocks of
+ * 64 KiB or more give their pages back (madvise). Pinned memory is host memory: malloc. */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE, madvise */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "../internal.h"
@@ -28,17 +38,22 @@ typedef struct sim_block {
     size_t bytes;
     int type;
     unsigned flags;
+    unsigned cls; /* arena blocks: 1 << cls bytes of address space; 0 for host memory */
     struct sim_block *next;
 } sim_block;
 
 #define SIM_BUCKETS 4096u
+#define ARENA_MIN_CLS 9u /* 512 bytes, the alignment of cudaMalloc's small results */
+#define ARENA_CLASSES 64u
 
 static struct {
     pthread_mutex_t lock;
     sim_block *buckets[SIM_BUCKETS];
     size_t live;
     uint64_t capacity, used;
-} sim = {PTHREAD_MUTEX_INITIALIZER, {0}, 0, 0, 0};
+    uintptr_t arena, arena_end, arena_next; /* the reserved range and its bump pointer */
+    sim_block *released[ARENA_CLASSES];     /* released arena blocks by class, newest first */
+} sim = {PTHREAD_MUTEX_INITIALIZER, {0}, 0, 0, 0, 0, 0, 0, {0}};
 
 static atomic_int poisoned; /* a sticky error: while set, every call returns it */
 
@@ -110,6 +125,69 @@ static uint64_t host_ram(void)
     return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : UINT64_MAX;
 }
 
+/* Reserves the device's address range: four times its capacity (blocks are powers of two,
+ * and a released block serves only its own size), at most 4 TiB, less when the system
+ * refuses that much. Locked. */
+static int arena_reserve(void)
+{
+    uint64_t want = sim.capacity > ((uint64_t)1 << 40) ? (uint64_t)4 << 40 : sim.capacity * 4;
+    if (want < ((uint64_t)1 << 30))
+        want = (uint64_t)1 << 30;
+    for (; want >= ((uint64_t)1 << 24); want /= 2) {
+        void *r = mmap(NULL, (size_t)want, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (r != MAP_FAILED) {
+            /* Start on a 2 MiB boundary, so large blocks are aligned as CUDA's are. */
+            uintptr_t start = ((uintptr_t)r + ((uintptr_t)2 << 20) - 1) & ~(((uintptr_t)2 << 20) - 1);
+            sim.arena = start;
+            sim.arena_next = start;
+            sim.arena_end = (uintptr_t)r + (size_t)want;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* An arena block for bytes (> 0): the newest released block of its class, or a fresh one
+ * from the bump pointer. NULL when the range or host memory runs out. Locked. */
+static sim_block *arena_take(size_t bytes)
+{
+    unsigned cls = ARENA_MIN_CLS;
+    while (cls < ARENA_CLASSES - 1 && ((size_t)1 << cls) < bytes)
+        cls++;
+    if (((size_t)1 << cls) < bytes)
+        return NULL;
+    sim_block *b = sim.released[cls];
+    if (b) {
+        sim.released[cls] = b->next;
+        return b;
+    }
+    if (!sim.arena && arena_reserve() != 0)
+        return NULL;
+    size_t size = (size_t)1 << cls;
+    uintptr_t align = size < ((uintptr_t)2 << 20) ? size : ((uintptr_t)2 << 20);
+    uintptr_t base = (sim.arena_next + align - 1) & ~(align - 1);
+    if (base < sim.arena_next || base > sim.arena_end || sim.arena_end - base < size)
+        return NULL;
+    b = malloc(sizeof *b);
+    if (!b)
+        return NULL;
+    sim.arena_next = base + size;
+    b->base = base;
+    b->cls = cls;
+    return b;
+}
+
+/* Keeps a released arena block for its class; its pages go back to the system when large.
+ * Locked. */
+static void arena_give(sim_block *b)
+{
+    if (b->cls >= 16)
+        madvise((void *)b->base, (size_t)1 << b->cls, MADV_DONTNEED);
+    b->next = sim.released[b->cls];
+    sim.released[b->cls] = b;
+}
+
 static int sim_alloc(void **p, size_t bytes, int type, unsigned flags)
 {
     *p = NULL;
@@ -126,13 +204,23 @@ static int sim_alloc(void **p, size_t bytes, int type, unsigned flags)
         pthread_mutex_unlock(&sim.lock);
         return cudaErrorMemoryAllocation;
     }
-    size_t align = type == SIM_DEVICE || type == SIM_MANAGED ? 512 : 4096;
     void *mem = NULL;
-    sim_block *b = malloc(sizeof *b);
-    if (bytes <= SIZE_MAX - align && b)
-        mem = aligned_alloc(align, (bytes + align - 1) / align * align);
+    sim_block *b = NULL;
+    if (on_device) {
+        b = arena_take(bytes);
+        mem = b ? (void *)b->base : NULL;
+    } else {
+        b = malloc(sizeof *b);
+        if (bytes <= SIZE_MAX - 4096 && b)
+            mem = aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+        if (!mem) {
+            free(b);
+            b = NULL;
+        }
+        if (b)
+            b->cls = 0;
+    }
     if (!mem) {
-        free(b);
         pthread_mutex_unlock(&sim.lock);
         return cudaErrorMemoryAllocation;
     }
@@ -170,8 +258,12 @@ static int sim_release(const void *p, unsigned accepted_types)
             break;
         *pp = b->next;
         sim.live--;
-        if (b->type != SIM_HOST)
+        if (b->type != SIM_HOST) {
             sim.used -= b->bytes;
+            arena_give(b);
+            pthread_mutex_unlock(&sim.lock);
+            return 0;
+        }
         pthread_mutex_unlock(&sim.lock);
         free((void *)b->base);
         free(b);

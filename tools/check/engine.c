@@ -10,6 +10,7 @@
 #include "engine.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@
 #include "check_trace.h"
 #include "internal.h"
 #include "reach.h"
+#include "sigsafe.h"
 #include "suppress.h"
 #include "trace.h"
 
@@ -59,6 +61,7 @@ static const char *env_or(const char *name, const char *fallback)
 /* Output goes through one lock; the prefix is valgrind's "==PID== ". */
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static FILE *out_file;
+static int out_fd = -1; /* out_file's descriptor, for the crash-time report */
 static char prefix[32];
 
 static void setup(void)
@@ -103,20 +106,27 @@ void check_setup(void)
  * root's) gets ".PID" appended when PATTERN has no %p, so that it writes its own file. */
 static void expand_path(const char *pattern, char *path, size_t n)
 {
+    /* No snprintf: the crash-time report expands paths from a signal handler. */
+    char pid[21];
+    gpumem__fmt_u64((uint64_t)getpid(), pid);
     size_t o = 0;
     int had_pid = 0;
     for (const char *c = pattern; *c && o + 24 < n; c++) {
         if (c[0] == '%' && c[1] == 'p') {
-            o += (size_t)snprintf(path + o, n - o, "%ld", (long)getpid());
+            for (const char *d = pid; *d; d++)
+                path[o++] = *d;
             had_pid = 1;
             c++;
         } else {
             path[o++] = *c;
         }
     }
+    if (!had_pid && opt.root && opt.root != (long)getpid() && o + 24 < n) {
+        path[o++] = '.';
+        for (const char *d = pid; *d; d++)
+            path[o++] = *d;
+    }
     path[o] = '\0';
-    if (!had_pid && opt.root && opt.root != (long)getpid())
-        snprintf(path + o, n - o, ".%ld", (long)getpid());
 }
 
 /* The log, opened at the first output; under out_lock. */
@@ -129,8 +139,10 @@ static FILE *out(void)
         char path[4096];
         expand_path(opt.log, path, sizeof path);
         FILE *f = fopen(path, "w");
-        if (f)
+        if (f) {
             out_file = f;
+            out_fd = fileno(f);
+        }
         else
             fprintf(stderr, "%sgpumem check: warning: cannot write the log to %s (%s); writing "
                             "it here\n", prefix, path, strerror(errno));
@@ -139,15 +151,39 @@ static FILE *out(void)
 }
 
 static void say(const char *fmt, ...) GPUMEM__FORMAT(1, 2);
+static int log_errno; /* why the first write to the log failed */
+
 static void say(const char *fmt, ...)
 {
     FILE *f = out();
+    int before = errno;
+    errno = 0;
     fputs(prefix, f);
     va_list ap;
     va_start(ap, fmt);
     vfprintf(f, fmt, ap);
     va_end(ap);
     fputc('\n', f);
+    if (errno && ferror(f) && !log_errno)
+        log_errno = errno;
+    errno = before;
+}
+
+/* A problem with gpumem check's own files: said in the log and, when the log is a file (which
+ * may be the very file that failed), on stderr too. */
+static void say_both(const char *fmt, ...) GPUMEM__FORMAT(1, 2);
+static void say_both(const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    say("%s", text);
+    if (out() != stderr) {
+        fprintf(stderr, "%s%s\n", prefix, text);
+        fflush(stderr); /* stderr may have been reopened, and buffered, by the program */
+    }
 }
 
 /* 8192 -> "8,192". */
@@ -925,14 +961,6 @@ void check_unchecked(const char *why)
     pthread_mutex_unlock(&out_lock);
 }
 
-static const char *signal_name(int sig)
-{
-    static char buf[32];
-    const char *n = sigabbrev_np(sig);
-    snprintf(buf, sizeof buf, "SIG%s", n ? n : "?");
-    return buf;
-}
-
 #ifdef GPUMEM_HAVE_JANSSON
 static json_t *stack_json(uint32_t id)
 {
@@ -1045,8 +1073,8 @@ static void write_json(const char *status, int code, const gpumem_stats_t *st, u
     json_object_set_new(root, "summary", sum);
     errno = 0;
     if (json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0)
-        say("gpumem check: warning: cannot write the JSON report to %s (%s)", path,
-            errno ? strerror(errno) : "jansson failed");
+        say_both("gpumem check: error: cannot write the JSON report to %s (%s)", path,
+                 errno ? strerror(errno) : "jansson failed");
     json_decref(root);
 }
 #endif
@@ -1072,8 +1100,8 @@ static void write_status(const char *status, int code, uint64_t leaks, uint64_t 
     snprintf(path, sizeof path, "%s/%ld", opt.status, (long)getpid());
     FILE *f = fopen(path, "w");
     if (!f) {
-        say("gpumem check: warning: cannot write %s (%s): gpumem check's exit status will not "
-            "count this process", path, strerror(errno));
+        say_both("gpumem check: warning: cannot write %s (%s): gpumem check's exit status will "
+                 "not count this process", path, strerror(errno));
         return;
     }
     char cmd[256];
@@ -1082,7 +1110,373 @@ static void write_status(const char *status, int code, uint64_t leaks, uint64_t 
     fprintf(f, "errors %ld\nstatus %s\ncode %d\nleaks %llu\nleaked_bytes %llu\ncommand %s\n",
             atomic_load(&error_count), status, code, (unsigned long long)leaks,
             (unsigned long long)leaked_bytes, cmd);
-    fclose(f);
+    errno = 0;
+    int failed = ferror(f);
+    if (fclose(f) != 0 || failed)
+        say_both("gpumem check: warning: cannot write %s (%s): gpumem check's exit status will "
+                 "not count this process", path, errno ? strerror(errno) : "write error");
+}
+
+/* ---- the crash-time report ----
+ *
+ * A fatal signal may land anywhere: inside the engine holding a registry shard or the output
+ * lock, inside printf holding stdio's locks, inside malloc. So this report is
+ * async-signal-safe by construction (sigsafe.h): registry shards are try-locked with a
+ * bounded wait and the report says when some stayed busy; groups live in mmap'd memory;
+ * output is formatted by hand and written with write(2) to the log's own descriptor; peaks
+ * are read from their atomics. A stack is shown only when it was symbolized before
+ * (symbolizing allocates), and suppressions match against those frames only. */
+
+static void crash_line(gpumem__sink *o, const char *text)
+{
+    gpumem__sink_str(o, prefix);
+    gpumem__sink_str(o, text);
+}
+
+/* 8192 -> "8,192". */
+static void crash_grouped(gpumem__sink *o, uint64_t v)
+{
+    char digits[21];
+    gpumem__fmt_u64(v, digits);
+    int len = (int)strlen(digits);
+    for (int i = 0; i < len; i++) {
+        if (i && (len - i) % 3 == 0)
+            gpumem__sink_str(o, ",");
+        gpumem__sink_mem(o, digits + i, 1);
+    }
+}
+
+static int crash_open(const char *pattern)
+{
+    char path[4096];
+    expand_path(pattern, path, sizeof path);
+    int fd;
+    do
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    while (fd < 0 && errno == EINTR);
+    return fd;
+}
+
+static void crash_json_stack(gpumem__sink *o, uint32_t id)
+{
+    gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
+    int n = id ? gpumem__stack_frames_cached(id, frames, GPUMEM__STACK_MAX_FRAMES) : 0;
+    gpumem__sink_str(o, "[");
+    for (int i = 0; i < n; i++) {
+        gpumem__sink_str(o, i ? ", {\"function\": " : "{\"function\": ");
+        gpumem__sink_json_str(o, frames[i].func);
+        gpumem__sink_str(o, ", \"file\": ");
+        gpumem__sink_json_str(o, frames[i].file);
+        gpumem__sink_str(o, ", \"line\": ");
+        gpumem__sink_i64(o, frames[i].line);
+        gpumem__sink_str(o, ", \"module\": ");
+        gpumem__sink_json_str(o, frames[i].object);
+        gpumem__sink_str(o, "}");
+    }
+    gpumem__sink_str(o, "]");
+}
+
+static void crash_json_finding(gpumem__sink *o, const finding *f)
+{
+    gpumem__sink_str(o, "{\"kind\": ");
+    gpumem__sink_json_str(o, check_kind_name(f->kind));
+    gpumem__sink_str(o, f->kind == CHECK_LEAK ? ", \"alloc_call\": " : ", \"call\": ");
+    gpumem__sink_json_str(o, f->call);
+    if (f->kind == CHECK_LEAK) {
+        gpumem__sink_str(o, ", \"count\": ");
+        gpumem__sink_u64(o, f->count);
+    }
+    if (f->memory) {
+        gpumem__sink_str(o, ", \"memory\": ");
+        gpumem__sink_json_str(o, gpumem_kind_name(f->memory));
+    }
+    if (f->kind != CHECK_INVALID) {
+        gpumem__sink_str(o, ", \"bytes\": ");
+        gpumem__sink_u64(o, f->bytes);
+    }
+    if (f->address) {
+        gpumem__sink_str(o, ", \"address\": \"");
+        gpumem__sink_hex(o, f->address);
+        gpumem__sink_str(o, "\"");
+    }
+    gpumem__sink_str(o, f->kind == CHECK_LEAK ? ", \"alloc_stack\": " : ", \"stack\": ");
+    crash_json_stack(o, f->stack);
+    if (f->alloc_call && f->kind != CHECK_LEAK) {
+        gpumem__sink_str(o, ", \"alloc_call\": ");
+        gpumem__sink_json_str(o, f->alloc_call);
+        gpumem__sink_str(o, ", \"alloc_stack\": ");
+        crash_json_stack(o, f->alloc_stack);
+    }
+    if (f->kind == CHECK_DOUBLE) {
+        gpumem__sink_str(o, ", \"first_release_call\": ");
+        gpumem__sink_json_str(o, f->first_call);
+        gpumem__sink_str(o, ", \"first_release_stack\": ");
+        crash_json_stack(o, f->first_stack);
+    }
+    if (f->kind == CHECK_INTERIOR) {
+        gpumem__sink_str(o, ", \"offset\": ");
+        gpumem__sink_u64(o, f->offset);
+    }
+    if (f->kind == CHECK_FAILED_ALLOC) {
+        const char *name = gpumem__cuda_error_name(f->error);
+        gpumem__sink_str(o, ", \"error\": ");
+        gpumem__sink_json_str(o, name ? name : "unknown");
+    }
+    if (f->suppressed) {
+        gpumem__sink_str(o, ", \"suppressed\": ");
+        gpumem__sink_json_str(o, f->suppressed);
+    }
+    gpumem__sink_str(o, "}");
+}
+
+/* The JSON report of a process ended by signal sig: the same schema, on one line. */
+static void crash_json(int sig, const gpumem__group *g, long ng, int skipped, uint64_t leaks,
+                       uint64_t leaked_bytes)
+{
+    int fd = crash_open(opt.json);
+    if (fd < 0)
+        return;
+    gpumem__sink o;
+    gpumem__sink_fd(&o, fd);
+    gpumem__sink_str(&o, "{\"schema\": \"gpumem-check/1\", \"tool\": \"gpumem check\", "
+                         "\"version\": ");
+    gpumem__sink_json_str(&o, gpumem_version());
+    gpumem__sink_str(&o, ", \"pid\": ");
+    gpumem__sink_i64(&o, (int64_t)getpid());
+    gpumem__sink_str(&o, ", \"command\": [");
+    int cmd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (cmd >= 0) {
+        char arg[4096];
+        size_t len = 0;
+        int first = 1;
+        ssize_t n;
+        char c;
+        while ((n = read(cmd, &c, 1)) == 1 || (n < 0 && errno == EINTR)) {
+            if (n != 1)
+                continue;
+            if (c && len + 1 < sizeof arg) {
+                arg[len++] = c;
+                continue;
+            }
+            if (c)
+                continue;
+            arg[len] = '\0';
+            gpumem__sink_str(&o, first ? "" : ", ");
+            gpumem__sink_json_str(&o, arg);
+            first = 0;
+            len = 0;
+        }
+        close(cmd);
+    }
+    gpumem__sink_str(&o, "], \"status\": ");
+    gpumem__sink_json_str(&o, unchecked_why ? "unchecked" : "signaled");
+    gpumem__sink_str(&o, ", \"signal\": ");
+    gpumem__sink_i64(&o, sig);
+    if (unchecked_why) {
+        gpumem__sink_str(&o, ", \"unchecked_because\": ");
+        gpumem__sink_json_str(&o, unchecked_why);
+    }
+    gpumem__sink_str(&o, ", \"findings\": [");
+    long budget = 20 * 1000 * 1000;
+    int have = gpumem__trylock_for(&findings_lock, &budget);
+    size_t shown = 0;
+    for (size_t i = 0; have && i < nfindings; i++, shown++) {
+        gpumem__sink_str(&o, shown ? ", " : "");
+        crash_json_finding(&o, &findings[i]);
+    }
+    if (have)
+        pthread_mutex_unlock(&findings_lock);
+    for (long i = 0; opt.leak != LEAK_NO && i < ng; i++, shown++) {
+        finding f = {.kind = CHECK_LEAK, .call = g[i].site.func ? g[i].site.func : "?",
+                     .memory = g[i].kind, .bytes = g[i].bytes, .count = g[i].count,
+                     .stack = g[i].stack};
+        gpumem__sink_str(&o, shown ? ", " : "");
+        crash_json_finding(&o, &f);
+    }
+    gpumem__sink_str(&o, "], \"peak\": {");
+    int first = 1;
+    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
+        uint64_t peak = gpumem__stats_peak(k);
+        if (!peak)
+            continue;
+        gpumem__sink_str(&o, first ? "" : ", ");
+        gpumem__sink_json_str(&o, gpumem_kind_name(k));
+        gpumem__sink_str(&o, ": ");
+        gpumem__sink_u64(&o, peak);
+        first = 0;
+    }
+    gpumem__sink_str(&o, "}, \"summary\": {\"errors\": ");
+    gpumem__sink_i64(&o, atomic_load(&error_count));
+    gpumem__sink_str(&o, ", \"leaks\": ");
+    gpumem__sink_u64(&o, leaks);
+    gpumem__sink_str(&o, ", \"leaked_bytes\": ");
+    gpumem__sink_u64(&o, leaked_bytes);
+    gpumem__sink_str(&o, ", \"suppressed\": ");
+    gpumem__sink_i64(&o, atomic_load(&suppressed_count));
+    gpumem__sink_str(&o, "}, \"complete\": ");
+    gpumem__sink_str(&o, skipped || !have ? "false" : "true");
+    gpumem__sink_str(&o, "}\n");
+    gpumem__sink_flush(&o);
+    close(fd);
+}
+
+static void crash_status(void)
+{
+    char path[4096];
+    size_t n = strlen(opt.status);
+    if (n + 24 > sizeof path)
+        return;
+    memcpy(path, opt.status, n);
+    path[n++] = '/';
+    gpumem__fmt_u64((uint64_t)getpid(), path + n);
+    int fd;
+    do
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0)
+        return;
+    gpumem__sink o;
+    gpumem__sink_fd(&o, fd);
+    gpumem__sink_str(&o, "errors ");
+    gpumem__sink_i64(&o, atomic_load(&error_count));
+    gpumem__sink_str(&o, unchecked_why ? "\nstatus unchecked\n" : "\nstatus signaled\n");
+    gpumem__sink_flush(&o);
+    close(fd);
+}
+
+static void finish_signaled(int sig)
+{
+    int fd = STDERR_FILENO, opened = 0;
+    if (out_file && out_file != stderr) {
+        fd = out_fd;
+    } else if (!out_file && opt.log) {
+        fd = crash_open(opt.log);
+        opened = fd >= 0;
+        if (fd < 0)
+            fd = STDERR_FILENO;
+    }
+    gpumem__sink o;
+    gpumem__sink_fd(&o, fd);
+    const char *abbrev = sigabbrev_np(sig);
+    crash_line(&o, "Process terminating with the default action of signal ");
+    gpumem__sink_i64(&o, sig);
+    gpumem__sink_str(&o, " (SIG");
+    gpumem__sink_str(&o, abbrev ? abbrev : "?");
+    gpumem__sink_str(&o, ")\n");
+
+    gpumem__group *g = NULL;
+    size_t map_bytes = 0;
+    int skipped = 0;
+    long ng = gpumem__group_live_mapped(&g, &map_bytes, &skipped);
+    uint64_t leaks = 0, leaked_bytes = 0, leak_blocks = 0;
+    uint64_t by_kind_bytes[GPUMEM_KIND_COUNT_] = {0}, by_kind_count[GPUMEM_KIND_COUNT_] = {0};
+    for (long i = 0; opt.leak != LEAK_NO && i < ng; i++) {
+        const char *call = g[i].site.func ? g[i].site.func : "?";
+        gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
+        int nf = g[i].stack ? gpumem__stack_frames_cached(g[i].stack, frames,
+                                                          GPUMEM__STACK_MAX_FRAMES)
+                            : 0;
+        if (check_supp_match(CHECK_LEAK, call, frames, nf < 0 ? 0 : nf)) {
+            atomic_fetch_add(&suppressed_count, 1);
+            continue;
+        }
+        atomic_fetch_add(&error_count, 1);
+        leaks++;
+        leaked_bytes += g[i].bytes;
+        leak_blocks += g[i].count;
+        by_kind_bytes[g[i].kind] += g[i].bytes;
+        by_kind_count[g[i].kind] += g[i].count;
+        if (opt.leak != LEAK_FULL)
+            continue;
+        crash_line(&o, "");
+        crash_grouped(&o, g[i].bytes);
+        gpumem__sink_str(&o, " bytes in ");
+        gpumem__sink_u64(&o, g[i].count);
+        gpumem__sink_str(&o, " ");
+        gpumem__sink_str(&o, gpumem_kind_name(g[i].kind));
+        gpumem__sink_str(&o, g[i].count == 1 ? " allocation by " : " allocations by ");
+        gpumem__sink_str(&o, call);
+        gpumem__sink_str(&o, "() still live at exit\n");
+        char indent[64];
+        size_t pl = strlen(prefix);
+        memcpy(indent, prefix, pl);
+        memcpy(indent + pl, "   ", 4);
+        if (!g[i].stack) {
+            crash_line(&o, "   (no stack)\n");
+        } else if (gpumem__sink_stack(&o, g[i].stack, indent, 1) < 0) {
+            crash_line(&o, "   (stack not shown: it cannot be symbolized safely while the "
+                           "process is ending by a signal)\n");
+        }
+        crash_line(&o, "\n");
+    }
+    if (opt.leak != LEAK_NO) {
+        if (leaks) {
+            crash_line(&o, "LEAK SUMMARY: ");
+            crash_grouped(&o, leaked_bytes);
+            gpumem__sink_str(&o, " bytes in ");
+            gpumem__sink_u64(&o, leak_blocks);
+            gpumem__sink_str(&o, leak_blocks == 1 ? " allocation from " : " allocations from ");
+            gpumem__sink_u64(&o, leaks);
+            gpumem__sink_str(&o, leaks == 1 ? " call site (" : " call sites (");
+            int first = 1;
+            for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
+                if (!by_kind_count[k])
+                    continue;
+                gpumem__sink_str(&o, first ? "" : ", ");
+                gpumem__sink_str(&o, gpumem_kind_name(k));
+                gpumem__sink_str(&o, " ");
+                crash_grouped(&o, by_kind_bytes[k]);
+                gpumem__sink_str(&o, " in ");
+                gpumem__sink_u64(&o, by_kind_count[k]);
+                first = 0;
+            }
+            gpumem__sink_str(&o, ")\n");
+            if (opt.leak == LEAK_SUMMARY)
+                crash_line(&o, "   --leak-check=full shows where each was allocated\n");
+        } else if (ng >= 0) {
+            crash_line(&o, "LEAK SUMMARY: no CUDA memory left allocated at exit\n");
+        }
+        if (ng < 0)
+            crash_line(&o, "LEAK SUMMARY: not available (no memory to group the leaks)\n");
+        if (skipped) {
+            crash_line(&o, "   gpumem check: report incomplete: ");
+            gpumem__sink_i64(&o, skipped);
+            gpumem__sink_str(&o, skipped == 1 ? " registry shard" : " registry shards");
+            gpumem__sink_str(&o, " busy (held by the code the signal interrupted); their "
+                                 "allocations are not counted\n");
+        }
+    }
+    crash_line(&o, "PEAK: ");
+    int any = 0;
+    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
+        uint64_t peak = gpumem__stats_peak(k);
+        if (!peak)
+            continue;
+        char b[32];
+        gpumem__sink_str(&o, any ? ", " : "");
+        gpumem__sink_str(&o, gpumem_kind_name(k));
+        gpumem__sink_str(&o, " ");
+        gpumem__sink_str(&o, gpumem_format_bytes(peak, b, sizeof b));
+        any = 1;
+    }
+    gpumem__sink_str(&o, any ? "\n" : "no CUDA memory allocated\n");
+    check_supp_sink_used(&o, prefix);
+    long errors = atomic_load(&error_count), supp = atomic_load(&suppressed_count);
+    crash_line(&o, "ERROR SUMMARY: ");
+    gpumem__sink_i64(&o, errors);
+    gpumem__sink_str(&o, errors == 1 ? " error (" : " errors (");
+    gpumem__sink_u64(&o, leaks);
+    gpumem__sink_str(&o, leaks == 1 ? " leak), " : " leaks), ");
+    gpumem__sink_i64(&o, supp);
+    gpumem__sink_str(&o, " suppressed\n");
+    gpumem__sink_flush(&o);
+    if (opened)
+        close(fd);
+    if (opt.json)
+        crash_json(sig, g, ng, skipped, leaks, leaked_bytes);
+    if (opt.status)
+        crash_status();
+    gpumem__group_unmap(g, map_bytes);
 }
 
 void check_finish(const char *status, int code)
@@ -1091,14 +1485,13 @@ void check_finish(const char *status, int code)
         return;
     check_setup();
     check_tls_busy++;
-    int signaled = strcmp(status, "signaled") == 0;
-    /* From a signal handler another thread may hold the lock: write anyway. */
-    int locked = signaled ? pthread_mutex_trylock(&out_lock) == 0
-                          : pthread_mutex_lock(&out_lock) == 0;
+    if (strcmp(status, "signaled") == 0) {
+        finish_signaled(code);
+        check_tls_busy--;
+        return;
+    }
+    int locked = pthread_mutex_lock(&out_lock) == 0;
     fflush(NULL);
-    if (signaled)
-        say("Process terminating with the default action of signal %d (%s)", code,
-            signal_name(code));
     if (unchecked_why)
         status = "unchecked";
 
@@ -1206,9 +1599,26 @@ void check_finish(const char *status, int code)
 #endif
     if (opt.status)
         write_status(status, code, leaks, leaked_bytes);
-    fflush(out()); /* a process killed by its signal next writes nothing more */
-    if (out_file && out_file != stderr)
-        fclose(out_file);
+    errno = 0;
+    /* a process killed by its signal next writes nothing more */
+    int flush_errno = fflush(out()) != 0 ? errno : 0;
+    if (out_file && out_file != stderr) {
+        /* A full disk fails a write only when the buffer goes out: check the stream and the
+         * close, and say so where it can be read. */
+        int failed = ferror(out_file);
+        int e = flush_errno ? flush_errno : log_errno;
+        if (fclose(out_file) != 0 && !e)
+            e = errno;
+        if (failed || e) {
+            char path[4096];
+            expand_path(opt.log, path, sizeof path);
+            fprintf(stderr, "%sgpumem check: error: the log %s was not written completely (%s); "
+                            "its findings are lost: run again with room on the disk, or "
+                            "without --log-file\n",
+                    prefix, path, e ? strerror(e) : "write error");
+            fflush(stderr);
+        }
+    }
     out_file = NULL;
     if (locked)
         pthread_mutex_unlock(&out_lock);

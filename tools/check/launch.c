@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -164,6 +165,57 @@ static void print_processes(const proc_status *p, int n)
     fprintf(stderr, "gpumem check: total: %ld error%s (%llu leak%s, %s bytes) in %d processes\n",
             errors, errors == 1 ? "" : "s", leaks, leaks == 1 ? "" : "s",
             grouped_num(bytes, b, sizeof b), n);
+}
+
+static void json_puts(FILE *f, const char *text)
+{
+    fputc('"', f);
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            fprintf(f, "\\%c", *c);
+        else if (*c < 0x20)
+            fprintf(f, "\\u%04x", *c);
+        else
+            fputc(*c, f);
+    }
+    fputc('"', f);
+}
+
+/* The JSON report of a program that was killed before it could write its own: PATH with %p
+ * as the program's pid; an existing file (the program's own report) is left alone. */
+static void write_killed_json(const char *pattern, pid_t pid, int sig, const char *program)
+{
+    char path[4096];
+    size_t o = 0;
+    for (const char *c = pattern; *c && o + 24 < sizeof path; c++) {
+        if (c[0] == '%' && c[1] == 'p') {
+            o += (size_t)snprintf(path + o, sizeof path - o, "%ld", (long)pid);
+            c++;
+        } else {
+            path[o++] = *c;
+        }
+    }
+    path[o] = '\0';
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return;
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        close(fd);
+        return;
+    }
+    char why[4200];
+    snprintf(why, sizeof why, "%s was killed by signal %d before its report could be written",
+             program, sig);
+    fprintf(f, "{\n  \"schema\": \"gpumem-check/1\",\n  \"tool\": \"gpumem check\",\n"
+               "  \"version\": \"%s\",\n  \"pid\": %ld,\n  \"status\": \"killed\",\n"
+               "  \"signal\": %d,\n  \"complete\": false,\n  \"killed_because\": ",
+            gpumem_version(), (long)pid, sig);
+    json_puts(f, why);
+    fprintf(f, ",\n  \"findings\": []\n}\n");
+    if (fclose(f) != 0)
+        fprintf(stderr, "gpumem check: error: cannot write the JSON report to %s (%s)\n", path,
+                strerror(errno));
 }
 
 /* Sums the status files, and lists the processes when there were several; returns the number
@@ -471,8 +523,23 @@ int gpumem_check_main(int argc, char **argv)
     int reported = read_status(status_dir, &errors, &unchecked);
     if (WIFEXITED(st) && WEXITSTATUS(st) == 127 && reported == 0)
         return 127;
-    if (reported == 0 && !quiet)
+    if (reported == 0 && WIFSIGNALED(st)) {
+        /* SIGKILL (and a signal the program handles itself) ends it before its report is
+         * written: say so rather than that it used no CUDA, and leave a JSON report that says
+         * the same, so that a CI job reading it does not see a clean run. */
+        int sig = WTERMSIG(st);
+        const char *abbrev = sigabbrev_np(sig);
+        fprintf(stderr, "gpumem check: %s was killed by signal %d (SIG%s) and left no report: "
+                        "either it used no CUDA, or the signal ended it before its report could "
+                        "be written%s\n",
+                argv[i], sig, abbrev ? abbrev : "?",
+                sig == SIGKILL ? " (SIGKILL cannot be caught); what it did with CUDA is unknown"
+                               : "");
+        if (json)
+            write_killed_json(json, child, sig, argv[i]);
+    } else if (reported == 0 && !quiet) {
         fprintf(stderr, "gpumem check: %s used no CUDA, so there was nothing to check\n", argv[i]);
+    }
     if (WIFSIGNALED(st))
         return 128 + WTERMSIG(st);
     if (errors > 0 && error_exitcode)

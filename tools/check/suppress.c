@@ -3,13 +3,17 @@
 #include "suppress.h"
 
 #include <ctype.h>
-#include <fnmatch.h>
-#include <pthread.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "engine.h"
 #include "internal.h"
+#include "sigsafe.h"
 
 enum { LINE_FUN, LINE_SRC, LINE_OBJ, LINE_ANY };
 
@@ -24,12 +28,11 @@ typedef struct {
     char *call; /* glob, or NULL for any */
     frame_pat *frames;
     int nframes;
-    long used;
+    atomic_long used; /* counted from signal handlers too: no lock */
 } supp;
 
 static supp *supps;
 static size_t nsupps;
-static pthread_mutex_t used_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static char *trim(char *s)
 {
@@ -52,9 +55,25 @@ static void supp_free(supp *s)
 
 int check_supp_load(const char *path, char *err, size_t n)
 {
-    FILE *f = fopen(path, "r");
+    /* Opened without blocking and checked first: a FIFO (or a terminal, a device) given as a
+     * suppression file would block the open, or the read, for ever. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, n, "%s: cannot read the suppression file (%s)", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, n, "%s: not a regular file (%s); give a suppression file", path,
+                 S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode) ? "a folder" : "a device");
+        close(fd);
+        return -1;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    FILE *f = fdopen(fd, "r");
     if (!f) {
-        snprintf(err, n, "%s: cannot read the suppression file", path);
+        snprintf(err, n, "%s: cannot read the suppression file (%s)", path, strerror(errno));
+        close(fd);
         return -1;
     }
     size_t first = nsupps;
@@ -153,38 +172,124 @@ int check_supp_load(const char *path, char *err, size_t n)
     return 0;
 }
 
+/* One set of a glob ("[a-z]", "[!0-9]") at p against c; returns the character after the set,
+ * or NULL for a '[' with no closing ']' (then it is an ordinary character). */
+static const char *glob_set(const char *p, unsigned char c, int *hit)
+{
+    const char *q = p + 1;
+    int negate = *q == '!' || *q == '^';
+    q += negate;
+    int in = 0;
+    for (int first = 1; *q && (first || *q != ']'); first = 0) {
+        unsigned char lo = (unsigned char)*q++, hi = lo;
+        if (q[0] == '-' && q[1] && q[1] != ']') {
+            hi = (unsigned char)q[1];
+            q += 2;
+        }
+        in |= lo <= c && c <= hi;
+    }
+    if (*q != ']')
+        return NULL;
+    *hit = in != negate;
+    return q + 1;
+}
+
+/* fnmatch(pattern, text, 0) without its backtracking: '*' (any run), '?' (one character),
+ * '[...]' sets and '\' escapes, matched in time linear in the pattern times the text with one
+ * backtrack point (the last '*'), as a suppression file may be hostile. */
+static int glob_match(const char *p, const char *t)
+{
+    const char *star_p = NULL, *star_t = NULL;
+    while (*t) {
+        if (*p == '*') {
+            while (*p == '*')
+                p++;
+            star_p = p;
+            star_t = t;
+            continue;
+        }
+        int hit = 0;
+        const char *next = NULL;
+        if (*p == '?') {
+            hit = 1;
+            next = p + 1;
+        } else if (*p == '[' && (next = glob_set(p, (unsigned char)*t, &hit)) != NULL) {
+        } else if (*p == '\\' && p[1]) {
+            hit = p[1] == *t;
+            next = p + 2;
+        } else if (*p) {
+            hit = *p == *t;
+            next = p + 1;
+        }
+        if (hit) {
+            p = next;
+            t++;
+        } else if (star_p) {
+            p = star_p;
+            t = ++star_t;
+        } else {
+            return 0;
+        }
+    }
+    while (*p == '*')
+        p++;
+    return *p == '\0';
+}
+
 static int frame_matches(const frame_pat *p, const gpumem__frame *f)
 {
     switch (p->type) {
     case LINE_FUN:
-        return fnmatch(p->pattern, f->func, 0) == 0;
+        return glob_match(p->pattern, f->func);
     case LINE_OBJ:
-        return f->object && fnmatch(p->pattern, f->object, 0) == 0;
+        return f->object && glob_match(p->pattern, f->object);
     case LINE_SRC: {
         if (!f->file)
             return 0;
-        char where[512];
-        snprintf(where, sizeof where, "%s:%d", basename(f->file), f->line);
-        /* "file.cu" matches any line of the file; "file.cu:12" one line. */
-        return fnmatch(p->pattern, where, 0) == 0 || fnmatch(p->pattern, basename(f->file), 0) == 0;
+        /* "file.cu" matches any line of the file; "file.cu:12" one line. No snprintf: the
+         * crash-time report matches from a signal handler. */
+        const char *base = basename(f->file);
+        char where[512], line[21];
+        size_t n = strlen(base), m = strlen(gpumem__fmt_u64((uint64_t)(f->line < 0 ? 0 : f->line), line));
+        if (n + 1 + m < sizeof where) {
+            memcpy(where, base, n);
+            where[n] = ':';
+            memcpy(where + n + 1, line, m + 1);
+            if (glob_match(p->pattern, where))
+                return 1;
+        }
+        return glob_match(p->pattern, base);
     }
     default:
         return 0;
     }
 }
 
-/* Frame patterns against frames, from the innermost; the stack may go on past the patterns. */
+/* Frame patterns against frames, from the innermost; the stack may go on past the patterns.
+ * '...' matches any run of frames: the classic glob walk with one backtrack point (the last
+ * '...'), linear in patterns times frames (a recursive walk is exponential in the number of
+ * '...' lines). */
 static int frames_match(const frame_pat *p, int np, const gpumem__frame *f, int nf)
 {
-    if (np == 0)
-        return 1;
-    if (p->type == LINE_ANY) {
-        for (int skip = 0; skip <= nf; skip++)
-            if (frames_match(p + 1, np - 1, f + skip, nf - skip))
-                return 1;
-        return 0;
+    int pi = 0, fi = 0, star = -1, mark = 0;
+    for (;;) {
+        if (pi < np && p[pi].type == LINE_ANY) {
+            star = ++pi;
+            mark = fi;
+            continue;
+        }
+        if (pi == np)
+            return 1; /* the rest of the stack is free */
+        if (fi < nf && frame_matches(&p[pi], &f[fi])) {
+            pi++;
+            fi++;
+            continue;
+        }
+        if (star < 0 || mark >= nf)
+            return 0;
+        pi = star;
+        fi = ++mark;
     }
-    return nf > 0 && frame_matches(p, f) && frames_match(p + 1, np - 1, f + 1, nf - 1);
 }
 
 const char *check_supp_match(int kind, const char *call, const gpumem__frame *frames, int n)
@@ -193,13 +298,11 @@ const char *check_supp_match(int kind, const char *call, const gpumem__frame *fr
         supp *s = &supps[i];
         if (s->kind >= 0 && s->kind != kind)
             continue;
-        if (s->call && (!call || fnmatch(s->call, call, 0) != 0))
+        if (s->call && (!call || !glob_match(s->call, call)))
             continue;
         if (!frames_match(s->frames, s->nframes, frames, n))
             continue;
-        pthread_mutex_lock(&used_lock);
-        s->used++;
-        pthread_mutex_unlock(&used_lock);
+        atomic_fetch_add(&s->used, 1);
         return s->name;
     }
     return NULL;
@@ -220,12 +323,29 @@ long check_supp_print_used(FILE *out, const char *prefix)
 {
     long total = 0;
     for (size_t i = 0; i < nsupps; i++) {
-        if (!supps[i].used)
+        long used = atomic_load(&supps[i].used);
+        if (!used)
             continue;
-        fprintf(out, "%sused suppression: %6ld %s\n", prefix, supps[i].used, supps[i].name);
-        total += supps[i].used;
+        fprintf(out, "%sused suppression: %6ld %s\n", prefix, used, supps[i].name);
+        total += used;
     }
     return total;
+}
+
+void check_supp_sink_used(gpumem__sink *o, const char *prefix)
+{
+    for (size_t i = 0; i < nsupps; i++) {
+        long used = atomic_load(&supps[i].used);
+        if (!used)
+            continue;
+        char count[21];
+        gpumem__sink_str(o, prefix);
+        gpumem__sink_str(o, "used suppression: ");
+        gpumem__sink_pad(o, gpumem__fmt_u64((uint64_t)used, count), 6);
+        gpumem__sink_str(o, " ");
+        gpumem__sink_str(o, supps[i].name);
+        gpumem__sink_str(o, "\n");
+    }
 }
 
 void check_supp_clear(void)

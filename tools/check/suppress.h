@@ -9,7 +9,7 @@
  *      obj:PATTERN            or object path; `...` stands for any number of frames
  *   }
  *
- * PATTERNs are shell globs (fnmatch). A suppression matches a finding when its kind and call
+ * PATTERNs are shell globs (*, ?, [...], as fnmatch), matched in linear time. A suppression matches a finding when its kind and call
  * match and its frame lines match the innermost frames of the finding's stack. */
 #ifndef GPUMEM_CHECK_SUPPRESS_H
 #define GPUMEM_CHECK_SUPPRESS_H
@@ -19,7 +19,8 @@
 #include "backtrace.h"
 
 /* Adds the suppressions in the file at path. Returns 0, or -1 with a message ("FILE:LINE:
- * what is wrong") in err. On error nothing of that file is kept. Not thread-safe: call before
+ * what is wrong") in err. On error nothing of that file is kept. Anything but a regular file
+ * (a FIFO, a folder, a device) is refused without blocking. Not thread-safe: call before
  * events arrive. */
 int check_supp_load(const char *path, char *err, size_t n);
 /* The name of the first suppression matching the finding, or NULL; counts its use. */
@@ -29,6 +30,9 @@ void check_supp_generate(FILE *out, int kind, const char *call, const gpumem__fr
                          int n);
 /* Writes "used suppression: COUNT NAME" lines, each prefixed; returns the total count. */
 long check_supp_print_used(FILE *out, const char *prefix);
+/* The same lines into a signal-safe sink (the crash-time report). */
+struct gpumem__sink;
+void check_supp_sink_used(struct gpumem__sink *o, const char *prefix);
 /* Forgets every suppression (tests). */
 void check_supp_clear(void);
 

@@ -1,0 +1,178 @@
+/* gpumem check's crash-time report under signals: a child feeds the engine allocations and
+ * releases from two threads and prints progress, the parent sends SIGTERM at a random moment,
+ * and the child's handler does what the injected library's does (check_finish("signaled"),
+ * then the default action). Every child must die of its signal within a bound, and its log
+ * must end with the error summary.
+ *
+ * `test_check_signals [ROUNDS]` (default 300); `test_check_signals child` is the child. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "gpumem.h"
+#include "harness.h"
+
+static void on_fatal(int sig)
+{
+    check_finish("signaled", sig);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void churn(uintptr_t base)
+{
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, base, 4096, 0, 0, 0);
+    if (check_release_begin("cudaFree", 1u << GPUMEM_KIND_DEVICE, base, 0) == CHECK_GO)
+        check_release_end(base, 1);
+}
+
+static void *worker(void *arg)
+{
+    (void)arg;
+    for (;;)
+        churn(0x7e0000000000ull);
+    return NULL;
+}
+
+static int child(void)
+{
+    check_setup();
+    for (int i = 0; i < 3; i++) /* these stay live: leaks at the end */
+        check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, 0x7d0000000000ull + (uintptr_t)i * 65536,
+                    1 << 20, 0, 0, 0);
+    pthread_t t;
+    if (pthread_create(&t, NULL, worker, NULL) != 0)
+        return 11;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_fatal;
+    sigaction(SIGTERM, &sa, NULL);
+    if (write(STDOUT_FILENO, "r", 1) != 1)
+        return 12;
+    FILE *noise = fopen("/dev/null", "w");
+    for (unsigned long i = 0;; i++) {
+        churn(0x7c0000000000ull);
+        fprintf(noise, "progress %lu\n", i);
+        if (i % 16 == 0)
+            fflush(noise);
+    }
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static char *slurp(const char *path)
+{
+    static char buf[1 << 16];
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return NULL;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    return buf;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "child") == 0)
+        return child();
+    int rounds = argc > 1 ? atoi(argv[1]) : 300;
+    char dir[] = "/tmp/gpumem-check-signals-XXXXXX";
+    if (!mkdtemp(dir))
+        return 1;
+    char log[128];
+    snprintf(log, sizeof log, "%s/log.%%p", dir);
+    setenv("GPUMEM_CHECK_LOG", log, 1);
+    char json[128];
+    snprintf(json, sizeof json, "%s/json.%%p", dir);
+    setenv("GPUMEM_CHECK_JSON", json, 1);
+    setenv("GPUMEM_CHECK_STACKS", "0", 1);
+    srand((unsigned)time(NULL) ^ (unsigned)getpid());
+    int hung = 0, broken = 0, odd = 0;
+    double worst = 0;
+    for (int round = 0; round < rounds; round++) {
+        int ready[2];
+        if (pipe(ready) != 0)
+            return 1;
+        pid_t pid = fork();
+        if (pid == 0) {
+            dup2(ready[1], STDOUT_FILENO);
+            close(ready[0]);
+            close(ready[1]);
+            execl(argv[0], argv[0], "child", (char *)NULL);
+            _exit(127);
+        }
+        close(ready[1]);
+        char c;
+        ssize_t got = read(ready[0], &c, 1);
+        close(ready[0]);
+        if (got == 1) {
+            struct timespec d = {0, (long)(rand() % 2000) * 1000};
+            nanosleep(&d, NULL);
+        }
+        kill(pid, SIGTERM);
+        double start = now_s();
+        int status = 0;
+        pid_t w;
+        while ((w = waitpid(pid, &status, WNOHANG)) == 0 && now_s() - start < 5.0) {
+            struct timespec d = {0, 1000000};
+            nanosleep(&d, NULL);
+        }
+        double took = now_s() - start;
+        worst = took > worst ? took : worst;
+        char path[256];
+        snprintf(path, sizeof path, "%s/log.%ld", dir, (long)pid);
+        if (w == 0) {
+            if (++hung <= 3)
+                fprintf(stderr, "round %d: child %ld hung in its crash report\n", round,
+                        (long)pid);
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+        } else if (!(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM)) {
+            if (++odd <= 3)
+                fprintf(stderr, "round %d: child ended with status 0x%x\n", round, status);
+        } else {
+            const char *r = slurp(path);
+            int whole = r && strstr(r, "Process terminating with the default action of signal "
+                                       "15 (SIGTERM)") &&
+                        strstr(r, "LEAK SUMMARY: ") &&
+                        strstr(r, "ERROR SUMMARY: ") && r[strlen(r) - 1] == '\n';
+            int incomplete = r && strstr(r, "report incomplete:") && strstr(r, "ERROR SUMMARY: ");
+            if (!whole && !incomplete && ++broken <= 3)
+                fprintf(stderr, "round %d: log not whole:\n---\n%s---\n", round,
+                        r ? r : "(none)\n");
+            snprintf(path, sizeof path, "%s/json.%ld", dir, (long)pid);
+            r = slurp(path);
+            if ((!r || !strstr(r, "\"status\": \"signaled\", \"signal\": 15") ||
+                 !strstr(r, "{\"kind\": \"leak\", \"alloc_call\": \"cudaMalloc\"") ||
+                 strcmp(r + strlen(r) - 2, "}\n") != 0) &&
+                ++broken <= 3)
+                fprintf(stderr, "round %d: JSON not whole:\n---\n%s---\n", round,
+                        r ? r : "(none)\n");
+            unlink(path);
+            snprintf(path, sizeof path, "%s/log.%ld", dir, (long)pid);
+        }
+        unlink(path);
+    }
+    rmdir(dir);
+    fprintf(stderr, "%d rounds: %d hung, %d logs not whole, %d odd exits; slowest %.3f s\n",
+            rounds, hung, broken, odd, worst);
+    EXPECT_EQ(hung, 0);
+    EXPECT_EQ(broken, 0);
+    EXPECT_EQ(odd, 0);
+    EXPECT_LE(worst * 1000, 4000); /* seconds on a loaded 2-core machine */
+    return harness_exit();
+}
