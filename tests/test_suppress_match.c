@@ -43,7 +43,7 @@ static void make_stack(void)
     static char names[64][16];
     for (int i = 0; i < 64; i++) {
         snprintf(names[i], sizeof names[i], "f%d", i);
-        frames[i] = (gpumem__frame){names[i], "kernel.cu", 100 + i, 0, "/usr/lib/libx.so"};
+        frames[i] = (gpumem__frame){names[i], "kernel.cu", 100 + i, 0, "/usr/lib/libx.so", 0};
     }
 }
 

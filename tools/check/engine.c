@@ -1498,7 +1498,7 @@ void check_finish(const char *status, int code)
     leak_group *g = NULL;
     int skipped = 0;
     long long scanned = -1;
-    long ng = opt.leak == LEAK_NO ? 0 : leak_groups(!signaled, &g, &skipped, &scanned);
+    long ng = opt.leak == LEAK_NO ? 0 : leak_groups(1, &g, &skipped, &scanned);
     uint64_t leaks = 0, leaked_bytes = 0;
     uint64_t sum_bytes[3] = {0}, sum_blocks[3] = {0}, sum_sites[3] = {0};
     uint64_t by_kind_bytes[3][GPUMEM_KIND_COUNT_] = {{0}}, by_kind_count[3][GPUMEM_KIND_COUNT_] = {{0}};
@@ -1565,8 +1565,8 @@ void check_finish(const char *status, int code)
         } else if (opt.leak == LEAK_SUMMARY)
             say("   --leak-check=full shows where each was allocated");
         if (ng > 0 && scanned < 0)
-            say("   (no pointer scan%s: every allocation left is counted as definitely lost)",
-                signaled ? " after a signal" : ", it could not run");
+            say("   (no pointer scan, it could not run: every allocation left is counted as "
+                "definitely lost)");
         if (skipped)
             say("   (incomplete: %d registry shards were held by a thread)", skipped);
     }
