@@ -432,8 +432,19 @@ int report_load(const char *path, report_trace *t, char *err, size_t errn)
         }
         if (len == 0)
             continue;
-        if (line[0] == ']')
-            break; /* the end of traceEvents: the stackFrames table follows */
+        if (line[0] == ']') {
+            /* The end of traceEvents. The stackFrames table follows, for other viewers: the
+             * report does not need it, but a file cut inside it is cut all the same. */
+            int closed = 0;
+            while ((len = getline(&line, &cap, f)) > 0) {
+                while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+                    line[--len] = '\0';
+                if (len > 0)
+                    closed = strcmp(line, "}}") == 0;
+            }
+            t->frames_cut = !closed;
+            break;
+        }
         if (bad_tail) { /* a line that did not parse, and more after it: not truncation */
             snprintf(err, errn, "%s:%ld: not a JSON event (the trace is damaged)", path,
                      lineno - 1);

@@ -188,6 +188,11 @@ int gpumem_report_main(int argc, char **argv)
         fprintf(stderr, "gpumem report: warning: %s ends early (no end marker: the program "
                         "crashed, was killed, or is still running); showing what it has\n",
                 html ? html : summary);
+    else if (t.frames_cut)
+        fprintf(stderr, "gpumem report: warning: %s ends early, inside its stackFrames table "
+                        "(every event is there, so this report is whole; other viewers such as "
+                        "Perfetto may refuse the file)\n",
+                html ? html : summary);
     int rc = 0;
     if (summary) {
         report_summary(&t, stdout, top);

@@ -53,6 +53,7 @@ typedef struct {
     char *process;       /* the process_name metadata */
     char *tool;
     int complete;        /* the gpumem_end marker was read */
+    int frames_cut;      /* the file ends inside the stackFrames table after the events */
     int64_t duration;    /* ns from the first to the last timestamp */
     report_site *sites;
     size_t nsites;
