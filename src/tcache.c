@@ -57,6 +57,27 @@
 
 #include "internal.h"
 
+/* ThreadSanitizer does not model fences or membarrier (GCC refuses atomic_thread_fence under
+ * it). In such builds the owner's and the visitor's store and load are seq_cst instead, which
+ * gives Dekker's order by themselves, and no fence or membarrier is used. */
+#if defined(__SANITIZE_THREAD__)
+#define TC_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TC_TSAN 1
+#endif
+#endif
+#ifdef TC_TSAN
+#define TC_STORE memory_order_seq_cst
+#define TC_LOAD memory_order_seq_cst
+#define tc_full_fence() ((void)0)
+#else
+#define TC_TSAN 0
+#define TC_STORE memory_order_relaxed
+#define TC_LOAD memory_order_acquire
+#define tc_full_fence() atomic_thread_fence(memory_order_seq_cst)
+#endif
+
 #define TC_BINS 16
 #define TC_MAX_BYTES ((size_t)4 << 20)
 #define TC_STACK_BYTES ((size_t)8 << 20)
@@ -96,12 +117,12 @@ static int asymmetric;          /* membarrier is registered: owners need no fenc
 static inline void enter(tcache *t)
 {
     for (;;) {
-        atomic_store_explicit(&t->active, 1, memory_order_relaxed);
+        atomic_store_explicit(&t->active, 1, TC_STORE);
         if (GPUMEM__LIKELY(asymmetric))
             atomic_signal_fence(memory_order_seq_cst); /* the visitor's membarrier fences */
         else
-            atomic_thread_fence(memory_order_seq_cst);
-        if (GPUMEM__LIKELY(!atomic_load_explicit(&t->remote, memory_order_acquire)))
+            tc_full_fence();
+        if (GPUMEM__LIKELY(!atomic_load_explicit(&t->remote, TC_LOAD)))
             return;
         atomic_store_explicit(&t->active, 0, memory_order_release);
         while (atomic_load_explicit(&t->remote, memory_order_acquire))
@@ -122,9 +143,9 @@ static void visit_begin(void)
     if (asymmetric)
         syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
     else
-        atomic_thread_fence(memory_order_seq_cst);
+        tc_full_fence();
     for (tcache *t = list_head; t; t = t->next) {
-        while (atomic_load_explicit(&t->active, memory_order_acquire))
+        while (atomic_load_explicit(&t->active, TC_LOAD))
             sched_yield();
     }
 }
@@ -191,7 +212,8 @@ static void at_thread_exit(void *arg)
 static void make_key(void)
 {
     pthread_key_create(&exit_key, at_thread_exit);
-    asymmetric = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+    asymmetric = !TC_TSAN &&
+                 syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
 
 /* The calling thread's cache, made on first use; NULL when out of host memory or ending. */
