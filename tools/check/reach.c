@@ -125,9 +125,10 @@ static inline int maybe(const uint64_t *bm, uintptr_t v)
 }
 
 /* The scan reads memory it does not own, as a garbage collector does: an AddressSanitizer build
- * must not check these reads (the redzones between globals are read too). */
+ * must not check these reads (the redzones between globals are read too), nor a
+ * ThreadSanitizer build (it has no shadow for much of what is read, and would fault). */
 #if defined(__GNUC__)
-#define NO_ASAN __attribute__((no_sanitize_address))
+#define NO_ASAN __attribute__((no_sanitize_address, no_sanitize_thread))
 #else
 #define NO_ASAN
 #endif
