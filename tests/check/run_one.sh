@@ -15,6 +15,7 @@
 #   // expect-exit: N      PROGRAM's own exit status (default 0)
 #   // expect-status: exited|signaled|unchecked   (default exited)
 #   // expect-signal: N    the signal, with signaled
+#   // expect-gpus: N      the program needs N GPUs: skipped (77) when nvidia-smi -L lists fewer
 # A program without expect lines must get no findings. The findings must match exactly, as a
 # multiset: none missing, none more (suppressed findings do not count). A leak finding is one
 # call site; count=N checks how many blocks it groups (the programs leak one block per site). Every finding but invalid-free must also have a stack frame
@@ -39,6 +40,12 @@ name=${name%.*}
 
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
   echo "SKIP: no GPU (nvidia-smi -L lists none)"
+  exit 77
+fi
+need_gpus=$(sed -n 's|^//[[:space:]]*expect-gpus:[[:space:]]*\([0-9][0-9]*\).*|\1|p' "$src" | head -1)
+have_gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+if [ -n "$need_gpus" ] && [ "$have_gpus" -lt "$need_gpus" ]; then
+  echo "SKIP: $name needs $need_gpus GPUs, nvidia-smi -L lists $have_gpus"
   exit 77
 fi
 if ! "$gpumem" check --help >/dev/null 2>&1; then
