@@ -69,7 +69,8 @@ static struct {
     size_t live;
     int ndev;
     int peer;              /* peer access between devices (GPUMEM_SIM_PEER_ACCESS) */
-    uintptr_t range, span; /* the reservation's first device range and each range's size */
+    uintptr_t range;       /* the start of device 0's range */
+    atomic_uintptr_t span; /* each device's range's size; 0 until reserved (stored last) */
     sim_dev dev[SIM_MAX_DEVICES];
 } sim = {PTHREAD_MUTEX_INITIALIZER, {0}, 0, 1, 1, 0, 0, {{0}}};
 
@@ -77,13 +78,14 @@ static _Thread_local int sim_current; /* the thread's current device (cudaSetDev
 
 static atomic_int poisoned; /* a sticky error: while set, every call returns it */
 
-/* The device whose range holds a, or -1. Reads fields written once, under the lock, before
- * any address of the range was handed out. */
+/* The device whose range holds a, or -1. The ranges are written once, before span is stored
+ * (release), so a thread that sees span sees them. */
 static int sim_device_of(uintptr_t a)
 {
-    if (!sim.span || a < sim.range)
+    uintptr_t span = atomic_load_explicit(&sim.span, memory_order_acquire);
+    if (!span || a < sim.range)
         return -1;
-    uintptr_t i = (a - sim.range) / sim.span;
+    uintptr_t i = (a - sim.range) / span;
     return i < (uintptr_t)sim.ndev && a < sim.dev[i].arena_end ? (int)i : -1;
 }
 
@@ -230,13 +232,13 @@ static int arena_reserve(void)
             continue;
         /* Each range starts on a 2 MiB boundary, so large blocks are aligned as CUDA's are. */
         uintptr_t start = ((uintptr_t)r + big - 1) & ~(big - 1), end = (uintptr_t)r + total;
-        sim.span = (uintptr_t)want;
         for (int i = 0; i < sim.ndev; i++) {
             sim_dev *d = &sim.dev[i];
-            d->arena = d->arena_next = start + (uintptr_t)i * sim.span;
-            d->arena_end = d->arena + sim.span < end ? d->arena + sim.span : end;
+            d->arena = d->arena_next = start + (uintptr_t)i * (uintptr_t)want;
+            d->arena_end = d->arena + (uintptr_t)want < end ? d->arena + (uintptr_t)want : end;
         }
         sim.range = start;
+        atomic_store_explicit(&sim.span, (uintptr_t)want, memory_order_release);
         return 0;
     }
     return -1;
@@ -256,7 +258,7 @@ static sim_block *arena_take(sim_dev *d, size_t bytes)
         d->released[cls] = b->next;
         return b;
     }
-    if (!sim.span && arena_reserve() != 0)
+    if (!atomic_load_explicit(&sim.span, memory_order_relaxed) && arena_reserve() != 0)
         return NULL;
     size_t size = (size_t)1 << cls;
     uintptr_t align = size < ((uintptr_t)2 << 20) ? size : ((uintptr_t)2 << 20);
