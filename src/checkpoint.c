@@ -90,12 +90,18 @@ int gpumem_checkpoint_diff(const gpumem_checkpoint_t *cp, FILE *out,
                      "still live%s\n",
                 (unsigned long long)d.count, d.count == 1 ? "" : "s",
                 gpumem_format_bytes(d.bytes, a, sizeof a), n ? ":" : "");
+        int several = 0; /* devices: with more than one, each line names its own */
+        for (long i = 1; i < n; i++)
+            several |= g[i].device != g[0].device;
         for (long i = 0; i < n; i++) {
-            char where[256];
-            fprintf(out, "  %10s in %llu %s allocation%s at %s\n",
+            char where[256], on[32] = "";
+            if (several)
+                snprintf(on, sizeof on, " on device %d", g[i].device);
+            fprintf(out, "  %10s in %llu %s allocation%s%s at %s\n",
                     gpumem_format_bytes(g[i].bytes, a, sizeof a),
                     (unsigned long long)g[i].count, gpumem_kind_name(g[i].kind),
-                    g[i].count == 1 ? "" : "s", gpumem__site_str(g[i].site, where, sizeof where));
+                    g[i].count == 1 ? "" : "s", on,
+                    gpumem__site_str(g[i].site, where, sizeof where));
         }
         if (d.device_known) {
             int64_t u = d.device_used, gm = d.gpumem_device, un = d.unattributed;

@@ -223,7 +223,22 @@ static void test_checkpoint_per_device(void)
     char want[64];
     snprintf(want, sizeof want, "device %d: used memory +", last);
     EXPECT_CONTAINS(text, want);
+    EXPECT_CONTAINS(text, "4.0 MiB in 1 device allocation at"); /* one device: no device named */
     free(text);
+    /* Allocations since the checkpoint on two devices: each line names its device. */
+    if (last > 0) {
+        void *zero = gpumem_device_alloc(1, mib); /* device 0 is current */
+        ASSERT_NOT_NULL(zero);
+        text = NULL;
+        out = open_memstream(&text, &len);
+        EXPECT_EQ(gpumem_checkpoint_diff(&cp[0], out, NULL), GPUMEM_OK);
+        fclose(out);
+        snprintf(want, sizeof want, "4.0 MiB in 1 device allocation on device %d at", last);
+        EXPECT_CONTAINS(text, want);
+        EXPECT_CONTAINS(text, "1.0 MiB in 1 device allocation on device 0 at");
+        free(text);
+        EXPECT_EQ(gpumem_free(zero), GPUMEM_OK);
+    }
     if (last != 0) { /* device 0 saw none of it */
         EXPECT_EQ(d0.gpumem_device, 0);
         if (sim)
