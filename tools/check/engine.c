@@ -1147,7 +1147,8 @@ static void command_text(char *buf, size_t n)
             buf[i] = ' ';
 }
 
-static void write_status(const char *status, int code, uint64_t leaks, uint64_t leaked_bytes)
+static void write_status(const char *status, int code, const gpumem_stats_t *st,
+                         const device_sums *dev, uint64_t leaks, uint64_t leaked_bytes)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%ld", opt.status, (long)getpid());
@@ -1163,6 +1164,13 @@ static void write_status(const char *status, int code, uint64_t leaks, uint64_t 
     fprintf(f, "errors %ld\nstatus %s\ncode %d\nleaks %llu\nleaked_bytes %llu\ncommand %s\n",
             atomic_load(&error_count), status, code, (unsigned long long)leaks,
             (unsigned long long)leaked_bytes, cmd);
+    /* Each device the process allocated on, for the summary by device of many processes. */
+    for (int d = 0; d < GPUMEM_STATS_DEVICES; d++)
+        if (st->device_count[d].total)
+            fprintf(f, "device %d allocations %llu leaks %llu leaked_bytes %llu peak %llu\n", d,
+                    (unsigned long long)st->device_count[d].total,
+                    (unsigned long long)dev->leaks[d], (unsigned long long)dev->leaked_bytes[d],
+                    (unsigned long long)st->device_bytes[d].peak);
     errno = 0;
     int failed = ferror(f);
     if (fclose(f) != 0 || failed)
@@ -1670,7 +1678,7 @@ void check_finish(const char *status, int code)
         say("gpumem check: warning: --json needs gpumem built with jansson (libjansson-dev)");
 #endif
     if (opt.status)
-        write_status(status, code, leaks, leaked_bytes);
+        write_status(status, code, &st, &dev, leaks, leaked_bytes);
     errno = 0;
     /* a process killed by its signal next writes nothing more */
     int flush_errno = fflush(out()) != 0 ? errno : 0;
