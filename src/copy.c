@@ -585,7 +585,7 @@ static int stage_between_devices(char *dst, const char *src, size_t bytes, const
 static int copy_between_devices(const op *o, const end *d, const end *s, size_t bytes, int dd,
                                 int sd)
 {
-    int can = 0;
+    int can = 0, staged = 0;
     const char *call = "cuDeviceCanAccessPeer";
     int err = gpumem__be->can_access_peer(dd, sd, &can);
     if (!err && can) {
@@ -598,6 +598,7 @@ static int copy_between_devices(const op *o, const end *d, const end *s, size_t 
         if (!err)
             atomic_fetch_add(&counts.peer, 1);
     } else if (!err) {
+        staged = 1;
         pthread_mutex_lock(&peer_buffer.lock);
         err = stage_between_devices((char *)d->p, s->p, bytes, o, &call);
         pthread_mutex_unlock(&peer_buffer.lock);
@@ -605,7 +606,7 @@ static int copy_between_devices(const op *o, const end *d, const end *s, size_t 
             atomic_fetch_add(&counts.peer_staged, 1);
     }
     if (err)
-        return fail_cuda(o, d, s, bytes, err, call, !can);
+        return fail_cuda(o, d, s, bytes, err, call, staged);
     gpumem__err_clear();
     return GPUMEM_OK;
 }

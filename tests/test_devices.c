@@ -484,9 +484,50 @@ static void test_copy_between_devices_fails(void)
                              "staging ring) failed with cudaErrorInvalidValue");
     EXPECT_EQ(current(), 1);
     gpumem__sim_fail_copy(0, 0);
+    if (!can) { /* the second half of a staged piece fails */
+        gpumem__sim_fail_copy(1, cudaErrorInvalidValue);
+        EXPECT_EQ(gpumem_copy(a, b, n), GPUMEM_ECUDA);
+        EXPECT_CONTAINS(gpumem_last_error()->message,
+                        "cuMemcpyAsync (the staging buffer to device) (through the pinned "
+                        "staging ring) failed with cudaErrorInvalidValue");
+        gpumem__sim_fail_copy(0, 0);
+    }
+    /* A dead context: the peer question itself fails, nothing is copied. */
+    gpumem__sim_poison(cudaErrorIllegalAddress);
+    EXPECT_EQ(gpumem_copy(a, b, n), GPUMEM_ESTICKY);
+    EXPECT_CONTAINS(gpumem_last_error()->message, "cuDeviceCanAccessPeer failed with "
+                                                  "cudaErrorIllegalAddress");
+    gpumem__sim_poison(0);
     ASSERT_EQ(gpumem_device_set(0), GPUMEM_OK);
     EXPECT_EQ(gpumem_free(a), GPUMEM_OK);
     EXPECT_EQ(gpumem_free(b), GPUMEM_OK);
+}
+
+/* The device calls when CUDA refuses them (a dead context): the status and CUDA's reason, and
+ * the current device unchanged. */
+static void test_device_calls_fail(void)
+{
+    if (!sim)
+        return;
+    int dev = -1, can = -1;
+    gpumem__sim_poison(cudaErrorIllegalAddress);
+    EXPECT_EQ(gpumem_device_set(0), GPUMEM_ESTICKY);
+    EXPECT_CONTAINS(gpumem_last_error()->message,
+                    "gpumem_device_set(0): CUDA failed with cudaErrorIllegalAddress");
+    EXPECT_EQ(gpumem_device_current(&dev), GPUMEM_ESTICKY);
+    EXPECT_EQ(dev, -1); /* written only on success */
+    EXPECT_EQ(gpumem_device_can_access_peer(0, 0, &can), GPUMEM_ESTICKY);
+    EXPECT_EQ(can, -1);
+    /* A pool's device cannot be made current: nothing is allocated, nothing changes. */
+    gpumem__sim_poison(0);
+    gpumem_pool *pool = gpumem_pool_create(GPUMEM_KIND_DEVICE, ndev - 1, NULL);
+    ASSERT_NOT_NULL(pool);
+    gpumem__sim_poison(cudaErrorIllegalAddress);
+    EXPECT_NULL(gpumem_pool_alloc(pool, 1, 4096, NULL));
+    EXPECT_EQ(gpumem_last_error()->code, GPUMEM_ESTICKY);
+    gpumem__sim_poison(0);
+    EXPECT_EQ(current(), 0);
+    EXPECT_EQ(gpumem_pool_destroy(pool), GPUMEM_OK);
 }
 
 int main(int argc, char **argv)
@@ -515,6 +556,8 @@ int main(int argc, char **argv)
     RUN(test_copy_between_devices);
     RUN(test_pinned_from_another_device);
     RUN(test_copy_between_devices_fails);
+    if (!multi_only)
+        RUN(test_device_calls_fail);
     if (parts_skipped)
         fprintf(stderr, "%d part%s skipped for want of devices\n", parts_skipped,
                 parts_skipped == 1 ? "" : "s");
