@@ -150,6 +150,15 @@ static void test_alloc_per_device(void)
         EXPECT_EQ(after.device_bytes[d].current - before.device_bytes[d].current, (d + 1) * mib);
         EXPECT_EQ(after.device_count[d].current - before.device_count[d].current, 1);
     }
+    /* Devices from GPUMEM_STATS_DEVICES - 1 up share the last entry. */
+    if (n >= GPUMEM_STATS_DEVICES) {
+        uint64_t shared = 0, count = 0;
+        for (int d = GPUMEM_STATS_DEVICES - 1; d < n; d++)
+            shared += (uint64_t)(d + 1) * mib, count++;
+        int last = GPUMEM_STATS_DEVICES - 1;
+        EXPECT_EQ(after.device_bytes[last].current - before.device_bytes[last].current, shared);
+        EXPECT_EQ(after.device_count[last].current - before.device_count[last].current, count);
+    }
     /* The statistics table has a row per device used. */
     char *text = capture_stats();
     for (int d = 0; d < n && d < GPUMEM_STATS_DEVICES - 1; d++) {
@@ -157,6 +166,8 @@ static void test_alloc_per_device(void)
         snprintf(row, sizeof row, "device %d ", d);
         EXPECT_CONTAINS(text, row);
     }
+    if (n >= GPUMEM_STATS_DEVICES)
+        EXPECT_CONTAINS(text, "device 15+");
     free(text);
     /* The leak report groups by device: with several devices each line names its own. */
     char *report = capture_report(GPUMEM_REPORT_FULL);
@@ -270,8 +281,10 @@ static void test_oom_per_device(void)
     snprintf(want, sizeof want, "device %d: ", last);
     EXPECT_CONTAINS(e->message, want);
     if (last > 0) {
-        snprintf(want, sizeof want, "gpumem's device memory by device: device 0 3.0 MiB, device %d "
-                 "5.0 MiB", last);
+        /* Devices from GPUMEM_STATS_DEVICES - 1 up are counted together, as "15+". */
+        int slot = last < GPUMEM_STATS_DEVICES - 1 ? last : GPUMEM_STATS_DEVICES - 1;
+        snprintf(want, sizeof want, "gpumem's device memory by device: device 0 3.0 MiB, device %d%s "
+                 "5.0 MiB", slot, slot == GPUMEM_STATS_DEVICES - 1 ? "+" : "");
         EXPECT_CONTAINS(e->message, want);
     }
     /* A pool of the last device, used from device 0: its out-of-memory names its device. */
