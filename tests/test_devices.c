@@ -343,7 +343,9 @@ static void test_pool_per_device(void)
     ASSERT_EQ(gpumem_device_set(0), GPUMEM_OK);
     /* A pool of a device that does not exist. */
     EXPECT_NULL(gpumem_pool_create(GPUMEM_KIND_DEVICE, ndev, NULL));
+    EXPECT_EQ(gpumem_last_error()->code, GPUMEM_ECUDA);
     EXPECT_CONTAINS(gpumem_last_error()->message, "gpumem_pool_create of a device pool (device");
+    EXPECT_CONTAINS(gpumem_last_error()->message, "cudaErrorInvalidDevice");
     EXPECT_EQ(current(), 0);
     /* A pinned pool is the current device's, like any pinned memory. */
     ASSERT_EQ(gpumem_device_set(ndev - 1), GPUMEM_OK);
