@@ -49,6 +49,23 @@ static bool inSystemHeader(const Decl *D) {
                   D->getLocation());
 }
 
+/// The call is made by a library's code in a system header (CUB's
+/// CachingDeviceAllocator, Thrust), not by one of the CUDA runtime's inline
+/// wrappers (cudaMalloc<T>, named cuda*): the library owns what it allocates,
+/// and its bookkeeping (containers the analyzer does not follow) decides when
+/// it is released.
+static bool madeByLibrary(CheckerContext &C) {
+  for (const StackFrameContext *SF = C.getStackFrame(); SF && SF->getParent();
+       SF = SF->getParent()->getStackFrame()) {
+    const auto *FD = dyn_cast_or_null<FunctionDecl>(SF->getDecl());
+    if (!FD || !inSystemHeader(FD))
+      return false;
+    if (!FD->getIdentifier() || !FD->getName().starts_with("cuda"))
+      return true;
+  }
+  return false;
+}
+
 CallSite userCallSite(const Expr *E, StringRef Name, CheckerContext &C) {
   const LocationContext *LC = C.getLocationContext();
   const StackFrameContext *SF = LC->getStackFrame();
@@ -416,6 +433,8 @@ void MemoryChecker::checkPostCall(const CallEvent &Call,
     return;
   }
   if (const AllocSpec *Spec = findAllocation(Call)) {
+    if (madeByLibrary(C))
+      return;
     if (calleeName(Call) == "realloc")
       reallocated(*Spec, Call, C);
     else
