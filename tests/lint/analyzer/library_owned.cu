@@ -1,4 +1,3 @@
-// FLAGS: -isystem /usr/local/cuda/include/cccl
 // Memory a library's code allocates (CUB's CachingDeviceAllocator, from the toolkit's system
 // headers) is the library's: its own bookkeeping, in containers the analyzer does not follow,
 // decides when it is released, so no path through it is the caller's leak. The CUDA runtime's
