@@ -139,6 +139,14 @@ ProgramStateRef MemoryChecker::allocate(const AllocSpec &Spec,
   } else {
     if (unsigned(Spec.OutArg) >= Call.getNumArgs())
       return State;
+    // A size known to be zero on this path (cudaMalloc(&p, 0), a total summed
+    // over no elements) allocates nothing: CUDA gives NULL or an error.
+    if (Spec.OutArg == 0 && Call.getNumArgs() > 1 &&
+        Call.getArgExpr(1)->getType()->isIntegerType())
+      if (const llvm::APSInt *Bytes =
+              SVB.getKnownValue(State, Call.getArgSVal(1)))
+        if (Bytes->isZero())
+          return State;
     const MemRegion *Out = Call.getArgSVal(Spec.OutArg).getAsRegion();
     if (!Out)
       return State;
