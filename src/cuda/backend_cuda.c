@@ -199,8 +199,8 @@ static int cuda_device_push(int ordinal, int *token)
 static void cuda_device_pop(int token)
 {
     CUcontext c;
-    if (token)
-        drv.cuCtxPopCurrent_v2(&c);
+    if (token) /* pops what device_push pushed; the call it framed gave the answer */
+        (void)drv.cuCtxPopCurrent_v2(&c);
 }
 
 static int cuda_can_access_peer(int device, int peer, int *can)
