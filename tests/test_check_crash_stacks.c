@@ -205,6 +205,16 @@ int main(int argc, char **argv)
     snprintf(pattern, sizeof pattern, "%s/json.%%p", dir);
     setenv("GPUMEM_CHECK_JSON", pattern, 1);
     setenv("GPUMEM_CHECK_STACKS", "1", 1);
+#ifdef __SANITIZE_THREAD__
+    /* The report's symbolizing child is a process of its own, free to allocate; to
+     * ThreadSanitizer its malloc is still a call inside the signal handler. */
+    {
+        const char *t = getenv("TSAN_OPTIONS");
+        char opts[1024];
+        snprintf(opts, sizeof opts, "%s%sreport_signal_unsafe=0", t ? t : "", t && *t ? ":" : "");
+        setenv("TSAN_OPTIONS", opts, 1);
+    }
+#endif
     int shown = 0, shown_json = 0, suppressed = 0, fell_back = 0, held_rounds = 0;
     for (int round = 0; round < rounds; round++) {
         double took;
