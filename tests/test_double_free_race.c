@@ -113,7 +113,8 @@ static int fill_stash(unsigned s)
 /* The test's copy of the shard hash is the registry's: after a release of p, as many releases
  * of other addresses as p's shard remembers (one address of that shard, allocated and released
  * again and again) push p's release out, and releasing p again is "not allocated by gpumem";
- * with a wrong copy they would fall into other shards and p would still be remembered. */
+ * with a wrong copy they would fall into other shards and p would still be remembered. (CUDA
+ * may hand p's own address out again for the others; the check is then left out.) */
 static void test_shard_is_known(void)
 {
     size_t cap = per_shard();
@@ -136,16 +137,19 @@ static void test_shard_is_known(void)
         gpumem_free(reject[i]);
     ASSERT_EQ(shard_of(b), shard_of(p));
     EXPECT_EQ(gpumem_free(p), GPUMEM_OK);
-    size_t in_shard = 0;
+    size_t in_shard = 0, at_p = 0;
     for (size_t i = 0; i < cap; i++) {
         in_shard += shard_of(b) == shard_of(p);
+        at_p += b == p;
         gpumem_free(b);
         b = gpumem_device_alloc(1, OTHER);
         ASSERT_NOT_NULL(b);
     }
+    at_p += b == p;
     gpumem_free(b);
-    fprintf(stderr, "%zu of %zu releases fell into the shard\n", in_shard, cap);
-    if (in_shard == cap)
+    fprintf(stderr, "%zu of %zu releases fell into the shard, %zu were at the first address\n",
+            in_shard, cap, at_p);
+    if (in_shard == cap && at_p == 0)
         EXPECT_EQ(gpumem_free(p), GPUMEM_EFOREIGN); /* else the test's shard_of is out of date */
 }
 
