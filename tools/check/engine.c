@@ -1351,6 +1351,7 @@ static void crash_symbolize(crash_syms *cs, const gpumem__group *g, long ng, con
         crash_symbolize_child(p[1], g, ng, indent);
     }
     close(p[1]);
+    int done = 0; /* the child closed its end: it has finished */
     while (pid > 0 && cs->len < CRASH_SYMBOLIZE_BYTES - 1) {
         long left = CRASH_SYMBOLIZE_MS - crash_ms_since(&t0);
         if (left <= 0)
@@ -1364,13 +1365,18 @@ static void crash_symbolize(crash_syms *cs, const gpumem__group *g, long ng, con
         ssize_t n = read(p[0], cs->buf + cs->len, CRASH_SYMBOLIZE_BYTES - 1 - cs->len);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0)
-            break; /* the child is done (or the pipe failed) */
+        if (n <= 0) {
+            done = n == 0;
+            break;
+        }
         cs->len += (size_t)n;
     }
     close(p[0]);
     if (pid > 0) {
-        kill(pid, SIGKILL); /* a child that finished is a zombie: the kill does nothing */
+        /* Not after it finished: a handler of the program's own may have reaped it already,
+         * and its pid may be another process's now. */
+        if (!done)
+            kill(pid, SIGKILL);
         while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
             ;
     }
