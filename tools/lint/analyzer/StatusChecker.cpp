@@ -104,6 +104,13 @@ bool isUserCudaCall(const CallEvent &Call, CheckerContext &C) {
          looksLikeCudaApi(calleeName(Call));
 }
 
+/// A function whose name says it checks errors: "check" or "error" in it,
+/// in any case (checkCUDAError, cuda_check, HandleError).
+bool namesACheck(StringRef Name) {
+  return Name.contains_insensitive("check") ||
+         Name.contains_insensitive("error");
+}
+
 bool isLastErrorQuery(StringRef Name) {
   return Name == "cudaGetLastError" || Name == "cudaPeekAtLastError";
 }
@@ -191,8 +198,8 @@ void StatusChecker::checkPostCall(const CallEvent &Call,
   if (!CE || isLastErrorQuery(Name))
     return;
   // Judged at the end of the function: the runtime records a failing call's
-  // error until it is read, so a later last-error query (or a function the
-  // analyzer cannot see, which may make one) reads it.
+  // error until it is read, so a later last-error query (or a check function
+  // the analyzer cannot see, which may make one) reads it.
   if (isDiscarded(CE, C.getLocationContext()->getParentMap()))
     C.addTransition(C.getState()->set<GpumemDiscardedStatuses>(
         CE, C.getLocationContext()));
@@ -219,11 +226,15 @@ void StatusChecker::checkPreCall(const CallEvent &Call,
     // A named function, that is: a call through a pointer is not one.
     bool Opaque = Call.getDecl() && !Call.isInSystemHeader() &&
                   !Call.getRuntimeDefinition().getDecl();
-    if (LaunchChecks.contains(Name) || Opaque) {
-      State = State->remove<GpumemPendingLaunch>();
-      State = State->remove<GpumemDiscardedStatuses>();
-      C.addTransition(State);
-    }
+    ProgramStateRef Next = State;
+    if (LaunchChecks.contains(Name) || Opaque)
+      Next = Next->remove<GpumemPendingLaunch>();
+    // Another file's check function (checkCUDAError) may ask for the last
+    // error; a timer or a logger does not, so the name must say so.
+    if (LaunchChecks.contains(Name) || (Opaque && namesACheck(Name)))
+      Next = Next->remove<GpumemDiscardedStatuses>();
+    if (Next != State)
+      C.addTransition(Next);
     return;
   }
 
