@@ -228,6 +228,30 @@ typedef struct gpumem__copy_counts {
 } gpumem__copy_counts;
 void gpumem__copy_counts_get(gpumem__copy_counts *out);
 
+/* ---- regcache.c: pageable buffers registered with the driver, kept for later copies ---- */
+/* A copy of [p, p + bytes) between pageable and device memory may go straight to CUDA when
+ * the range is registered: 1 and *entry held (the range stays registered until put), after
+ * registering it when it was not; 0 when the cache is off or the range cannot be registered
+ * (stage the copy then). */
+int gpumem__regcache_get(const void *p, size_t bytes, void **entry);
+void gpumem__regcache_put(void *entry);
+/* Whether p lies in a range the cache registered: the program's memory is still pageable
+ * to it, whatever the driver now says of the address. */
+int gpumem__regcache_owns(const void *p);
+/* Called by the release hooks (reghooks.c) before [p, p + bytes) goes back: unregisters
+ * every cached range it overlaps, after copies from them finished. */
+void gpumem__regcache_release(const void *p, size_t bytes);
+/* For tests and benchmarks: turn the cache on or off at run time (returns whether it can be
+ * on: the option, the hooks), and unregister everything not in use. */
+int gpumem__regcache_set_enabled(int on);
+void gpumem__regcache_reset(void);
+typedef struct gpumem__regcache_counts {
+    uint64_t hits, misses, registered, evicted, released, refused;
+    uint64_t entries, bytes; /* now */
+    const char *off_reason;  /* why the cache is off, NULL when on */
+} gpumem__regcache_counts;
+void gpumem__regcache_counts_get(gpumem__regcache_counts *out);
+
 /* ---- query.c ---- */
 /* One sentence on what CUDA says an address gpumem does not own is, with the release call
  * that matches it: a hint at where a foreign pointer came from. May start the backend. */
