@@ -71,7 +71,7 @@ typedef struct op {
 /* ---- counters ---- */
 
 static struct {
-    atomic_ullong direct, staged, chunks, slot_waits, fallbacks;
+    atomic_ullong direct, staged, chunks, slot_waits, fallbacks, registered;
 } counts;
 
 void gpumem__copy_counts_get(gpumem__copy_counts *out)
@@ -81,6 +81,7 @@ void gpumem__copy_counts_get(gpumem__copy_counts *out)
     out->chunks = atomic_load(&counts.chunks);
     out->slot_waits = atomic_load(&counts.slot_waits);
     out->fallbacks = atomic_load(&counts.fallbacks);
+    out->registered = atomic_load(&counts.registered);
 }
 
 /* ---- worker threads: one memcpy split into parts ---- */
@@ -501,6 +502,30 @@ static int stage_from_device(ring *g, char *dst, const char *src, size_t bytes, 
     return err;
 }
 
+/* ---- the registration cache's path ---- */
+
+/* A pageable range the registration cache (regcache.c) holds registered, or registers now at
+ * its first copy, goes to the DMA engine in one cuMemcpyAsync, at pinned speed. The call then
+ * waits for the copy, so that it returns as a staged copy does: the pageable source free to
+ * reuse, the pageable destination complete. Returns 1 when it copied or tried (*err says how
+ * it went), 0 when the range is not registered (stage it). */
+static int copy_registered(const op *o, void *dst, const void *src, size_t bytes, int dir,
+                           int *err, const char **call)
+{
+    void *entry;
+    if (!gpumem__regcache_get(dir == TO_DEVICE ? src : dst, bytes, &entry))
+        return 0;
+    *call = "cuMemcpyAsync";
+    *err = gpumem__be->memcpy_async(dst, src, bytes, o->stream);
+    if (!*err) {
+        *call = "cuStreamSynchronize";
+        *err = gpumem__be->stream_sync(o->stream);
+    }
+    gpumem__regcache_put(entry);
+    atomic_fetch_add(&counts.registered, 1);
+    return 1;
+}
+
 /* ---- errors ---- */
 
 static void append_end(gpumem_error *e, const end *x)
@@ -653,6 +678,8 @@ static int locate(const op *o, end *x, size_t bytes)
                : type == GPUMEM__PTR_DEVICE  ? PLACE_DEVICE
                : type == GPUMEM__PTR_MANAGED ? PLACE_MANAGED
                                              : PLACE_PAGEABLE;
+    if (x->place == PLACE_PINNED && gpumem__regcache_owns(x->p))
+        x->place = PLACE_PAGEABLE; /* registered by the cache, not by the program */
     return GPUMEM_OK;
 }
 
@@ -698,6 +725,12 @@ static int copy(const op *o, void *dst, const void *src, size_t bytes)
     }
     const char *call = "cuMemcpyAsync";
     int err = 0;
+    if (dir >= 0 && copy_registered(o, dst, src, bytes, dir, &err, &call)) {
+        if (err)
+            return fail_cuda(o, &d, &s, bytes, err, call, 0);
+        gpumem__err_clear();
+        return GPUMEM_OK;
+    }
     if (dir >= 0) {
         int dev = 0;
         ring *g = NULL;

@@ -52,6 +52,9 @@
     X(COPY_SLOTS, SIZE, "", "4", "pinned staging slots per device and direction (2 to 64)")      \
     X(COPY_THREADS, SIZE, "", "0",                                                               \
       "threads that fill and drain staging slots, the caller included (0: one a core, up to 16)") \
+    X(REGCACHE, SIZE, "", "1GiB",                                                               \
+      "gpumem_copy keeps large pageable buffers registered with the driver, up to this many "     \
+      "bytes, for later copies at pinned speed (0: off)")                                        \
     X(TRACE, TEXT, "", "",                                                                       \
       "record every allocation, release, checkpoint and failed allocation to this file (Chrome " \
       "trace JSON for Perfetto and gpumem report); %p is the process id")
@@ -225,6 +228,7 @@ typedef struct gpumem__copy_counts {
     uint64_t chunks;      /* slot fills (to the device) and drains (from it) */
     uint64_t slot_waits;  /* times a slot's previous transfer had to be waited for */
     uint64_t fallbacks;   /* copies that would have been staged but went direct (no ring) */
+    uint64_t registered;  /* copies from or to a range the registration cache holds */
 } gpumem__copy_counts;
 void gpumem__copy_counts_get(gpumem__copy_counts *out);
 
@@ -244,6 +248,15 @@ void gpumem__regcache_release(const void *p, size_t bytes);
 /* For tests and benchmarks: turn the cache on or off at run time (returns whether it can be
  * on: the option, the hooks), and unregister everything not in use. */
 int gpumem__regcache_set_enabled(int on);
+/* For the hooks: entries held, and the span of their ranges (read without a lock). */
+extern atomic_uint gpumem__regcache_live;
+extern atomic_uintptr_t gpumem__regcache_lo, gpumem__regcache_hi;
+/* Whether the calling thread is inside the cache (its own CUDA calls): hooks pass through. */
+int gpumem__regcache_inside(void);
+/* reghooks.c: the first of the release functions the process does not call in gpumem (a
+ * definition comes before gpumem's), NULL when it calls gpumem's for all. Weak: a program
+ * linked statically with its own free does not get the hooks, and the cache stays off. */
+const char *gpumem__reghooks_missing(void) __attribute__((weak));
 void gpumem__regcache_reset(void);
 typedef struct gpumem__regcache_counts {
     uint64_t hits, misses, registered, evicted, released, refused;

@@ -193,6 +193,7 @@ static void test_every_pair(void)
  * async copy to pageable memory checked without synchronizing (complete on return). */
 static void test_ring_wraps(void)
 {
+    gpumem__regcache_set_enabled(0); /* the staging ring itself (test_regcache has the cache) */
     size_t n = ((size_t)200 << 20) + 3;
     unsigned char *a = malloc(n), *b = malloc(n);
     unsigned char *d = gpumem_device_alloc(n + 1, 1);
@@ -229,12 +230,14 @@ static void test_ring_wraps(void)
     free(a);
     free(b);
     EXPECT_EQ(gpumem_free(d), GPUMEM_OK);
+    gpumem__regcache_set_enabled(1);
 }
 
 /* The threshold: one byte below it goes straight to CUDA, at it through the ring; only
  * pageable <-> device copies are staged. */
 static void test_threshold(void)
 {
+    gpumem__regcache_set_enabled(0);
     uint64_t stage_min = gpumem__opt_u64(GPUMEM__OPT_COPY_STAGE_MIN);
     size_t n = stage_min ? (size_t)stage_min : (size_t)4 << 20;
     unsigned char *h = malloc(n), *back = malloc(n);
@@ -270,6 +273,7 @@ static void test_threshold(void)
     free(back);
     EXPECT_EQ(gpumem_free(d), GPUMEM_OK);
     EXPECT_EQ(gpumem_free(pin), GPUMEM_OK);
+    gpumem__regcache_set_enabled(1);
 }
 
 /* Several threads copy at once, both directions, staged and direct sizes, each with its own
