@@ -8,8 +8,8 @@
  * free and realloc also read the block's size (malloc_usable_size) and compare two bounds;
  * only a block that overlaps the cached ranges' span takes the cache's lock.
  *
- * The next definitions are found with dlsym(RTLD_NEXT) at the first call. Should dlsym itself
- * free or unmap memory meanwhile, that call goes to glibc's own entry (__libc_free,
+ * The next definitions are found with dlsym(RTLD_NEXT) when the library is loaded. A call that
+ * comes earlier (from another library's constructor) goes to glibc's own entry (__libc_free,
  * __libc_realloc) or to the system call. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -30,18 +30,20 @@
 extern void __libc_free(void *);
 extern void *__libc_realloc(void *, size_t);
 
-static _Thread_local int resolving;
+static void *_Atomic next_free, *_Atomic next_realloc, *_Atomic next_reallocarray,
+    *_Atomic next_munmap, *_Atomic next_mremap, *_Atomic next_madvise;
 
-static void *next_of(void *_Atomic *slot, const char *name)
+/* The next definitions, found once when the library is loaded, before the program runs. Never
+ * from inside a hook: dlsym frees its thread's last error string, and a free that came from
+ * the dynamic loader itself would then free it twice. */
+__attribute__((constructor(101))) static void resolve(void)
 {
-    void *f = atomic_load_explicit(slot, memory_order_acquire);
-    if (f || resolving)
-        return f;
-    resolving = 1;
-    f = dlsym(RTLD_NEXT, name);
-    resolving = 0;
-    atomic_store_explicit(slot, f, memory_order_release);
-    return f;
+    atomic_store(&next_free, dlsym(RTLD_NEXT, "free"));
+    atomic_store(&next_realloc, dlsym(RTLD_NEXT, "realloc"));
+    atomic_store(&next_reallocarray, dlsym(RTLD_NEXT, "reallocarray"));
+    atomic_store(&next_munmap, dlsym(RTLD_NEXT, "munmap"));
+    atomic_store(&next_mremap, dlsym(RTLD_NEXT, "mremap"));
+    atomic_store(&next_madvise, dlsym(RTLD_NEXT, "madvise"));
 }
 
 /* A symbol's address as a function (ISO C has no cast from an object pointer to one). */
@@ -53,9 +55,9 @@ static any_fn as_fn(void *v)
     return f;
 }
 
-static any_fn as_fn_next(void *_Atomic *slot, const char *name)
+static any_fn next_of(void *_Atomic *slot)
 {
-    return as_fn(next_of(slot, name));
+    return as_fn(atomic_load_explicit(slot, memory_order_acquire));
 }
 
 /* Whether [p, p + n) may overlap what the cache registered (the fast, lock-free test). */
@@ -78,13 +80,10 @@ static void release_block(void *p)
         gpumem__regcache_release(p, n);
 }
 
-static void *_Atomic next_free, *_Atomic next_realloc, *_Atomic next_reallocarray,
-    *_Atomic next_munmap, *_Atomic next_mremap, *_Atomic next_madvise;
-
 HOOK void free(void *p)
 {
     release_block(p);
-    void (*f)(void *) = (void (*)(void *))as_fn_next(&next_free, "free");
+    void (*f)(void *) = (void (*)(void *))next_of(&next_free);
     if (f)
         f(p);
     else
@@ -94,7 +93,7 @@ HOOK void free(void *p)
 HOOK void *realloc(void *p, size_t n)
 {
     release_block(p);
-    void *(*f)(void *, size_t) = (void *(*)(void *, size_t))as_fn_next(&next_realloc, "realloc");
+    void *(*f)(void *, size_t) = (void *(*)(void *, size_t))next_of(&next_realloc);
     return f ? f(p, n) : __libc_realloc(p, n);
 }
 
@@ -102,7 +101,7 @@ HOOK void *reallocarray(void *p, size_t m, size_t n)
 {
     release_block(p);
     void *(*f)(void *, size_t, size_t) =
-        (void *(*)(void *, size_t, size_t))as_fn_next(&next_reallocarray, "reallocarray");
+        (void *(*)(void *, size_t, size_t))next_of(&next_reallocarray);
     if (f)
         return f(p, m, n);
     if (n && m > SIZE_MAX / n) {
@@ -116,7 +115,7 @@ HOOK int munmap(void *a, size_t n)
 {
     if (watched((uintptr_t)a, n))
         gpumem__regcache_release(a, n);
-    int (*f)(void *, size_t) = (int (*)(void *, size_t))as_fn_next(&next_munmap, "munmap");
+    int (*f)(void *, size_t) = (int (*)(void *, size_t))next_of(&next_munmap);
     return f ? f(a, n) : (int)syscall(SYS_munmap, a, n);
 }
 
@@ -134,7 +133,7 @@ HOOK void *mremap(void *old, size_t old_n, size_t new_n, int flags, ...)
     if (to && watched((uintptr_t)to, new_n))
         gpumem__regcache_release(to, new_n);
     void *(*f)(void *, size_t, size_t, int, ...) =
-        (void *(*)(void *, size_t, size_t, int, ...))as_fn_next(&next_mremap, "mremap");
+        (void *(*)(void *, size_t, size_t, int, ...))next_of(&next_mremap);
     if (f)
         return f(old, old_n, new_n, flags, to);
     return (void *)syscall(SYS_mremap, old, old_n, new_n, flags, to);
@@ -153,7 +152,7 @@ HOOK int madvise(void *a, size_t n, int advice)
     if (drops && watched((uintptr_t)a, n))
         gpumem__regcache_release(a, n);
     int (*f)(void *, size_t, int) =
-        (int (*)(void *, size_t, int))as_fn_next(&next_madvise, "madvise");
+        (int (*)(void *, size_t, int))next_of(&next_madvise);
     return f ? f(a, n, advice) : (int)syscall(SYS_madvise, a, n, advice);
 }
 
