@@ -313,6 +313,14 @@ int main(int argc, char **argv)
                 bad, host[bad], pattern(bad));
         failed = 1;
     }
+    gpumem__regcache_counts rc;
+    gpumem__regcache_counts_get(&rc);
+    printf("\nRESULT bench=copy key=regcache state=%s hits=%llu misses=%llu registered=%llu "
+           "evicted=%llu refused=%llu%s%s\n",
+           rc.off_reason ? "off" : "on", (unsigned long long)rc.hits,
+           (unsigned long long)rc.misses, (unsigned long long)rc.registered,
+           (unsigned long long)rc.evicted, (unsigned long long)rc.refused,
+           rc.off_reason ? " reason=" : "", rc.off_reason ? rc.off_reason : "");
     if (fill)
         fill_bound(json, (char *)pinned, (const char *)host, max_bytes);
     if (json) {
