@@ -48,8 +48,8 @@
     X(COPY_STAGE_MIN, SIZE, "", "16MiB",                                                         \
       "copies between pageable host and device memory this large go through pinned staging "    \
       "slots (0: never)")                                                                        \
-    X(COPY_SLOT_BYTES, SIZE, "", "16MiB", "bytes of each pinned staging slot of gpumem_copy")    \
-    X(COPY_SLOTS, SIZE, "", "4", "pinned staging slots per device and direction (2 to 64)")      \
+    X(COPY_SLOT_BYTES, SIZE, "", "4MiB", "bytes of each pinned staging slot of gpumem_copy")     \
+    X(COPY_SLOTS, SIZE, "", "16", "pinned staging slots per device and direction (2 to 64)")     \
     X(COPY_THREADS, SIZE, "", "0",                                                               \
       "threads that fill and drain staging slots, the caller included (0: one a core, up to 16)") \
     X(REGCACHE, SIZE, "", "1GiB",                                                               \
@@ -243,8 +243,9 @@ void gpumem__regcache_put(void *entry);
  * to it, whatever the driver now says of the address. */
 int gpumem__regcache_owns(const void *p);
 /* Called by the release hooks (reghooks.c) before [p, p + bytes) goes back: unregisters
- * every cached range it overlaps, after copies from them finished. */
-void gpumem__regcache_release(const void *p, size_t bytes);
+ * every cached range it overlaps, after copies from them finished. block: a heap block (free,
+ * realloc), matched against the bytes copies used; else pages (munmap, madvise, mremap). */
+void gpumem__regcache_release(const void *p, size_t bytes, int block);
 /* For tests and benchmarks: turn the cache on or off at run time (returns whether it can be
  * on: the option, the hooks), and unregister everything not in use. */
 int gpumem__regcache_set_enabled(int on);

@@ -18,10 +18,15 @@
  *
  * Entries: at most MAX_ENTRIES page-rounded ranges, GPUMEM_REGCACHE bytes in all (0: off).
  * A range larger than the limit is never kept. When a new range does not fit, the least
- * recently used entries no copy is using are unregistered first. An entry a copy uses (users)
- * is never unregistered under it: a release waits for the copy to end. No CUDA call is made
- * with the lock held, and the calling thread's own frees inside CUDA skip the cache
- * (in_cache), so the driver's allocations cannot deadlock on it. */
+ * recently used entries no copy is using are unregistered first. Two ranges that share a page
+ * (heap blocks side by side) are registered as one, since the driver refuses overlapping
+ * registrations. An entry a copy uses (users) is never unregistered under it: a release waits
+ * for the copy to end. A free or realloc drops the entries whose copied bytes its block
+ * overlaps (not one that merely shares a page with them: the driver's own small blocks live in
+ * the same heap); munmap and madvise, which act on pages, drop those whose pages they touch.
+ * No CUDA call is made with the lock held, and while a thread registers, copies or
+ * unregisters, its own frees (the driver's, inside those calls) skip the cache (in_cache), so
+ * they cannot wait on the copy they are part of. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -37,6 +42,8 @@ enum { E_FREE, E_BUSY, E_LIVE, E_DYING };
 
 typedef struct entry {
     uintptr_t base, end; /* the registered range, page-rounded */
+    uintptr_t ubase, uend; /* the bytes copies asked for: a heap block that shares a page at an
+                            * end with them is not theirs, and its release leaves them alone */
     uint64_t used;       /* when last used (the cache's tick) */
     unsigned users;      /* copies from or to it now, and its registration while E_BUSY */
     int state;
@@ -53,7 +60,7 @@ static struct {
     uint64_t limit;
     const char *off_reason;
     gpumem__regcache_counts n;
-} rc = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, {{0, 0, 0, 0, 0}}, 0, 0, 0, 0, 0, 0,
+} rc = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, {{0, 0, 0, 0, 0, 0, 0}}, 0, 0, 0, 0, 0, 0,
         NULL, {0, 0, 0, 0, 0, 0, 0, 0, NULL}};
 
 /* Read without the lock by the hooks' fast path: entries registered or being registered, and
@@ -164,10 +171,14 @@ int gpumem__regcache_get(const void *p, size_t bytes, void **out)
     if (bytes == 0 || a + bytes < a)
         return 0;
     uintptr_t base = a & ~(pg - 1), end = (a + bytes + pg - 1) & ~(pg - 1);
+    uintptr_t ubase = a, uend = a + bytes;
     entry *victims[MAX_ENTRIES];
     int nv = 0;
     pthread_mutex_lock(&rc.lock);
-    if (!usable() || end - base > rc.limit) {
+    /* The limit counts whole pages; the two a buffer shares with its neighbours are not held
+     * against it, so a buffer of exactly the limit's size fits. */
+    uintptr_t limit = rc.limit + 2 * pg;
+    if (!usable() || end - base > limit) {
         pthread_mutex_unlock(&rc.lock);
         return 0;
     }
@@ -177,8 +188,11 @@ int gpumem__regcache_get(const void *p, size_t bytes, void **out)
         if (e->state == E_LIVE && e->base <= base && end <= e->end) {
             e->users++;
             e->used = ++rc.tick;
+            e->ubase = ubase < e->ubase ? ubase : e->ubase;
+            e->uend = uend > e->uend ? uend : e->uend;
             rc.n.hits++;
             pthread_mutex_unlock(&rc.lock);
+            in_cache++; /* until put: the copy's own frees inside CUDA skip the cache */
             *out = e;
             return 1;
         }
@@ -196,9 +210,11 @@ int gpumem__regcache_get(const void *p, size_t bytes, void **out)
             }
             base = e->base < base ? e->base : base;
             end = e->end > end ? e->end : end;
+            ubase = e->ubase < ubase ? e->ubase : ubase;
+            uend = e->uend > uend ? e->uend : uend;
         }
     }
-    if (end - base > rc.limit) {
+    if (end - base > limit) {
         pthread_mutex_unlock(&rc.lock);
         return 0;
     }
@@ -211,7 +227,7 @@ int gpumem__regcache_get(const void *p, size_t bytes, void **out)
         }
     }
     /* Room: the least recently used idle entries go until the new range fits. */
-    while (rc.bytes + (end - base) > rc.limit) {
+    while (rc.bytes + (end - base) > limit) {
         entry *lru = NULL;
         for (int i = 0; i < MAX_ENTRIES; i++) {
             entry *e = &rc.e[i];
@@ -224,7 +240,7 @@ int gpumem__regcache_get(const void *p, size_t bytes, void **out)
         victims[nv++] = lru;
         rc.n.evicted++;
     }
-    if (rc.bytes + (end - base) <= rc.limit)
+    if (rc.bytes + (end - base) <= limit)
         for (int i = 0; i < MAX_ENTRIES && !slot; i++)
             if (rc.e[i].state == E_FREE)
                 slot = &rc.e[i];
@@ -232,6 +248,8 @@ int gpumem__regcache_get(const void *p, size_t bytes, void **out)
         slot->state = E_BUSY;
         slot->base = base;
         slot->end = end;
+        slot->ubase = ubase;
+        slot->uend = uend;
         slot->users = 1;
         slot->used = ++rc.tick;
         rc.bytes += end - base;
@@ -259,9 +277,9 @@ int gpumem__regcache_get(const void *p, size_t bytes, void **out)
         return 0;
     }
     rc.n.registered++;
-    if (slot->state == E_BUSY)
-        slot->state = E_LIVE; /* unless released meanwhile (E_DYING): used once, then gone */
+    slot->state = E_LIVE;
     pthread_mutex_unlock(&rc.lock);
+    in_cache++; /* until put */
     *out = slot;
     return 1;
 }
@@ -271,6 +289,7 @@ void gpumem__regcache_put(void *entry_)
     entry *e = entry_;
     if (!e)
         return;
+    in_cache--;
     pthread_mutex_lock(&rc.lock);
     if (--e->users == 0)
         pthread_cond_broadcast(&rc.idle);
@@ -291,9 +310,11 @@ int gpumem__regcache_owns(const void *p)
     return owns;
 }
 
-/* Unregisters every entry overlapping [a, end), waiting for the copies using them and for
- * unregistrations other threads run; counts them as released (or evicted). */
-static void drop(uintptr_t a, uintptr_t end, int released)
+/* Unregisters every entry overlapping [a, end) (its copied bytes with user, else its pages),
+ * waiting for the copies using them; counts them as released (or evicted). An entry another
+ * thread is unregistering already is left to it: the driver accepts the unregistration of a
+ * range whose memory is gone (measured), so the release need not wait for it. */
+static void drop(uintptr_t a, uintptr_t end, int released, int user)
 {
     pthread_mutex_lock(&rc.lock);
     for (;;) {
@@ -301,10 +322,11 @@ static void drop(uintptr_t a, uintptr_t end, int released)
         int nv = 0, waiting = 0;
         for (int i = 0; i < MAX_ENTRIES; i++) {
             entry *e = &rc.e[i];
-            if (e->state == E_FREE || e->end <= a || end <= e->base)
+            uintptr_t lo = user ? e->ubase : e->base, hi = user ? e->uend : e->end;
+            if (e->state == E_FREE || e->state == E_DYING || hi <= a || end <= lo)
                 continue;
-            if (e->users || e->state == E_DYING) {
-                waiting = 1; /* a copy (or the registration, or an unregistration) runs */
+            if (e->users) {
+                waiting = 1; /* a copy (or the registration) still uses it */
                 continue;
             }
             retire(e);
@@ -330,13 +352,13 @@ static void drop(uintptr_t a, uintptr_t end, int released)
     pthread_mutex_unlock(&rc.lock);
 }
 
-void gpumem__regcache_release(const void *p, size_t bytes)
+void gpumem__regcache_release(const void *p, size_t bytes, int block)
 {
     uintptr_t a = (uintptr_t)p;
     if (in_cache || bytes == 0)
         return;
     in_cache++;
-    drop(a, a + bytes < a ? UINTPTR_MAX : a + bytes, 1);
+    drop(a, a + bytes < a ? UINTPTR_MAX : a + bytes, 1, block);
     in_cache--;
 }
 
@@ -355,7 +377,7 @@ int gpumem__regcache_set_enabled(int on)
 void gpumem__regcache_reset(void)
 {
     in_cache++;
-    drop(0, UINTPTR_MAX, 0);
+    drop(0, UINTPTR_MAX, 0, 0);
     in_cache--;
 }
 

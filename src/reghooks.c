@@ -77,7 +77,7 @@ static void release_block(void *p)
         return;
     size_t n = malloc_usable_size(p);
     if (watched((uintptr_t)p, n))
-        gpumem__regcache_release(p, n);
+        gpumem__regcache_release(p, n, 1);
 }
 
 HOOK void free(void *p)
@@ -114,7 +114,7 @@ HOOK void *reallocarray(void *p, size_t m, size_t n)
 HOOK int munmap(void *a, size_t n)
 {
     if (watched((uintptr_t)a, n))
-        gpumem__regcache_release(a, n);
+        gpumem__regcache_release(a, n, 0);
     int (*f)(void *, size_t) = (int (*)(void *, size_t))next_of(&next_munmap);
     return f ? f(a, n) : (int)syscall(SYS_munmap, a, n);
 }
@@ -129,9 +129,9 @@ HOOK void *mremap(void *old, size_t old_n, size_t new_n, int flags, ...)
         va_end(ap);
     }
     if (watched((uintptr_t)old, old_n))
-        gpumem__regcache_release(old, old_n);
+        gpumem__regcache_release(old, old_n, 0);
     if (to && watched((uintptr_t)to, new_n))
-        gpumem__regcache_release(to, new_n);
+        gpumem__regcache_release(to, new_n, 0);
     void *(*f)(void *, size_t, size_t, int, ...) =
         (void *(*)(void *, size_t, size_t, int, ...))next_of(&next_mremap);
     if (f)
@@ -150,7 +150,7 @@ HOOK int madvise(void *a, size_t n, int advice)
     drops |= advice == MADV_DONTNEED_LOCKED;
 #endif
     if (drops && watched((uintptr_t)a, n))
-        gpumem__regcache_release(a, n);
+        gpumem__regcache_release(a, n, 0);
     int (*f)(void *, size_t, int) =
         (int (*)(void *, size_t, int))next_of(&next_madvise);
     return f ? f(a, n, advice) : (int)syscall(SYS_madvise, a, n, advice);

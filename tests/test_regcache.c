@@ -7,6 +7,7 @@
  * the cache off, with the reason given as its second argument (GPUMEM_REGCACHE=0). Where the process's free is not gpumem's (a sanitizer
  * build), the cache is off and the cached scenarios are skipped. */
 #define _DEFAULT_SOURCE
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -200,6 +201,53 @@ static void test_release(void)
     EXPECT_EQ(counts().released - c1.released, 1);
 }
 
+/* Heap blocks side by side share a page: a small block freed next to a registered buffer
+ * leaves it registered; two ranges sharing a page (here two parts of one block, as two heap
+ * blocks side by side would be) are registered as one range, which the release drops. */
+static void test_neighbours(void)
+{
+    size_t n = 2 * MIB;
+    mallopt(M_MMAP_THRESHOLD, 16 * (int)MIB); /* these blocks come from the heap */
+    unsigned char *c = malloc(64), *a = malloc(n);
+    ASSERT_NOT_NULL(c);
+    ASSERT_NOT_NULL(a);
+    memset(a, 1, n);
+    uintptr_t page = 4096, a_first = (uintptr_t)a & ~(page - 1);
+    gpumem__regcache_counts c0 = counts();
+    EXPECT_EQ(gpumem_copy(dev, a, n), GPUMEM_OK);
+    EXPECT_TRUE(gpumem__sim_registered(a));
+    if ((uintptr_t)c >= a_first && (uintptr_t)c < (uintptr_t)a) {
+        free(c); /* in a's first page, not in its bytes */
+        EXPECT_TRUE(gpumem__sim_registered(a));
+        EXPECT_EQ(counts().released, c0.released);
+    } else {
+        fprintf(stderr, "  (the small block is not in the buffer's first page: not checked)\n");
+        free(c);
+    }
+    free(a);
+    EXPECT_EQ(counts().entries, 0);
+
+    unsigned char *region = malloc(2 * n + 64);
+    ASSERT_NOT_NULL(region);
+    unsigned char *x = region + 16, *y = region + 16 + n + 16; /* y starts in x's last page */
+    memset(region, 3, 2 * n + 64);
+    gpumem__regcache_counts c1 = counts();
+    EXPECT_EQ(gpumem_copy(dev, x, n), GPUMEM_OK);
+    EXPECT_EQ(gpumem_copy(dev, y, n), GPUMEM_OK);
+    EXPECT_TRUE(device_matches(y, n));
+    gpumem__regcache_counts c2 = counts();
+    EXPECT_EQ(c2.entries, 1); /* one range for both */
+    EXPECT_EQ(c2.registered - c1.registered, 2);
+    EXPECT_EQ(c2.evicted - c1.evicted, 1);
+    EXPECT_EQ(gpumem_copy(dev, x, n), GPUMEM_OK);
+    EXPECT_EQ(gpumem_copy(dev, y, n), GPUMEM_OK);
+    EXPECT_EQ(counts().hits - c2.hits, 2);
+    free(region);
+    EXPECT_EQ(counts().entries, 0);
+    EXPECT_EQ(gpumem__sim_registered_count(), 0);
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+}
+
 /* The driver refusing a registration: the copy is staged, correct, and counted as refused. */
 static void test_refused(void)
 {
@@ -284,6 +332,7 @@ int main(int argc, char **argv)
     RUN(test_hit_and_miss);
     RUN(test_eviction);
     RUN(test_release);
+    RUN(test_neighbours);
     RUN(test_refused);
     RUN(test_switch);
     gpumem_free(dev);
