@@ -84,5 +84,8 @@ void gpumem__sim_fail_copy(unsigned after, int cuda_error);
 size_t gpumem__sim_registered_count(void);
 int gpumem__sim_registered(const void *p);
 void gpumem__sim_fail_register(unsigned after, int cuda_error);
+/* Simulated device, for tests: the next copy frees p (malloc memory) while it runs, as the
+ * driver frees blocks of its own inside its calls. */
+void gpumem__sim_free_during_copy(void *p);
 
 #endif

@@ -450,12 +450,22 @@ void gpumem__sim_fail_copy(unsigned after, int cuda_error)
     atomic_store(&copies_until_failure, cuda_error ? after + 1 : 0);
 }
 
+static void *_Atomic free_in_copy;
+
+void gpumem__sim_free_during_copy(void *p)
+{
+    atomic_store(&free_in_copy, p);
+}
+
 static int sim_memcpy_async(void *dst, const void *src, size_t bytes, cudaStream_t stream)
 {
     (void)stream;
     int err = atomic_load(&poisoned);
     if (err)
         return err;
+    void *f = atomic_exchange(&free_in_copy, NULL);
+    if (f)
+        free(f); /* as a driver frees its own small blocks inside a copy */
     unsigned left = atomic_load(&copies_until_failure);
     while (left && !atomic_compare_exchange_weak(&copies_until_failure, &left, left - 1)) {
     }
