@@ -8,9 +8,10 @@
  * free and realloc also read the block's size (malloc_usable_size) and compare two bounds;
  * only a block that overlaps the cached ranges' span takes the cache's lock.
  *
- * The next definitions are found with dlsym(RTLD_NEXT) when the library is loaded. A call that
- * comes earlier (from another library's constructor) goes to glibc's own entry (__libc_free,
- * __libc_realloc) or to the system call. */
+ * The next definitions are found with dlsym(RTLD_NEXT) (see resolve_one). Where none is found,
+ * a call goes to glibc's own entry (__libc_free, __libc_realloc) or to the system call. Not in
+ * sanitizer builds: a sanitizer's runtime calls free before it is initialized itself, and
+ * instrumented code cannot run then (src/CMakeLists.txt leaves the hooks out). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -33,17 +34,35 @@ extern void *__libc_realloc(void *, size_t);
 static void *_Atomic next_free, *_Atomic next_realloc, *_Atomic next_reallocarray,
     *_Atomic next_munmap, *_Atomic next_mremap, *_Atomic next_madvise;
 
-/* The next definitions, found once when the library is loaded, before the program runs. Never
- * from inside a hook: dlsym frees its thread's last error string, and a free that came from
- * the dynamic loader itself would then free it twice. */
+/* The next definitions, found when the library is loaded (before the program runs), or at the
+ * first call that comes earlier, from another library's constructor. dlsym frees its thread's
+ * last error string, which may be the very block the outer free is releasing: a free (or an
+ * unmap) that comes from inside our own dlsym is left undone (a leak of a few bytes, once),
+ * and the outer call frees the block once. resolving is volatile because glibc declares dlsym
+ * a leaf function, which would let the compiler drop the store. */
+static _Thread_local volatile int resolving;
+
+static void *resolve_one(void *_Atomic *slot, const char *name)
+{
+    void *f = atomic_load_explicit(slot, memory_order_acquire);
+    if (f || resolving)
+        return f;
+    resolving = 1;
+    f = dlsym(RTLD_NEXT, name);
+    resolving = 0;
+    if (f)
+        atomic_store_explicit(slot, f, memory_order_release);
+    return f;
+}
+
 __attribute__((constructor(101))) static void resolve(void)
 {
-    atomic_store(&next_free, dlsym(RTLD_NEXT, "free"));
-    atomic_store(&next_realloc, dlsym(RTLD_NEXT, "realloc"));
-    atomic_store(&next_reallocarray, dlsym(RTLD_NEXT, "reallocarray"));
-    atomic_store(&next_munmap, dlsym(RTLD_NEXT, "munmap"));
-    atomic_store(&next_mremap, dlsym(RTLD_NEXT, "mremap"));
-    atomic_store(&next_madvise, dlsym(RTLD_NEXT, "madvise"));
+    resolve_one(&next_free, "free");
+    resolve_one(&next_realloc, "realloc");
+    resolve_one(&next_reallocarray, "reallocarray");
+    resolve_one(&next_munmap, "munmap");
+    resolve_one(&next_mremap, "mremap");
+    resolve_one(&next_madvise, "madvise");
 }
 
 /* A symbol's address as a function (ISO C has no cast from an object pointer to one). */
@@ -55,9 +74,9 @@ static any_fn as_fn(void *v)
     return f;
 }
 
-static any_fn next_of(void *_Atomic *slot)
+static any_fn next_of(void *_Atomic *slot, const char *name)
 {
-    return as_fn(atomic_load_explicit(slot, memory_order_acquire));
+    return as_fn(resolve_one(slot, name));
 }
 
 /* Whether [p, p + n) may overlap what the cache registered (the fast, lock-free test). */
@@ -83,17 +102,17 @@ static void release_block(void *p)
 HOOK void free(void *p)
 {
     release_block(p);
-    void (*f)(void *) = (void (*)(void *))next_of(&next_free);
+    void (*f)(void *) = (void (*)(void *))next_of(&next_free, "free");
     if (f)
         f(p);
-    else
-        __libc_free(p);
+    else if (!resolving)
+        __libc_free(p); /* no next definition found: glibc's own */
 }
 
 HOOK void *realloc(void *p, size_t n)
 {
     release_block(p);
-    void *(*f)(void *, size_t) = (void *(*)(void *, size_t))next_of(&next_realloc);
+    void *(*f)(void *, size_t) = (void *(*)(void *, size_t))next_of(&next_realloc, "realloc");
     return f ? f(p, n) : __libc_realloc(p, n);
 }
 
@@ -101,7 +120,7 @@ HOOK void *reallocarray(void *p, size_t m, size_t n)
 {
     release_block(p);
     void *(*f)(void *, size_t, size_t) =
-        (void *(*)(void *, size_t, size_t))next_of(&next_reallocarray);
+        (void *(*)(void *, size_t, size_t))next_of(&next_reallocarray, "reallocarray");
     if (f)
         return f(p, m, n);
     if (n && m > SIZE_MAX / n) {
@@ -115,7 +134,9 @@ HOOK int munmap(void *a, size_t n)
 {
     if (watched((uintptr_t)a, n))
         gpumem__regcache_release(a, n, 0);
-    int (*f)(void *, size_t) = (int (*)(void *, size_t))next_of(&next_munmap);
+    int (*f)(void *, size_t) = (int (*)(void *, size_t))next_of(&next_munmap, "munmap");
+    if (!f && resolving)
+        return 0; /* from inside our dlsym: left mapped */
     return f ? f(a, n) : (int)syscall(SYS_munmap, a, n);
 }
 
@@ -133,7 +154,7 @@ HOOK void *mremap(void *old, size_t old_n, size_t new_n, int flags, ...)
     if (to && watched((uintptr_t)to, new_n))
         gpumem__regcache_release(to, new_n, 0);
     void *(*f)(void *, size_t, size_t, int, ...) =
-        (void *(*)(void *, size_t, size_t, int, ...))next_of(&next_mremap);
+        (void *(*)(void *, size_t, size_t, int, ...))next_of(&next_mremap, "mremap");
     if (f)
         return f(old, old_n, new_n, flags, to);
     return (void *)syscall(SYS_mremap, old, old_n, new_n, flags, to);
@@ -152,7 +173,7 @@ HOOK int madvise(void *a, size_t n, int advice)
     if (drops && watched((uintptr_t)a, n))
         gpumem__regcache_release(a, n, 0);
     int (*f)(void *, size_t, int) =
-        (int (*)(void *, size_t, int))next_of(&next_madvise);
+        (int (*)(void *, size_t, int))next_of(&next_madvise, "madvise");
     return f ? f(a, n, advice) : (int)syscall(SYS_madvise, a, n, advice);
 }
 
