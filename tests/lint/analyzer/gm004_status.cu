@@ -11,6 +11,31 @@ void discarded(float *d, size_t n) {
   cudaGetLastError();
 }
 
+// The runtime records a failing call's error: a last-error query as the next CUDA call reads it
+// (Rodinia's `cudaThreadSynchronize(); cudaCheckError(msg);`).
+void read_by_the_last_error_query(void) {
+  cudaDeviceSynchronize();
+  if (cudaGetLastError() != cudaSuccess)
+    abort();
+}
+void discarded_then_another_call(float *d) {
+  cudaDeviceSynchronize(); // expected-warning{{the status cudaDeviceSynchronize returns is discarded}}
+  if (cudaFree(d) != cudaSuccess)
+    abort();
+}
+void discarded_last_in_the_function(float *d) {
+  cudaFree(d); // expected-warning{{the status cudaFree returns is discarded}}
+}
+
+// A status returned through a function pointer (a table of entry points) is named as written.
+struct driver_table {
+  cudaError_t (*memset)(void *, int, size_t);
+};
+void discarded_through_pointer(struct driver_table *drv, float *d, size_t n) {
+  drv->memset(d, 0, n); // expected-warning{{the status drv->memset returns is discarded}}
+  (void)drv->memset(d, 0, n);
+}
+
 int overwritten(float **d, const float *h, size_t n) {
   cudaError_t e = cudaMalloc((void **)d, n); // expected-warning{{the status cudaMalloc returned is stored but not read before the next CUDA call (cudaMemcpy)}}
   e = cudaMemcpy(*d, h, n, cudaMemcpyHostToDevice);

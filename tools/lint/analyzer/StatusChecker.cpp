@@ -9,6 +9,7 @@
 #include "clang/AST/ExprCXX.h"
 #include "clang/AST/ParentMap.h"
 #include "clang/AST/StmtCXX.h"
+#include "clang/Lex/Lexer.h"
 #include "clang/StaticAnalyzer/Core/BugReporter/BugReporter.h"
 #include "clang/StaticAnalyzer/Core/BugReporter/BugReporterVisitors.h"
 #include "clang/StaticAnalyzer/Core/PathSensitive/CallEvent.h"
@@ -37,6 +38,10 @@ struct StoredStatus {
 REGISTER_MAP_WITH_PROGRAMSTATE(GpumemStoredStatuses, const MemRegion *,
                                StoredStatus)
 REGISTER_TRAIT_WITH_PROGRAMSTATE(GpumemPendingLaunch, const Expr *)
+// Statuses discarded and not yet judged: cudaGetLastError or
+// cudaPeekAtLastError as the next CUDA call reads the error they recorded.
+REGISTER_MAP_WITH_PROGRAMSTATE(GpumemDiscardedStatuses, const Expr *,
+                               const LocationContext *)
 REGISTER_TRAIT_WITH_PROGRAMSTATE(GpumemPendingLaunchContext,
                                  const LocationContext *)
 
@@ -147,11 +152,22 @@ const Expr *assignedValue(const Stmt *S) {
   return V;
 }
 
-std::string calledName(const Expr *E) {
-  if (const auto *CE = dyn_cast_or_null<CallExpr>(E))
-    if (const auto *FD = CE->getDirectCallee())
+/// What the call calls, as a reviewer reads it: the function's name, or for a
+/// call through a function pointer the callee as written (drv.cuMemFree).
+std::string calledName(const Expr *E, const ASTContext &Ctx) {
+  const auto *CE = dyn_cast_or_null<CallExpr>(E);
+  if (!CE)
+    return "the call";
+  if (const auto *FD = CE->getDirectCallee())
+    if (FD->getIdentifier())
       return FD->getNameAsString();
-  return "the call";
+  const Expr *Callee = CE->getCallee()->IgnoreParenImpCasts();
+  StringRef Text = Lexer::getSourceText(
+      CharSourceRange::getTokenRange(Callee->getSourceRange()),
+      Ctx.getSourceManager(), Ctx.getLangOpts());
+  if (Text.empty() || Text.size() > 60 || Text.contains('\n'))
+    return "the call";
+  return Text.str();
 }
 
 } // namespace
@@ -174,11 +190,17 @@ void StatusChecker::checkPostCall(const CallEvent &Call,
   StringRef Name = calleeName(Call);
   if (!CE || isLastErrorQuery(Name))
     return;
+  // Judged at the next CUDA call or at the end of the function: the runtime
+  // records a failing call's error, so a last-error query next reads it.
   if (isDiscarded(CE, C.getLocationContext()->getParentMap()))
-    report(("the status " + Name + " returns is discarded; check it "
-            "(or cast it to void if ignoring it is intended)")
-               .str(),
-           CE, C.getLocationContext(), C.generateNonFatalErrorNode(), C);
+    C.addTransition(C.getState()->set<GpumemDiscardedStatuses>(
+        CE, C.getLocationContext()));
+}
+
+static std::string discardedMessage(const Expr *Call, const ASTContext &Ctx) {
+  return "the status " + calledName(Call, Ctx) +
+         " returns is discarded; check it (or cast it to void if ignoring it "
+         "is intended)";
 }
 
 void StatusChecker::checkPreCall(const CallEvent &Call,
@@ -209,8 +231,15 @@ void StatusChecker::checkPreCall(const CallEvent &Call,
     const LocationContext *Context;
   };
   llvm::SmallVector<Finding, 2> Findings;
+  bool ReadsLastError = isLastErrorQuery(Name);
+  for (const auto &[Call, Context] : State->get<GpumemDiscardedStatuses>()) {
+    if (!ReadsLastError)
+      Findings.push_back({discardedMessage(Call, C.getASTContext()), Call,
+                          Context});
+    State = State->remove<GpumemDiscardedStatuses>(Call);
+  }
   for (const auto &[Region, Stored] : State->get<GpumemStoredStatuses>()) {
-    std::string Msg = ("the status " + calledName(Stored.Call) +
+    std::string Msg = ("the status " + calledName(Stored.Call, C.getASTContext()) +
                        " returned is stored but not read before the next "
                        "CUDA call (" +
                        (Launch ? StringRef("a kernel launch") : Name) + ")")
@@ -272,13 +301,20 @@ void StatusChecker::checkEndFunction(const ReturnStmt *,
                                      CheckerContext &C) const {
   ProgramStateRef State = C.getState();
   ExplodedNode *N = nullptr;
+  for (const auto &[Call, Context] : State->get<GpumemDiscardedStatuses>()) {
+    if (Context->getStackFrame() != C.getStackFrame())
+      continue;
+    if (!N)
+      N = C.generateNonFatalErrorNode();
+    report(discardedMessage(Call, C.getASTContext()), Call, Context, N, C);
+  }
   for (const auto &[Region, Stored] : State->get<GpumemStoredStatuses>()) {
     const auto *VR = dyn_cast<VarRegion>(Region);
     if (!VR || VR->getStackFrame() != C.getStackFrame())
       continue;
     if (!N)
       N = C.generateNonFatalErrorNode();
-    report(("the status " + calledName(Stored.Call) +
+    report(("the status " + calledName(Stored.Call, C.getASTContext()) +
             " returned is stored but never read"),
            Stored.Call, Stored.Context, N, C);
   }
