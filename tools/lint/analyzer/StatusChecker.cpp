@@ -38,8 +38,8 @@ struct StoredStatus {
 REGISTER_MAP_WITH_PROGRAMSTATE(GpumemStoredStatuses, const MemRegion *,
                                StoredStatus)
 REGISTER_TRAIT_WITH_PROGRAMSTATE(GpumemPendingLaunch, const Expr *)
-// Statuses discarded and not yet judged: a later cudaGetLastError or
-// cudaPeekAtLastError reads the error they recorded.
+// Statuses discarded and not yet judged: a cudaGetLastError or
+// cudaPeekAtLastError next reads the error they recorded.
 REGISTER_MAP_WITH_PROGRAMSTATE(GpumemDiscardedStatuses, const Expr *,
                                const LocationContext *)
 REGISTER_TRAIT_WITH_PROGRAMSTATE(GpumemPendingLaunchContext,
@@ -109,6 +109,12 @@ bool isUserCudaCall(const CallEvent &Call, CheckerContext &C) {
 bool namesACheck(StringRef Name) {
   return Name.contains_insensitive("check") ||
          Name.contains_insensitive("error");
+}
+
+bool isSynchronization(StringRef Name) {
+  return Name == "cudaDeviceSynchronize" || Name == "cudaThreadSynchronize" ||
+         Name == "cudaStreamSynchronize" || Name == "cuCtxSynchronize" ||
+         Name == "cuStreamSynchronize";
 }
 
 bool isLastErrorQuery(StringRef Name) {
@@ -197,9 +203,10 @@ void StatusChecker::checkPostCall(const CallEvent &Call,
   StringRef Name = calleeName(Call);
   if (!CE || isLastErrorQuery(Name))
     return;
-  // Judged at the end of the function: the runtime records a failing call's
-  // error until it is read, so a later last-error query (or a check function
-  // the analyzer cannot see, which may make one) reads it.
+  // Judged at the next CUDA call that is not a synchronization, or at the end
+  // of the function: the runtime records a failing call's error until it is
+  // read, so a last-error query then (or a check function the analyzer cannot
+  // see, which may make one) reads it.
   if (isDiscarded(CE, C.getLocationContext()->getParentMap()))
     C.addTransition(C.getState()->set<GpumemDiscardedStatuses>(
         CE, C.getLocationContext()));
@@ -245,11 +252,20 @@ void StatusChecker::checkPreCall(const CallEvent &Call,
   };
   llvm::SmallVector<Finding, 2> Findings;
   // A last-error query whose result is used reads the error of every call
-  // before it (a successful call does not reset the record).
+  // before it (a successful call does not reset the record); a
+  // synchronization between them (cudaCheckAsyncError's) changes nothing.
+  // Any other CUDA call means the program went on unchecked.
   const auto *OE = dyn_cast_or_null<CallExpr>(Call.getOriginExpr());
-  if (isLastErrorQuery(Name) && OE &&
-      !isDiscarded(OE, C.getLocationContext()->getParentMap()))
+  if (isLastErrorQuery(Name)) {
+    if (OE && !isDiscarded(OE, C.getLocationContext()->getParentMap()))
+      State = State->remove<GpumemDiscardedStatuses>();
+  } else if (!isSynchronization(Name)) {
+    for (const auto &[Discarded, Context] :
+         State->get<GpumemDiscardedStatuses>())
+      Findings.push_back({discardedMessage(Discarded, C.getASTContext()),
+                          Discarded, Context});
     State = State->remove<GpumemDiscardedStatuses>();
+  }
   for (const auto &[Region, Stored] : State->get<GpumemStoredStatuses>()) {
     std::string Msg = ("the status " + calledName(Stored.Call, C.getASTContext()) +
                        " returned is stored but not read before the next "
