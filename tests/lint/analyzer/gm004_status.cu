@@ -75,6 +75,18 @@ void launch_unchecked(float *d, float *h) {
   CHECK(cudaMemcpy(h, d, 4, cudaMemcpyDeviceToHost));
 }
 
+// A synchronization between the launch and the query changes nothing: the error is still there.
+void launch_synchronized_then_checked(float *d) {
+  k<<<1, 1>>>(d);
+  CHECK(cudaDeviceSynchronize());
+  CHECK(cudaGetLastError());
+}
+void launch_synchronized_then_used(float *d, float *h) {
+  k<<<1, 1>>>(d); // expected-warning{{the error state of this kernel launch is not read (cudaGetLastError or cudaPeekAtLastError) before the next CUDA call (cudaMemcpy)}}
+  CHECK(cudaDeviceSynchronize());
+  CHECK(cudaMemcpy(h, d, 4, cudaMemcpyDeviceToHost));
+}
+
 static void helper(float *d) { k<<<1, 1>>>(d); }
 void caller_checks(float *d) {
   helper(d);

@@ -278,6 +278,9 @@ void StatusChecker::checkPreCall(const CallEvent &Call,
 
   if (isLastErrorQuery(Name) || LaunchChecks.contains(Name)) {
     State = State->remove<GpumemPendingLaunch>();
+  } else if (isSynchronization(Name)) {
+    // The launch's error is still there for a query after it (the
+    // synchronize-then-ask of cudaCheckAsyncError and its kind).
   } else if (const Expr *Pending = State->get<GpumemPendingLaunch>()) {
     std::string Msg =
         ("the error state of this kernel launch is not read "
