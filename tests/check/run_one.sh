@@ -109,14 +109,14 @@ with open(src) as f:
             marks[m.group(1)] = number
 
 def parse_chain(text, line):
-    """'f@a,g@b>h@c' -> [(func, line or None, inlined into the next)], innermost first."""
+    """'f@a,g@b>h@c' -> [(func, line, inlined into the next)], innermost first."""
     chain = []
     for part, sep in re.findall(r"([^,>]+)([,>]?)", text):
         func, _, mark = part.partition("@")
         if not func or mark not in marks:
             sys.exit(f"run_one.sh: {src}: bad frame {part!r} (no // @{mark} line?) in: "
                      f"{line.strip()}")
-        chain.append((func, marks[mark] if mark else None, sep == ">"))
+        chain.append((func, marks[mark], sep == ">"))
     return chain
 
 # ---- The expect lines ----
@@ -212,7 +212,7 @@ def frames_problem(finding, key, chain):
         return f"{key}: the finding has no {name}"
     base = os.path.basename(src)
     if symbols_only:
-        chain = [c for i, c in enumerate(chain) if not c[2]]
+        chain = [c for c in chain if not c[2]]
         first = next((i for i, fr in enumerate(stack) if os.path.basename(
             str(fr.get("module") or "")) == os.path.basename(prog)), None)
         where = f"the frames of {os.path.basename(prog)}"
