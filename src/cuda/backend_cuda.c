@@ -177,7 +177,7 @@ static int cuda_mem_info(int ordinal, size_t *free_bytes, size_t *total)
     if (r != CUDA_SUCCESS)
         return (int)r;
     r = drv.cuMemGetInfo_v2(free_bytes, total);
-    drv.cuCtxPopCurrent_v2(&c);
+    (void)drv.cuCtxPopCurrent_v2(&c); /* pops what was pushed above; r is the answer */
     return (int)r;
 }
 
@@ -334,11 +334,11 @@ static int cuda_mempool_create(int ordinal, void **pool)
         cuuint64_t threshold = UINT64_MAX;
         r = drv.cuMemPoolSetAttribute(mp, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold);
         if (r != CUDA_SUCCESS)
-            drv.cuMemPoolDestroy(mp);
+            (void)drv.cuMemPoolDestroy(mp); /* r, the first failure, is what is reported */
         else
             *pool = mp;
     }
-    drv.cuCtxPopCurrent_v2(&c);
+    (void)drv.cuCtxPopCurrent_v2(&c);
     return (int)r;
 }
 

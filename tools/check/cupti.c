@@ -57,15 +57,17 @@ static int current_device(void)
 void check_front_release(int kind, void *p, void (*pass_free)(void *))
 {
     check_tls_busy++; /* these calls are gpumem check's, not the program's */
+    /* The release the program should have made, in place of its free(), which returns
+     * nothing: there is no one to give a failure to (the mismatch is reported already). */
     if (kind == GPUMEM_KIND_PINNED || kind == GPUMEM_KIND_HOST) {
         if (drv.mem_free_host)
-            drv.mem_free_host(p);
+            (void)drv.mem_free_host(p);
     } else if (kind == GPUMEM_KIND_MANAGED) {
         if (drv.mem_free)
-            drv.mem_free((CUdeviceptr)(uintptr_t)p);
+            (void)drv.mem_free((CUdeviceptr)(uintptr_t)p);
     } else if (kind == GPUMEM_KIND_REGISTERED) {
         if (drv.host_unregister)
-            drv.host_unregister(p);
+            (void)drv.host_unregister(p);
         pass_free(p);
     }
     check_tls_busy--;
@@ -521,7 +523,7 @@ static void driver_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int e
             reset_device = -1;
             if (drv.ctx_push && drv.ctx_pop && drv.ctx_push(ctx) == CUDA_SUCCESS) {
                 reset_device = current_device();
-                drv.ctx_pop(&popped);
+                (void)drv.ctx_pop(&popped); /* pops what was pushed just above */
             }
         } else if (returned_ok(cd, dom) && reset_device >= 0) {
             check_device_reset(reset_device);

@@ -4,6 +4,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "lint_internal.h"
 
+#include "internal.h" /* gpumem__suggest */
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -255,46 +257,13 @@ int lint_size_parse(const char *s, size_t *out)
     return 0;
 }
 
-/** Levenshtein distance, capped: the two words are short option names. */
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 63 || lb > 63)
-        return 64;
-    size_t row[64];
-    for (size_t j = 0; j <= lb; j++)
-        row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j];
-            size_t best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best)
-                best = up + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[lb];
-}
-
 const char *lint_did_you_mean(const char *word, const char *const *words)
 {
-    const char *best = NULL;
-    size_t best_d = (size_t)-1, len = strlen(word);
-    for (size_t i = 0; words[i]; i++) {
-        size_t d = edit_distance(word, words[i]);
-        if (d < best_d) {
-            best_d = d;
-            best = words[i];
-        }
-    }
+    size_t count = 0, len = strlen(word);
+    while (words[count])
+        count++;
     /* A third of the word may be wrong, and at least one letter. */
-    size_t allowed = len / 3 < 1 ? 1 : len / 3;
-    return best && best_d <= allowed ? best : NULL;
+    return gpumem__suggest(word, len, words, count, len / 3 < 1 ? 1 : len / 3);
 }
 
 const char *const lint_config_keys[] = {

@@ -85,8 +85,9 @@ void lint_unit_argv(const struct lint_options *o, const struct lint_run *r,
         lint_strlist_add(a, "-nocudalib");
         lint_strlist_add(a, "-Wno-unknown-cuda-version");
         if (cuda) {
+            /* A system folder, as nvcc has it: CUB's and Thrust's code is a library's. */
             snprintf(buf, sizeof buf, "%s/include/cccl", cuda);
-            lint_strlist_add(a, "-I");
+            lint_strlist_add(a, "-isystem");
             lint_strlist_add(a, buf);
         }
         const char *prelude = cuda_prelude();

@@ -41,3 +41,20 @@ void ends_the_process(size_t n) {
   consume(d);
   exit(1);
 }
+
+// A size known to be zero on the path allocates nothing (CUDA gives NULL or an error): a total
+// summed over no elements leaks nothing when the loop did not run.
+void zero_bytes_on_some_path(const int *sizes, int count, float **out) {
+  size_t total = 0;
+  for (int i = 0; i < count; i++)
+    total += sizes[i];
+  float *d;
+  CHECK(cudaMalloc(&d, total * sizeof(float)));
+  for (int i = 0; i < count; i++)
+    out[i] = d;
+}
+
+void zero_bytes(void) {
+  float *d;
+  CHECK(cudaMalloc(&d, 0));
+}

@@ -11,6 +11,15 @@ void discarded(float *d, size_t n) {
   cudaGetLastError();
 }
 
+// A status returned through a function pointer (a table of entry points) is named as written.
+struct driver_table {
+  cudaError_t (*memset)(void *, int, size_t);
+};
+void discarded_through_pointer(struct driver_table *drv, float *d, size_t n) {
+  drv->memset(d, 0, n); // expected-warning{{the status drv->memset returns is discarded}}
+  (void)drv->memset(d, 0, n);
+}
+
 int overwritten(float **d, const float *h, size_t n) {
   cudaError_t e = cudaMalloc((void **)d, n); // expected-warning{{the status cudaMalloc returned is stored but not read before the next CUDA call (cudaMemcpy)}}
   e = cudaMemcpy(*d, h, n, cudaMemcpyHostToDevice);

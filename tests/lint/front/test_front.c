@@ -685,6 +685,7 @@ static void test_print_commands(void)
     EXPECT_CONTAINS(r.out, " --analyze -x cuda --cuda-host-only");
     EXPECT_CONTAINS(r.out, "-nocudalib");
     EXPECT_CONTAINS(r.out, "cuda-prelude.h "); /* nvcc's __CUDACC__ of 1 */
+    EXPECT_CONTAINS(r.out, "-isystem /usr/local/cuda/include/cccl "); /* CUB's, a library's */
     EXPECT_CONTAINS(r.out, " --analyze -x c ");
     EXPECT_CONTAINS(r.out, " --analyze -x c++ ");
     EXPECT_EQ(count(r.out, "-DFOO=1 -std=c++17"), 3);

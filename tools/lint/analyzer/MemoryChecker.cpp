@@ -49,6 +49,23 @@ static bool inSystemHeader(const Decl *D) {
                   D->getLocation());
 }
 
+/// The call is made by a library's code in a system header (CUB's
+/// CachingDeviceAllocator, Thrust), not by one of the CUDA runtime's inline
+/// wrappers (cudaMalloc<T>, named cuda*): the library owns what it allocates,
+/// and its bookkeeping (containers the analyzer does not follow) decides when
+/// it is released.
+static bool madeByLibrary(CheckerContext &C) {
+  for (const StackFrameContext *SF = C.getStackFrame(); SF && SF->getParent();
+       SF = SF->getParent()->getStackFrame()) {
+    const auto *FD = dyn_cast_or_null<FunctionDecl>(SF->getDecl());
+    if (!FD || !inSystemHeader(FD))
+      return false;
+    if (!FD->getIdentifier() || !FD->getName().starts_with("cuda"))
+      return true;
+  }
+  return false;
+}
+
 CallSite userCallSite(const Expr *E, StringRef Name, CheckerContext &C) {
   const LocationContext *LC = C.getLocationContext();
   const StackFrameContext *SF = LC->getStackFrame();
@@ -101,9 +118,9 @@ static Target classifyTarget(const MemRegion *R) {
   return Target::Untracked;
 }
 
-void MemoryChecker::allocate(const AllocSpec &Spec, const CallEvent &Call,
-                             CheckerContext &C) const {
-  ProgramStateRef State = C.getState();
+ProgramStateRef MemoryChecker::allocate(const AllocSpec &Spec,
+                                        const CallEvent &Call, CheckerContext &C,
+                                        ProgramStateRef State) const {
   const LocationContext *LC = C.getLocationContext();
   SValBuilder &SVB = C.getSValBuilder();
 
@@ -121,33 +138,41 @@ void MemoryChecker::allocate(const AllocSpec &Spec, const CallEvent &Call,
     Sym = allocationSymbol(Call.getReturnValue());
   } else {
     if (unsigned(Spec.OutArg) >= Call.getNumArgs())
-      return;
+      return State;
+    // A size known to be zero on this path (cudaMalloc(&p, 0), a total summed
+    // over no elements) allocates nothing: CUDA gives NULL or an error.
+    if (Spec.OutArg == 0 && Call.getNumArgs() > 1 &&
+        Call.getArgExpr(1)->getType()->isIntegerType())
+      if (const llvm::APSInt *Bytes =
+              SVB.getKnownValue(State, Call.getArgSVal(1)))
+        if (Bytes->isZero())
+          return State;
     const MemRegion *Out = Call.getArgSVal(Spec.OutArg).getAsRegion();
     if (!Out)
-      return;
+      return State;
     Out = stripPointerCasts(Out);
     Target Where = classifyTarget(Out);
     if (Where == Target::Untracked)
-      return;
+      return State;
     if (Where == Target::Global)
       AS.Flags |= FlagGlobal;
     QualType T = Call.getArgExpr(Spec.OutArg)->getType()->getPointeeType();
     if (Spec.PitchedPtr) {
       const auto *RD = T.isNull() ? nullptr : T->getAsRecordDecl();
       if (!RD)
-        return;
+        return State;
       const FieldDecl *Ptr = nullptr;
       for (const FieldDecl *FD : RD->fields())
         if (FD->getIdentifier() && FD->getName() == "ptr")
           Ptr = FD;
       if (!Ptr)
-        return;
+        return State;
       Out = C.getStoreManager().getRegionManager().getFieldRegion(
           Ptr, cast<SubRegion>(Out));
       T = Ptr->getType();
     }
     if (T.isNull() || T->isVoidType())
-      return;
+      return State;
     // Tagged, so that the symbol differs from the one the engine's own
     // invalidation of the out-parameter conjured for this call.
     const SymbolConjured *New = SVB.getSymbolManager().conjureSymbol(
@@ -161,8 +186,36 @@ void MemoryChecker::allocate(const AllocSpec &Spec, const CallEvent &Call,
     AS.Status = Call.getReturnValue().getAsSymbol();
   }
   if (!Sym)
+    return State;
+  return setAlloc(State, Sym, AS);
+}
+
+void MemoryChecker::reallocated(const AllocSpec &Spec, const CallEvent &Call,
+                                CheckerContext &C) const {
+  ProgramStateRef State = C.getState();
+  auto Ret = Call.getReturnValue().getAs<DefinedOrUnknownSVal>();
+  if (!Ret) {
+    C.addTransition(allocate(Spec, Call, C, State));
     return;
-  C.addTransition(setAlloc(State, Sym, AS));
+  }
+  auto [NonNull, Null] = State->assume(*Ret);
+  if (Null) {
+    // Undo the release that checkPreCall recorded for this very call.
+    SymbolRef Old =
+        Call.getNumArgs() > 0 ? allocationSymbol(Call.getArgSVal(0)) : nullptr;
+    const AllocState *AS = Old ? getAlloc(Null, Old) : nullptr;
+    if (AS && AS->Released &&
+        AS->Release.Expr ==
+            userCallSite(Call.getOriginExpr(), "realloc", C).Expr) {
+      AllocState Kept = *AS;
+      Kept.Released = false;
+      Kept.Release = {};
+      Null = setAlloc(Null, Old, Kept);
+    }
+    C.addTransition(Null);
+  }
+  if (NonNull)
+    C.addTransition(allocate(Spec, Call, C, NonNull));
 }
 
 void MemoryChecker::release(SVal Ptr, ReleaseFn Fn, CallSite Site,
@@ -387,8 +440,14 @@ void MemoryChecker::checkPostCall(const CallEvent &Call,
     C.generateSink(C.getState(), C.getPredecessor());
     return;
   }
-  if (const AllocSpec *Spec = findAllocation(Call))
-    allocate(*Spec, Call, C);
+  if (const AllocSpec *Spec = findAllocation(Call)) {
+    if (madeByLibrary(C))
+      return;
+    if (calleeName(Call) == "realloc")
+      reallocated(*Spec, Call, C);
+    else
+      C.addTransition(allocate(*Spec, Call, C, C.getState()));
+  }
 }
 
 void MemoryChecker::checkPostStmt(const CXXNewExpr *NE,

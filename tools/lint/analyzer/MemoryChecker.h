@@ -97,8 +97,16 @@ public:
 
 private:
   // Allocation and release (MemoryChecker.cpp).
-  void allocate(const AllocSpec &Spec, const clang::ento::CallEvent &Call,
-                clang::ento::CheckerContext &C) const;
+  /// The state after Call allocated as Spec says, from State (State itself
+  /// when the call's result cannot be tracked).
+  clang::ento::ProgramStateRef allocate(const AllocSpec &Spec,
+                                        const clang::ento::CallEvent &Call,
+                                        clang::ento::CheckerContext &C,
+                                        clang::ento::ProgramStateRef State) const;
+  /// realloc: a null result released nothing, the old block stays allocated;
+  /// a non-null one is a new allocation (the old one was released before).
+  void reallocated(const AllocSpec &Spec, const clang::ento::CallEvent &Call,
+                   clang::ento::CheckerContext &C) const;
   void release(clang::ento::SVal Ptr, ReleaseFn Fn, CallSite Site,
                clang::ento::CheckerContext &C) const;
 

@@ -9,6 +9,7 @@
 #include "clang/AST/ExprCXX.h"
 #include "clang/AST/ParentMap.h"
 #include "clang/AST/StmtCXX.h"
+#include "clang/Lex/Lexer.h"
 #include "clang/StaticAnalyzer/Core/BugReporter/BugReporter.h"
 #include "clang/StaticAnalyzer/Core/BugReporter/BugReporterVisitors.h"
 #include "clang/StaticAnalyzer/Core/PathSensitive/CallEvent.h"
@@ -147,11 +148,22 @@ const Expr *assignedValue(const Stmt *S) {
   return V;
 }
 
-std::string calledName(const Expr *E) {
-  if (const auto *CE = dyn_cast_or_null<CallExpr>(E))
-    if (const auto *FD = CE->getDirectCallee())
+/// What the call calls, as a reviewer reads it: the function's name, or for a
+/// call through a function pointer the callee as written (drv.cuMemFree).
+std::string calledName(const Expr *E, const ASTContext &Ctx) {
+  const auto *CE = dyn_cast_or_null<CallExpr>(E);
+  if (!CE)
+    return "the call";
+  if (const auto *FD = CE->getDirectCallee())
+    if (FD->getIdentifier())
       return FD->getNameAsString();
-  return "the call";
+  const Expr *Callee = CE->getCallee()->IgnoreParenImpCasts();
+  StringRef Text = Lexer::getSourceText(
+      CharSourceRange::getTokenRange(Callee->getSourceRange()),
+      Ctx.getSourceManager(), Ctx.getLangOpts());
+  if (Text.empty() || Text.size() > 60 || Text.contains('\n'))
+    return "the call";
+  return Text.str();
 }
 
 } // namespace
@@ -175,9 +187,9 @@ void StatusChecker::checkPostCall(const CallEvent &Call,
   if (!CE || isLastErrorQuery(Name))
     return;
   if (isDiscarded(CE, C.getLocationContext()->getParentMap()))
-    report(("the status " + Name + " returns is discarded; check it "
-            "(or cast it to void if ignoring it is intended)")
-               .str(),
+    report(("the status " + calledName(CE, C.getASTContext()) +
+            " returns is discarded; check it "
+            "(or cast it to void if ignoring it is intended)"),
            CE, C.getLocationContext(), C.generateNonFatalErrorNode(), C);
 }
 
@@ -210,7 +222,7 @@ void StatusChecker::checkPreCall(const CallEvent &Call,
   };
   llvm::SmallVector<Finding, 2> Findings;
   for (const auto &[Region, Stored] : State->get<GpumemStoredStatuses>()) {
-    std::string Msg = ("the status " + calledName(Stored.Call) +
+    std::string Msg = ("the status " + calledName(Stored.Call, C.getASTContext()) +
                        " returned is stored but not read before the next "
                        "CUDA call (" +
                        (Launch ? StringRef("a kernel launch") : Name) + ")")
@@ -278,7 +290,7 @@ void StatusChecker::checkEndFunction(const ReturnStmt *,
       continue;
     if (!N)
       N = C.generateNonFatalErrorNode();
-    report(("the status " + calledName(Stored.Call) +
+    report(("the status " + calledName(Stored.Call, C.getASTContext()) +
             " returned is stored but never read"),
            Stored.Call, Stored.Context, N, C);
   }
