@@ -150,7 +150,11 @@ describe() {
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "- machine: $(uname -n), ${cpu:-$(uname -m)}, $(nproc) cores, $(uname -sr)"
   echo "- GPU: $gpu, driver $driver"
-  echo "- compute-sanitizer: ${sanitizer_version:-not found}"
+  if [ $no_sanitizer -eq 1 ]; then
+    echo "- compute-sanitizer: not run (--no-sanitizer)"
+  else
+    echo "- compute-sanitizer: ${sanitizer_version:-not found}"
+  fi
   echo "- gpumem commit: $commit"
   echo "- runs: $runs per program and mode; the median of each; overhead against native."
   echo "  \`gpumem check --leak-check=full -- PROG\`; \`compute-sanitizer --leak-check full PROG\`"
