@@ -11,6 +11,22 @@ void discarded(float *d, size_t n) {
   cudaGetLastError();
 }
 
+// The runtime records a failing call's error: a last-error query as the next CUDA call reads it
+// (Rodinia's `cudaThreadSynchronize(); cudaCheckError(msg);`).
+void read_by_the_last_error_query(void) {
+  cudaDeviceSynchronize();
+  if (cudaGetLastError() != cudaSuccess)
+    abort();
+}
+void discarded_then_another_call(float *d) {
+  cudaDeviceSynchronize(); // expected-warning{{the status cudaDeviceSynchronize returns is discarded}}
+  if (cudaFree(d) != cudaSuccess)
+    abort();
+}
+void discarded_last_in_the_function(float *d) {
+  cudaFree(d); // expected-warning{{the status cudaFree returns is discarded}}
+}
+
 // A status returned through a function pointer (a table of entry points) is named as written.
 struct driver_table {
   cudaError_t (*memset)(void *, int, size_t);

@@ -38,6 +38,10 @@ struct StoredStatus {
 REGISTER_MAP_WITH_PROGRAMSTATE(GpumemStoredStatuses, const MemRegion *,
                                StoredStatus)
 REGISTER_TRAIT_WITH_PROGRAMSTATE(GpumemPendingLaunch, const Expr *)
+// Statuses discarded and not yet judged: cudaGetLastError or
+// cudaPeekAtLastError as the next CUDA call reads the error they recorded.
+REGISTER_MAP_WITH_PROGRAMSTATE(GpumemDiscardedStatuses, const Expr *,
+                               const LocationContext *)
 REGISTER_TRAIT_WITH_PROGRAMSTATE(GpumemPendingLaunchContext,
                                  const LocationContext *)
 
@@ -186,11 +190,17 @@ void StatusChecker::checkPostCall(const CallEvent &Call,
   StringRef Name = calleeName(Call);
   if (!CE || isLastErrorQuery(Name))
     return;
+  // Judged at the next CUDA call or at the end of the function: the runtime
+  // records a failing call's error, so a last-error query next reads it.
   if (isDiscarded(CE, C.getLocationContext()->getParentMap()))
-    report(("the status " + calledName(CE, C.getASTContext()) +
-            " returns is discarded; check it "
-            "(or cast it to void if ignoring it is intended)"),
-           CE, C.getLocationContext(), C.generateNonFatalErrorNode(), C);
+    C.addTransition(C.getState()->set<GpumemDiscardedStatuses>(
+        CE, C.getLocationContext()));
+}
+
+static std::string discardedMessage(const Expr *Call, const ASTContext &Ctx) {
+  return "the status " + calledName(Call, Ctx) +
+         " returns is discarded; check it (or cast it to void if ignoring it "
+         "is intended)";
 }
 
 void StatusChecker::checkPreCall(const CallEvent &Call,
@@ -221,6 +231,13 @@ void StatusChecker::checkPreCall(const CallEvent &Call,
     const LocationContext *Context;
   };
   llvm::SmallVector<Finding, 2> Findings;
+  bool ReadsLastError = isLastErrorQuery(Name);
+  for (const auto &[Call, Context] : State->get<GpumemDiscardedStatuses>()) {
+    if (!ReadsLastError)
+      Findings.push_back({discardedMessage(Call, C.getASTContext()), Call,
+                          Context});
+    State = State->remove<GpumemDiscardedStatuses>(Call);
+  }
   for (const auto &[Region, Stored] : State->get<GpumemStoredStatuses>()) {
     std::string Msg = ("the status " + calledName(Stored.Call, C.getASTContext()) +
                        " returned is stored but not read before the next "
@@ -284,6 +301,13 @@ void StatusChecker::checkEndFunction(const ReturnStmt *,
                                      CheckerContext &C) const {
   ProgramStateRef State = C.getState();
   ExplodedNode *N = nullptr;
+  for (const auto &[Call, Context] : State->get<GpumemDiscardedStatuses>()) {
+    if (Context->getStackFrame() != C.getStackFrame())
+      continue;
+    if (!N)
+      N = C.generateNonFatalErrorNode();
+    report(discardedMessage(Call, C.getASTContext()), Call, Context, N, C);
+  }
   for (const auto &[Region, Stored] : State->get<GpumemStoredStatuses>()) {
     const auto *VR = dyn_cast<VarRegion>(Region);
     if (!VR || VR->getStackFrame() != C.getStackFrame())
