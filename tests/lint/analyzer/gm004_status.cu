@@ -11,12 +11,24 @@ void discarded(float *d, size_t n) {
   cudaGetLastError();
 }
 
-// The runtime records a failing call's error: a last-error query as the next CUDA call reads it
-// (Rodinia's `cudaThreadSynchronize(); cudaCheckError(msg);`).
-void read_by_the_last_error_query(void) {
+// The runtime records a failing call's error until it is read, and a successful call does not
+// reset it: a later last-error query whose result is used reads it (Rodinia's
+// `cudaMalloc(...); cudaCheckAsyncError(msg)`, which synchronizes and then asks).
+void read_by_the_last_error_query(float *d, size_t n) {
+  cudaMemset(d, 0, n);
   cudaDeviceSynchronize();
   if (cudaGetLastError() != cudaSuccess)
     abort();
+}
+void a_discarded_query_reads_nothing(float *d, size_t n) {
+  cudaMemset(d, 0, n); // expected-warning{{the status cudaMemset returns is discarded}}
+  cudaPeekAtLastError();
+}
+// A function the analyzer cannot see (another file's check function) may ask.
+void project_check(const char *what);
+void checked_elsewhere(float *d) {
+  cudaFree(d);
+  project_check("cudaFree");
 }
 void discarded_then_another_call(float *d) {
   cudaDeviceSynchronize(); // expected-warning{{the status cudaDeviceSynchronize returns is discarded}}

@@ -38,8 +38,8 @@ struct StoredStatus {
 REGISTER_MAP_WITH_PROGRAMSTATE(GpumemStoredStatuses, const MemRegion *,
                                StoredStatus)
 REGISTER_TRAIT_WITH_PROGRAMSTATE(GpumemPendingLaunch, const Expr *)
-// Statuses discarded and not yet judged: cudaGetLastError or
-// cudaPeekAtLastError as the next CUDA call reads the error they recorded.
+// Statuses discarded and not yet judged: a later cudaGetLastError or
+// cudaPeekAtLastError reads the error they recorded.
 REGISTER_MAP_WITH_PROGRAMSTATE(GpumemDiscardedStatuses, const Expr *,
                                const LocationContext *)
 REGISTER_TRAIT_WITH_PROGRAMSTATE(GpumemPendingLaunchContext,
@@ -190,8 +190,9 @@ void StatusChecker::checkPostCall(const CallEvent &Call,
   StringRef Name = calleeName(Call);
   if (!CE || isLastErrorQuery(Name))
     return;
-  // Judged at the next CUDA call or at the end of the function: the runtime
-  // records a failing call's error, so a last-error query next reads it.
+  // Judged at the end of the function: the runtime records a failing call's
+  // error until it is read, so a later last-error query (or a function the
+  // analyzer cannot see, which may make one) reads it.
   if (isDiscarded(CE, C.getLocationContext()->getParentMap()))
     C.addTransition(C.getState()->set<GpumemDiscardedStatuses>(
         CE, C.getLocationContext()));
@@ -215,11 +216,12 @@ void StatusChecker::checkPreCall(const CallEvent &Call,
   if (!Cuda) {
     // A launch check of the project's, or a function the analyzer cannot
     // see, which may well check the launch itself.
-    bool Opaque = !Call.isInSystemHeader() &&
+    // A named function, that is: a call through a pointer is not one.
+    bool Opaque = Call.getDecl() && !Call.isInSystemHeader() &&
                   !Call.getRuntimeDefinition().getDecl();
-    if (State->get<GpumemPendingLaunch>() &&
-        (LaunchChecks.contains(Name) || Opaque)) {
+    if (LaunchChecks.contains(Name) || Opaque) {
       State = State->remove<GpumemPendingLaunch>();
+      State = State->remove<GpumemDiscardedStatuses>();
       C.addTransition(State);
     }
     return;
@@ -231,13 +233,12 @@ void StatusChecker::checkPreCall(const CallEvent &Call,
     const LocationContext *Context;
   };
   llvm::SmallVector<Finding, 2> Findings;
-  bool ReadsLastError = isLastErrorQuery(Name);
-  for (const auto &[Call, Context] : State->get<GpumemDiscardedStatuses>()) {
-    if (!ReadsLastError)
-      Findings.push_back({discardedMessage(Call, C.getASTContext()), Call,
-                          Context});
-    State = State->remove<GpumemDiscardedStatuses>(Call);
-  }
+  // A last-error query whose result is used reads the error of every call
+  // before it (a successful call does not reset the record).
+  const auto *OE = dyn_cast_or_null<CallExpr>(Call.getOriginExpr());
+  if (isLastErrorQuery(Name) && OE &&
+      !isDiscarded(OE, C.getLocationContext()->getParentMap()))
+    State = State->remove<GpumemDiscardedStatuses>();
   for (const auto &[Region, Stored] : State->get<GpumemStoredStatuses>()) {
     std::string Msg = ("the status " + calledName(Stored.Call, C.getASTContext()) +
                        " returned is stored but not read before the next "
