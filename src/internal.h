@@ -48,10 +48,13 @@
     X(COPY_STAGE_MIN, SIZE, "", "16MiB",                                                         \
       "copies between pageable host and device memory this large go through pinned staging "    \
       "slots (0: never)")                                                                        \
-    X(COPY_SLOT_BYTES, SIZE, "", "16MiB", "bytes of each pinned staging slot of gpumem_copy")    \
-    X(COPY_SLOTS, SIZE, "", "4", "pinned staging slots per device and direction (2 to 64)")      \
+    X(COPY_SLOT_BYTES, SIZE, "", "4MiB", "bytes of each pinned staging slot of gpumem_copy")     \
+    X(COPY_SLOTS, SIZE, "", "16", "pinned staging slots per device and direction (2 to 64)")     \
     X(COPY_THREADS, SIZE, "", "0",                                                               \
       "threads that fill and drain staging slots, the caller included (0: one a core, up to 16)") \
+    X(REGCACHE, SIZE, "", "1GiB",                                                               \
+      "gpumem_copy keeps large pageable buffers registered with the driver, up to this many "     \
+      "bytes, for later copies at pinned speed (0: off)")                                        \
     X(TRACE, TEXT, "", "",                                                                       \
       "record every allocation, release, checkpoint and failed allocation to this file (Chrome " \
       "trace JSON for Perfetto and gpumem report); %p is the process id")
@@ -225,8 +228,43 @@ typedef struct gpumem__copy_counts {
     uint64_t chunks;      /* slot fills (to the device) and drains (from it) */
     uint64_t slot_waits;  /* times a slot's previous transfer had to be waited for */
     uint64_t fallbacks;   /* copies that would have been staged but went direct (no ring) */
+    uint64_t registered;  /* copies from or to a range the registration cache holds */
 } gpumem__copy_counts;
 void gpumem__copy_counts_get(gpumem__copy_counts *out);
+
+/* ---- regcache.c: pageable buffers registered with the driver, kept for later copies ---- */
+/* A copy of [p, p + bytes) between pageable and device memory may go straight to CUDA when
+ * the range is registered: 1 and *entry held (the range stays registered until put), after
+ * registering it when it was not; 0 when the cache is off or the range cannot be registered
+ * (stage the copy then). */
+int gpumem__regcache_get(const void *p, size_t bytes, void **entry);
+void gpumem__regcache_put(void *entry);
+/* Whether p lies in a range the cache registered: the program's memory is still pageable
+ * to it, whatever the driver now says of the address. */
+int gpumem__regcache_owns(const void *p);
+/* Called by the release hooks (reghooks.c) before [p, p + bytes) goes back: unregisters
+ * every cached range it overlaps, after copies from them finished. block: a heap block (free,
+ * realloc), matched against the bytes copies used; else pages (munmap, madvise, mremap). */
+void gpumem__regcache_release(const void *p, size_t bytes, int block);
+/* For tests and benchmarks: turn the cache on or off at run time (returns whether it can be
+ * on: the option, the hooks), and unregister everything not in use. */
+int gpumem__regcache_set_enabled(int on);
+/* For the hooks: entries held, and the span of their ranges (read without a lock). */
+extern atomic_uint gpumem__regcache_live;
+extern atomic_uintptr_t gpumem__regcache_lo, gpumem__regcache_hi;
+/* Whether the calling thread is inside the cache (its own CUDA calls): hooks pass through. */
+int gpumem__regcache_inside(void);
+/* reghooks.c: the first of the release functions the process does not call in gpumem (a
+ * definition comes before gpumem's), NULL when it calls gpumem's for all. Weak: a program
+ * linked statically with its own free does not get the hooks, and the cache stays off. */
+const char *gpumem__reghooks_missing(void) __attribute__((weak));
+void gpumem__regcache_reset(void);
+typedef struct gpumem__regcache_counts {
+    uint64_t hits, misses, registered, evicted, released, refused;
+    uint64_t entries, bytes; /* now */
+    const char *off_reason;  /* why the cache is off, NULL when on */
+} gpumem__regcache_counts;
+void gpumem__regcache_counts_get(gpumem__regcache_counts *out);
 
 /* ---- query.c ---- */
 /* One sentence on what CUDA says an address gpumem does not own is, with the release call

@@ -180,7 +180,8 @@ int gpumem__trylock_for(pthread_mutex_t *m, long *budget_ns)
     }
 }
 
-/* As gpumem__stack_print: "at"/"by" lines, files under the current folder relative to it. */
+/* As gpumem__stack_print: "at"/"by" lines, files under the current folder relative to it, a
+ * function inlined into its caller ending its line with ", inlined into:". */
 int gpumem__sink_stack(gpumem__sink *o, uint32_t stack, const char *indent, int cached_only)
 {
     gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
@@ -204,6 +205,10 @@ int gpumem__sink_stack(gpumem__sink *o, uint32_t stack, const char *indent, int 
             gpumem__sink_str(o, file);
             gpumem__sink_str(o, ":");
             gpumem__sink_i64(o, f->line);
+            if (f->inlined) {
+                gpumem__sink_str(o, "), inlined into:\n");
+                continue;
+            }
         } else if (f->object) {
             gpumem__sink_str(o, "in ");
             gpumem__sink_str(o, f->object);

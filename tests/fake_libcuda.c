@@ -28,7 +28,8 @@
     X(cuMemcpyAsync, CUdeviceptr a, CUdeviceptr b, size_t c, CUstream d)                         \
     X(cuStreamSynchronize, CUstream a) X(cuEventCreate, CUevent *a, unsigned b)                  \
     X(cuEventRecord, CUevent a, CUstream b) X(cuEventSynchronize, CUevent a)                     \
-    X(cuEventDestroy_v2, CUevent a)
+    X(cuEventDestroy_v2, CUevent a) X(cuMemHostRegister_v2, void *a, size_t b, unsigned c)       \
+    X(cuMemHostUnregister, void *a)
 
 #define DEFINE(name, ...)                                                                        \
     CUresult name(__VA_ARGS__);                                                                  \

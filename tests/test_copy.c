@@ -174,17 +174,19 @@ static void test_every_pair(void)
     free(scratch);
     gpumem__copy_counts_get(&after);
     uint64_t stage_min = gpumem__opt_u64(GPUMEM__OPT_COPY_STAGE_MIN);
-    fprintf(stderr, "  %llu copies direct, %llu staged (%llu slot fills or drains)\n",
+    fprintf(stderr, "  %llu copies direct, %llu staged (%llu slot fills or drains), %llu through "
+            "the registration cache\n",
             (unsigned long long)(after.direct - before.direct),
             (unsigned long long)(after.staged - before.staged),
-            (unsigned long long)(after.chunks - before.chunks));
+            (unsigned long long)(after.chunks - before.chunks),
+            (unsigned long long)(after.registered - before.registered));
     /* Pageable <-> device pairs: 2 directions x 3 device kinds x 3 offsets, at each size at
-     * or above the threshold. */
+     * or above the threshold, staged or (with the registration cache on) registered. */
     uint64_t want = 0;
     for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++)
         if (stage_min && sizes[z] >= stage_min)
             want += 2 * 3 * 3;
-    EXPECT_EQ(after.staged - before.staged, want);
+    EXPECT_EQ(after.staged - before.staged + after.registered - before.registered, want);
     EXPECT_EQ(after.fallbacks, before.fallbacks);
 }
 
@@ -193,6 +195,7 @@ static void test_every_pair(void)
  * async copy to pageable memory checked without synchronizing (complete on return). */
 static void test_ring_wraps(void)
 {
+    gpumem__regcache_set_enabled(0); /* the staging ring itself (test_regcache has the cache) */
     size_t n = ((size_t)200 << 20) + 3;
     unsigned char *a = malloc(n), *b = malloc(n);
     unsigned char *d = gpumem_device_alloc(n + 1, 1);
@@ -229,12 +232,14 @@ static void test_ring_wraps(void)
     free(a);
     free(b);
     EXPECT_EQ(gpumem_free(d), GPUMEM_OK);
+    gpumem__regcache_set_enabled(1);
 }
 
 /* The threshold: one byte below it goes straight to CUDA, at it through the ring; only
  * pageable <-> device copies are staged. */
 static void test_threshold(void)
 {
+    gpumem__regcache_set_enabled(0);
     uint64_t stage_min = gpumem__opt_u64(GPUMEM__OPT_COPY_STAGE_MIN);
     size_t n = stage_min ? (size_t)stage_min : (size_t)4 << 20;
     unsigned char *h = malloc(n), *back = malloc(n);
@@ -270,6 +275,7 @@ static void test_threshold(void)
     free(back);
     EXPECT_EQ(gpumem_free(d), GPUMEM_OK);
     EXPECT_EQ(gpumem_free(pin), GPUMEM_OK);
+    gpumem__regcache_set_enabled(1);
 }
 
 /* Several threads copy at once, both directions, staged and direct sizes, each with its own
@@ -410,6 +416,7 @@ static void test_cuda_failures(void)
         fprintf(stderr, "  not run: fault injection needs the simulated device (test_copy sim)\n");
         return;
     }
+    gpumem__regcache_set_enabled(0); /* the ring's and the direct path's failures */
     size_t n = ((size_t)5 << 20) + 1;
     unsigned char *h = malloc(n), *back = malloc(n);
     unsigned char *d = gpumem_device_alloc(n, 1), *pin = gpumem_pinned_alloc(4096, 1);
@@ -465,6 +472,7 @@ static void test_cuda_failures(void)
     free(back);
     EXPECT_EQ(gpumem_free(d), GPUMEM_OK);
     EXPECT_EQ(gpumem_free(pin), GPUMEM_OK);
+    gpumem__regcache_set_enabled(1);
 }
 
 int main(int argc, char **argv)

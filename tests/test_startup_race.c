@@ -2,7 +2,12 @@
  * make their first gpumem calls the program chooses the simulated device. Every call either
  * fails with GPUMEM_ENODEV (and CUDA's reason) or succeeds; once the choice is made, every
  * thread's allocations succeed. Run under ThreadSanitizer (scripts/torture) this also holds
- * the start-up to being free of data races. Each round is a fresh process. */
+ * the start-up to being free of data races. Each round is a fresh process.
+ *
+ * Measured 2026-12-01 on the 2-core development machine, 100 rounds under ThreadSanitizer:
+ * with the backend pointer a plain one and the start-up error read without the lock, 94 and
+ * 86 of 100 children (two runs) ended with a data race report (backend_start's write of the
+ * pointer against gpumem_backend's and the first calls' reads); now 0 of 100. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdio.h>

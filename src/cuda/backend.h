@@ -56,6 +56,10 @@ typedef struct gpumem__backend {
     int (*event_record)(void *event, cudaStream_t stream);                /* cuEventRecord */
     int (*event_sync)(void *event);                                       /* cuEventSynchronize */
     int (*event_destroy)(void *event);                                    /* cuEventDestroy */
+    /* The registration cache: cuMemHostRegister (flags 0) of a page-aligned range of pageable
+     * memory, and cuMemHostUnregister of its start. */
+    int (*host_register)(void *p, size_t bytes);
+    int (*host_unregister)(void *p);
 } gpumem__backend;
 
 extern const gpumem__backend gpumem__backend_cuda;
@@ -75,5 +79,13 @@ size_t gpumem__sim_live_count(void);
 /* Simulated device, for tests: after `after` more successful copies (memcpy_async), the next
  * one fails with cuda_error, once; cuda_error 0 cancels. Not sticky, unlike a poison. */
 void gpumem__sim_fail_copy(unsigned after, int cuda_error);
+/* Simulated device, for tests: host ranges registered now (host_register), and whether p lies
+ * in one; after `after` more successful registrations the next one fails with cuda_error. */
+size_t gpumem__sim_registered_count(void);
+int gpumem__sim_registered(const void *p);
+void gpumem__sim_fail_register(unsigned after, int cuda_error);
+/* Simulated device, for tests: the next copy frees p (malloc memory) while it runs, as the
+ * driver frees blocks of its own inside its calls. */
+void gpumem__sim_free_during_copy(void *p);
 
 #endif

@@ -58,7 +58,9 @@
     X(cuEventCreate, (CUevent *, unsigned))                                                      \
     X(cuEventRecord, (CUevent, CUstream))                                                        \
     X(cuEventSynchronize, (CUevent))                                                             \
-    X(cuEventDestroy_v2, (CUevent))
+    X(cuEventDestroy_v2, (CUevent))                                                              \
+    X(cuMemHostRegister_v2, (void *, size_t, unsigned))                                          \
+    X(cuMemHostUnregister, (void *))
 
 static struct {
 #define GPUMEM__DRIVER_FIELD(name, args) CUresult(*name) args;
@@ -406,6 +408,18 @@ static int cuda_event_destroy(void *event)
     return (int)drv.cuEventDestroy_v2((CUevent)event);
 }
 
+static int cuda_host_register(void *p, size_t bytes)
+{
+    CUresult r = ensure_ctx();
+    return (int)(r == CUDA_SUCCESS ? drv.cuMemHostRegister_v2(p, bytes, 0) : r);
+}
+
+static int cuda_host_unregister(void *p)
+{
+    CUresult r = ensure_ctx();
+    return (int)(r == CUDA_SUCCESS ? drv.cuMemHostUnregister(p) : r);
+}
+
 const gpumem__backend gpumem__backend_cuda = {
     "cuda",
     cuda_init,
@@ -434,4 +448,6 @@ const gpumem__backend gpumem__backend_cuda = {
     cuda_event_record,
     cuda_event_sync,
     cuda_event_destroy,
+    cuda_host_register,
+    cuda_host_unregister,
 };

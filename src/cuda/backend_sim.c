@@ -339,7 +339,9 @@ static int sim_pointer_type(const void *p, int *type)
     sim_block b;
     if (atomic_load(&poisoned))
         return atomic_load(&poisoned);
-    if (!sim_find(p, &b))
+    if (gpumem__sim_registered(p))
+        *type = GPUMEM__PTR_HOST;
+    else if (!sim_find(p, &b))
         *type = GPUMEM__PTR_UNREGISTERED;
     else if (b.type == SIM_HOST)
         *type = GPUMEM__PTR_HOST;
@@ -448,12 +450,22 @@ void gpumem__sim_fail_copy(unsigned after, int cuda_error)
     atomic_store(&copies_until_failure, cuda_error ? after + 1 : 0);
 }
 
+static void *_Atomic free_in_copy;
+
+void gpumem__sim_free_during_copy(void *p)
+{
+    atomic_store(&free_in_copy, p);
+}
+
 static int sim_memcpy_async(void *dst, const void *src, size_t bytes, cudaStream_t stream)
 {
     (void)stream;
     int err = atomic_load(&poisoned);
     if (err)
         return err;
+    void *f = atomic_exchange(&free_in_copy, NULL);
+    if (f)
+        free(f); /* as a driver frees its own small blocks inside a copy */
     unsigned left = atomic_load(&copies_until_failure);
     while (left && !atomic_compare_exchange_weak(&copies_until_failure, &left, left - 1)) {
     }
@@ -502,6 +514,89 @@ static int sim_event_destroy(void *event)
     return 0;
 }
 
+/* Registered host ranges, as cuMemHostRegister keeps them: a range overlapping one already
+ * registered is refused (cudaErrorHostMemoryAlreadyRegistered), unregistering an address that
+ * does not start one too (cudaErrorHostMemoryNotRegistered); while registered, the range is
+ * pinned host memory to sim_pointer_type. */
+#define SIM_MAX_REG 256
+static struct {
+    pthread_mutex_t lock;
+    uintptr_t base[SIM_MAX_REG], end[SIM_MAX_REG];
+    size_t count;
+} reg = {PTHREAD_MUTEX_INITIALIZER, {0}, {0}, 0};
+static atomic_uint registers_until_failure;
+static atomic_int register_failure;
+
+void gpumem__sim_fail_register(unsigned after, int cuda_error)
+{
+    atomic_store(&register_failure, cuda_error);
+    atomic_store(&registers_until_failure, cuda_error ? after + 1 : 0);
+}
+
+size_t gpumem__sim_registered_count(void)
+{
+    pthread_mutex_lock(&reg.lock);
+    size_t n = reg.count;
+    pthread_mutex_unlock(&reg.lock);
+    return n;
+}
+
+int gpumem__sim_registered(const void *p)
+{
+    int found = 0;
+    pthread_mutex_lock(&reg.lock);
+    for (size_t i = 0; i < reg.count && !found; i++)
+        found = (uintptr_t)p >= reg.base[i] && (uintptr_t)p < reg.end[i];
+    pthread_mutex_unlock(&reg.lock);
+    return found;
+}
+
+static int sim_host_register(void *p, size_t bytes)
+{
+    int err = atomic_load(&poisoned);
+    if (err)
+        return err;
+    if (!p || !bytes)
+        return cudaErrorInvalidValue;
+    unsigned left = atomic_load(&registers_until_failure);
+    while (left && !atomic_compare_exchange_weak(&registers_until_failure, &left, left - 1)) {
+    }
+    if (left == 1)
+        return atomic_load(&register_failure);
+    uintptr_t a = (uintptr_t)p, e = a + bytes;
+    pthread_mutex_lock(&reg.lock);
+    for (size_t i = 0; i < reg.count; i++)
+        if (a < reg.end[i] && reg.base[i] < e) {
+            pthread_mutex_unlock(&reg.lock);
+            return cudaErrorHostMemoryAlreadyRegistered;
+        }
+    if (reg.count == SIM_MAX_REG) {
+        pthread_mutex_unlock(&reg.lock);
+        return cudaErrorMemoryAllocation;
+    }
+    reg.base[reg.count] = a;
+    reg.end[reg.count++] = e;
+    pthread_mutex_unlock(&reg.lock);
+    return 0;
+}
+
+static int sim_host_unregister(void *p)
+{
+    int err = atomic_load(&poisoned);
+    if (err)
+        return err;
+    pthread_mutex_lock(&reg.lock);
+    for (size_t i = 0; i < reg.count; i++)
+        if (reg.base[i] == (uintptr_t)p) {
+            reg.base[i] = reg.base[reg.count - 1];
+            reg.end[i] = reg.end[--reg.count];
+            pthread_mutex_unlock(&reg.lock);
+            return 0;
+        }
+    pthread_mutex_unlock(&reg.lock);
+    return cudaErrorHostMemoryNotRegistered;
+}
+
 const gpumem__backend gpumem__backend_sim = {
     "sim",
     sim_init,
@@ -530,4 +625,6 @@ const gpumem__backend gpumem__backend_sim = {
     sim_event_record,
     sim_event_sync,
     sim_event_destroy,
+    sim_host_register,
+    sim_host_unregister,
 };

@@ -16,7 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifdef GPUMEM_HAVE_JANSSON
@@ -1124,8 +1128,9 @@ static void write_status(const char *status, int code, uint64_t leaks, uint64_t 
  * async-signal-safe by construction (sigsafe.h): registry shards are try-locked with a
  * bounded wait and the report says when some stayed busy; groups live in mmap'd memory;
  * output is formatted by hand and written with write(2) to the log's own descriptor; peaks
- * are read from their atomics. A stack is shown only when it was symbolized before
- * (symbolizing allocates), and suppressions match against those frames only. */
+ * are read from their atomics. Stacks symbolized before are shown from their cache; the
+ * others are symbolized in a child process (crash_symbolize below), because symbolizing
+ * allocates and takes locks that the signal may have interrupted. */
 
 static void crash_line(gpumem__sink *o, const char *text)
 {
@@ -1176,7 +1181,8 @@ static void crash_json_stack(gpumem__sink *o, uint32_t id)
     gpumem__sink_str(o, "]");
 }
 
-static void crash_json_finding(gpumem__sink *o, const finding *f)
+/* leak_stack: a leak's stack as JSON, from the symbolizing child (else from the cache). */
+static void crash_json_finding(gpumem__sink *o, const finding *f, const char *leak_stack)
 {
     gpumem__sink_str(o, "{\"kind\": ");
     gpumem__sink_json_str(o, check_kind_name(f->kind));
@@ -1200,7 +1206,10 @@ static void crash_json_finding(gpumem__sink *o, const finding *f)
         gpumem__sink_str(o, "\"");
     }
     gpumem__sink_str(o, f->kind == CHECK_LEAK ? ", \"alloc_stack\": " : ", \"stack\": ");
-    crash_json_stack(o, f->stack);
+    if (leak_stack)
+        gpumem__sink_str(o, leak_stack);
+    else
+        crash_json_stack(o, f->stack);
     if (f->alloc_call && f->kind != CHECK_LEAK) {
         gpumem__sink_str(o, ", \"alloc_call\": ");
         gpumem__sink_json_str(o, f->alloc_call);
@@ -1229,9 +1238,186 @@ static void crash_json_finding(gpumem__sink *o, const finding *f)
     gpumem__sink_str(o, "}");
 }
 
+/* ---- stacks symbolized in a child for the crash-time report ----
+ *
+ * A leak's stack that was never shown before has only its return addresses. Symbolizing them
+ * allocates and takes the symbolizer's, the heap's and the dynamic loader's locks, any of which
+ * the fatal signal may have interrupted, so the report does not do it itself: it forks a child
+ * with _Fork (which runs no atfork handlers and takes no lock), and the child, a copy of the
+ * process with only this thread, symbolizes them and sends the text back through a pipe. If
+ * a lock it needs was held at the signal it blocks for ever; the report waits for it at most
+ * CRASH_SYMBOLIZE_MS in all, with poll, then kills and reaps it and uses what arrived: a
+ * stack whose text did not arrive whole says it was not shown. The child also matches the
+ * suppressions against the whole stack, and says which one matched.
+ *
+ * The child's records, one a group: the group's index in decimal, the stack as text lines,
+ * the stack as a JSON array, the matching suppression's name (empty for none), each ended by
+ * a NUL byte. */
+#define CRASH_SYMBOLIZE_MS 2000
+#define CRASH_SYMBOLIZE_BYTES ((size_t)16 << 20) /* the records' room, from mmap */
+
+typedef struct {
+    const char *text, *json; /* from the child; NULL when its record did not arrive */
+    const char *supp;        /* the suppression that matched; NULL for none */
+} crash_stack;
+
+typedef struct {
+    crash_stack *of; /* one per group, from mmap; NULL when no child ran */
+    size_t of_bytes;
+    char *buf; /* the records, from mmap */
+    size_t len;
+} crash_syms;
+
+static int crash_needs_child(const gpumem__group *g)
+{
+    gpumem__frame f[1];
+    return g->stack && gpumem__stack_frames_cached(g->stack, f, 1) < 0;
+}
+
+static void crash_symbolize_child(int fd, const gpumem__group *g, long ng, const char *indent)
+{
+    static const int fatal[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGINT, SIGTERM,
+                                SIGQUIT};
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++)
+        sigaction(fatal[i], &dfl, NULL);
+    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null >= 0) { /* what a symbolizer says about missing debug information */
+        dup2(null, STDERR_FILENO);
+        close(null);
+    }
+    gpumem__sink o;
+    gpumem__sink_fd(&o, fd);
+    for (long i = 0; i < ng; i++) {
+        if (!crash_needs_child(&g[i]))
+            continue;
+        gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
+        int nf = gpumem__stack_frames(g[i].stack, frames, GPUMEM__STACK_MAX_FRAMES);
+        gpumem__sink_i64(&o, i);
+        gpumem__sink_mem(&o, "", 1);
+        gpumem__sink_stack(&o, g[i].stack, indent, 1);
+        gpumem__sink_mem(&o, "", 1);
+        crash_json_stack(&o, g[i].stack);
+        gpumem__sink_mem(&o, "", 1);
+        const char *supp =
+            check_supp_match(CHECK_LEAK, g[i].site.func ? g[i].site.func : "?", frames, nf);
+        gpumem__sink_str(&o, supp ? supp : "");
+        gpumem__sink_mem(&o, "", 1);
+    }
+    gpumem__sink_flush(&o);
+    _exit(0);
+}
+
+static long crash_ms_since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long)(t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* Sets cs->of up, one entry a group (NULL when there is no memory for it), and fills it with
+ * the child's records for the groups whose stacks are not symbolized yet. */
+static void crash_symbolize(crash_syms *cs, const gpumem__group *g, long ng, const char *indent)
+{
+    memset(cs, 0, sizeof *cs);
+    if (ng <= 0)
+        return;
+    cs->of_bytes = (size_t)ng * sizeof *cs->of;
+    void *of = mmap(NULL, cs->of_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                    0);
+    if (of == MAP_FAILED)
+        return;
+    cs->of = of;
+    long need = 0;
+    for (long i = 0; i < ng; i++)
+        need += crash_needs_child(&g[i]);
+    if (!need)
+        return;
+    void *buf = mmap(NULL, CRASH_SYMBOLIZE_BYTES, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (buf == MAP_FAILED)
+        return;
+    cs->buf = buf;
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0)
+        return;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pid_t pid = _Fork();
+    if (pid == 0) {
+        close(p[0]);
+        crash_symbolize_child(p[1], g, ng, indent);
+    }
+    close(p[1]);
+    int done = 0; /* the child closed its end: it has finished */
+    while (pid > 0 && cs->len < CRASH_SYMBOLIZE_BYTES - 1) {
+        long left = CRASH_SYMBOLIZE_MS - crash_ms_since(&t0);
+        if (left <= 0)
+            break;
+        struct pollfd pf = {.fd = p[0], .events = POLLIN};
+        int r = poll(&pf, 1, (int)left);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        ssize_t n = read(p[0], cs->buf + cs->len, CRASH_SYMBOLIZE_BYTES - 1 - cs->len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            done = n == 0;
+            break;
+        }
+        cs->len += (size_t)n;
+    }
+    close(p[0]);
+    if (pid > 0) {
+        /* Not after it finished: a handler of the program's own may have reaped it already,
+         * and its pid may be another process's now. */
+        if (!done)
+            kill(pid, SIGKILL);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+    }
+    /* Whole records only: index, text, JSON and suppression, each ended by a NUL. */
+    size_t at = 0;
+    for (;;) {
+        const char *field[4];
+        size_t end = at;
+        int k = 0;
+        for (; k < 4; k++) {
+            field[k] = cs->buf + end;
+            const char *nul = memchr(cs->buf + end, '\0', cs->len - end);
+            if (!nul)
+                break;
+            end = (size_t)(nul - cs->buf) + 1;
+        }
+        if (k < 4)
+            break;
+        long i = 0;
+        for (const char *c = field[0]; *c >= '0' && *c <= '9'; c++)
+            i = i * 10 + (*c - '0');
+        if (i < ng) {
+            cs->of[i].text = field[1];
+            cs->of[i].json = field[2];
+            cs->of[i].supp = *field[3] ? check_supp_use(field[3]) : NULL;
+        }
+        at = end;
+    }
+}
+
+static void crash_syms_unmap(crash_syms *cs)
+{
+    if (cs->of)
+        munmap(cs->of, cs->of_bytes);
+    if (cs->buf)
+        munmap(cs->buf, CRASH_SYMBOLIZE_BYTES);
+}
+
 /* The JSON report of a process ended by signal sig: the same schema, on one line. */
-static void crash_json(int sig, const gpumem__group *g, long ng, int skipped, uint64_t leaks,
-                       uint64_t leaked_bytes)
+static void crash_json(int sig, const gpumem__group *g, long ng, const crash_syms *cs,
+                       int skipped, uint64_t leaks, uint64_t leaked_bytes)
 {
     int fd = crash_open(opt.json);
     if (fd < 0)
@@ -1282,16 +1468,17 @@ static void crash_json(int sig, const gpumem__group *g, long ng, int skipped, ui
     size_t shown = 0;
     for (size_t i = 0; have && i < nfindings; i++, shown++) {
         gpumem__sink_str(&o, shown ? ", " : "");
-        crash_json_finding(&o, &findings[i]);
+        crash_json_finding(&o, &findings[i], NULL);
     }
     if (have)
         pthread_mutex_unlock(&findings_lock);
     for (long i = 0; opt.leak != LEAK_NO && i < ng; i++, shown++) {
+        const crash_stack *c = cs->of ? &cs->of[i] : NULL;
         finding f = {.kind = CHECK_LEAK, .call = g[i].site.func ? g[i].site.func : "?",
                      .memory = g[i].kind, .bytes = g[i].bytes, .count = g[i].count,
-                     .stack = g[i].stack};
+                     .stack = g[i].stack, .suppressed = c ? c->supp : NULL};
         gpumem__sink_str(&o, shown ? ", " : "");
-        crash_json_finding(&o, &f);
+        crash_json_finding(&o, &f, c ? c->json : NULL);
     }
     gpumem__sink_str(&o, "], \"peak\": {");
     int first = 1;
@@ -1368,15 +1555,30 @@ static void finish_signaled(int sig)
     size_t map_bytes = 0;
     int skipped = 0;
     long ng = gpumem__group_live_mapped(&g, &map_bytes, &skipped);
+    char indent[64];
+    size_t pl = strlen(prefix);
+    memcpy(indent, prefix, pl);
+    memcpy(indent + pl, "   ", 4);
+    crash_syms cs;
+    crash_symbolize(&cs, g, opt.leak != LEAK_NO ? ng : 0, indent);
     uint64_t leaks = 0, leaked_bytes = 0, leak_blocks = 0;
     uint64_t by_kind_bytes[GPUMEM_KIND_COUNT_] = {0}, by_kind_count[GPUMEM_KIND_COUNT_] = {0};
     for (long i = 0; opt.leak != LEAK_NO && i < ng; i++) {
         const char *call = g[i].site.func ? g[i].site.func : "?";
-        gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
-        int nf = g[i].stack ? gpumem__stack_frames_cached(g[i].stack, frames,
-                                                          GPUMEM__STACK_MAX_FRAMES)
-                            : 0;
-        if (check_supp_match(CHECK_LEAK, call, frames, nf < 0 ? 0 : nf)) {
+        const crash_stack *from_child = cs.of && cs.of[i].text ? &cs.of[i] : NULL;
+        const char *supp;
+        if (from_child) {
+            supp = from_child->supp;
+        } else {
+            gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
+            int nf = g[i].stack ? gpumem__stack_frames_cached(g[i].stack, frames,
+                                                              GPUMEM__STACK_MAX_FRAMES)
+                                : 0;
+            supp = check_supp_match(CHECK_LEAK, call, frames, nf < 0 ? 0 : nf);
+            if (cs.of)
+                cs.of[i].supp = supp; /* for the JSON report */
+        }
+        if (supp) {
             atomic_fetch_add(&suppressed_count, 1);
             continue;
         }
@@ -1397,12 +1599,10 @@ static void finish_signaled(int sig)
         gpumem__sink_str(&o, g[i].count == 1 ? " allocation by " : " allocations by ");
         gpumem__sink_str(&o, call);
         gpumem__sink_str(&o, "() still live at exit\n");
-        char indent[64];
-        size_t pl = strlen(prefix);
-        memcpy(indent, prefix, pl);
-        memcpy(indent + pl, "   ", 4);
         if (!g[i].stack) {
             crash_line(&o, "   (no stack)\n");
+        } else if (from_child) {
+            gpumem__sink_str(&o, from_child->text);
         } else if (gpumem__sink_stack(&o, g[i].stack, indent, 1) < 0) {
             crash_line(&o, "   (stack not shown: it cannot be symbolized safely while the "
                            "process is ending by a signal)\n");
@@ -1473,9 +1673,10 @@ static void finish_signaled(int sig)
     if (opened)
         close(fd);
     if (opt.json)
-        crash_json(sig, g, ng, skipped, leaks, leaked_bytes);
+        crash_json(sig, g, ng, &cs, skipped, leaks, leaked_bytes);
     if (opt.status)
         crash_status();
+    crash_syms_unmap(&cs);
     gpumem__group_unmap(g, map_bytes);
 }
 

@@ -332,6 +332,17 @@ long check_supp_print_used(FILE *out, const char *prefix)
     return total;
 }
 
+const char *check_supp_use(const char *name)
+{
+    for (size_t i = 0; i < nsupps; i++) {
+        if (strcmp(supps[i].name, name) == 0) {
+            atomic_fetch_add(&supps[i].used, 1);
+            return supps[i].name;
+        }
+    }
+    return NULL;
+}
+
 void check_supp_sink_used(gpumem__sink *o, const char *prefix)
 {
     for (size_t i = 0; i < nsupps; i++) {

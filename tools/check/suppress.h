@@ -25,6 +25,10 @@
 int check_supp_load(const char *path, char *err, size_t n);
 /* The name of the first suppression matching the finding, or NULL; counts its use. */
 const char *check_supp_match(int kind, const char *call, const gpumem__frame *frames, int n);
+/* Counts a use of the suppression called name, as check_supp_match does when it matches, and
+ * returns its name (NULL when there is none so called). Takes no lock and never allocates:
+ * the crash-time report counts matches made in its symbolizing child with it. */
+const char *check_supp_use(const char *name);
 /* Writes one suppression that matches the finding, named after it, for --gen-suppressions. */
 void check_supp_generate(FILE *out, int kind, const char *call, const gpumem__frame *frames,
                          int n);

@@ -12,11 +12,18 @@ void discarded(float *d, size_t n) {
 }
 
 // The runtime records a failing call's error until it is read, and a successful call does not
-// reset it: a later last-error query whose result is used reads it (Rodinia's
-// `cudaMalloc(...); cudaCheckAsyncError(msg)`, which synchronizes and then asks).
+// reset it: a last-error query whose result is used, next or after a synchronization, reads it
+// (Rodinia's `cudaMalloc(...); cudaCheckAsyncError(msg)`, which synchronizes and then asks).
+// Another CUDA call first means the program went on unchecked.
 void read_by_the_last_error_query(float *d, size_t n) {
   cudaMemset(d, 0, n);
   cudaDeviceSynchronize();
+  if (cudaGetLastError() != cudaSuccess)
+    abort();
+}
+void another_call_before_the_query(float *d, size_t n) {
+  cudaMemset(d, 0, n); // expected-warning{{the status cudaMemset returns is discarded}}
+  cudaMemset(d, 1, n);
   if (cudaGetLastError() != cudaSuccess)
     abort();
 }
@@ -24,11 +31,16 @@ void a_discarded_query_reads_nothing(float *d, size_t n) {
   cudaMemset(d, 0, n); // expected-warning{{the status cudaMemset returns is discarded}}
   cudaPeekAtLastError();
 }
-// A function the analyzer cannot see (another file's check function) may ask.
+// A check function the analyzer cannot see (another file's) may ask; a timer does not.
 void project_check(const char *what);
+double get_time(void);
 void checked_elsewhere(float *d) {
   cudaFree(d);
   project_check("cudaFree");
+}
+double timed_not_checked(float *d) {
+  cudaFree(d); // expected-warning{{the status cudaFree returns is discarded}}
+  return get_time();
 }
 void discarded_then_another_call(float *d) {
   cudaDeviceSynchronize(); // expected-warning{{the status cudaDeviceSynchronize returns is discarded}}

@@ -38,8 +38,8 @@ struct StoredStatus {
 REGISTER_MAP_WITH_PROGRAMSTATE(GpumemStoredStatuses, const MemRegion *,
                                StoredStatus)
 REGISTER_TRAIT_WITH_PROGRAMSTATE(GpumemPendingLaunch, const Expr *)
-// Statuses discarded and not yet judged: a later cudaGetLastError or
-// cudaPeekAtLastError reads the error they recorded.
+// Statuses discarded and not yet judged: a cudaGetLastError or
+// cudaPeekAtLastError next reads the error they recorded.
 REGISTER_MAP_WITH_PROGRAMSTATE(GpumemDiscardedStatuses, const Expr *,
                                const LocationContext *)
 REGISTER_TRAIT_WITH_PROGRAMSTATE(GpumemPendingLaunchContext,
@@ -102,6 +102,19 @@ bool looksLikeCudaApi(StringRef Name) {
 bool isUserCudaCall(const CallEvent &Call, CheckerContext &C) {
   return inUserCode(C) && Call.isInSystemHeader() &&
          looksLikeCudaApi(calleeName(Call));
+}
+
+/// A function whose name says it checks errors: "check" or "error" in it,
+/// in any case (checkCUDAError, cuda_check, HandleError).
+bool namesACheck(StringRef Name) {
+  return Name.contains_insensitive("check") ||
+         Name.contains_insensitive("error");
+}
+
+bool isSynchronization(StringRef Name) {
+  return Name == "cudaDeviceSynchronize" || Name == "cudaThreadSynchronize" ||
+         Name == "cudaStreamSynchronize" || Name == "cuCtxSynchronize" ||
+         Name == "cuStreamSynchronize";
 }
 
 bool isLastErrorQuery(StringRef Name) {
@@ -190,9 +203,10 @@ void StatusChecker::checkPostCall(const CallEvent &Call,
   StringRef Name = calleeName(Call);
   if (!CE || isLastErrorQuery(Name))
     return;
-  // Judged at the end of the function: the runtime records a failing call's
-  // error until it is read, so a later last-error query (or a function the
-  // analyzer cannot see, which may make one) reads it.
+  // Judged at the next CUDA call that is not a synchronization, or at the end
+  // of the function: the runtime records a failing call's error until it is
+  // read, so a last-error query then (or a check function the analyzer cannot
+  // see, which may make one) reads it.
   if (isDiscarded(CE, C.getLocationContext()->getParentMap()))
     C.addTransition(C.getState()->set<GpumemDiscardedStatuses>(
         CE, C.getLocationContext()));
@@ -219,11 +233,15 @@ void StatusChecker::checkPreCall(const CallEvent &Call,
     // A named function, that is: a call through a pointer is not one.
     bool Opaque = Call.getDecl() && !Call.isInSystemHeader() &&
                   !Call.getRuntimeDefinition().getDecl();
-    if (LaunchChecks.contains(Name) || Opaque) {
-      State = State->remove<GpumemPendingLaunch>();
-      State = State->remove<GpumemDiscardedStatuses>();
-      C.addTransition(State);
-    }
+    ProgramStateRef Next = State;
+    if (LaunchChecks.contains(Name) || Opaque)
+      Next = Next->remove<GpumemPendingLaunch>();
+    // Another file's check function (checkCUDAError) may ask for the last
+    // error; a timer or a logger does not, so the name must say so.
+    if (LaunchChecks.contains(Name) || (Opaque && namesACheck(Name)))
+      Next = Next->remove<GpumemDiscardedStatuses>();
+    if (Next != State)
+      C.addTransition(Next);
     return;
   }
 
@@ -234,11 +252,20 @@ void StatusChecker::checkPreCall(const CallEvent &Call,
   };
   llvm::SmallVector<Finding, 2> Findings;
   // A last-error query whose result is used reads the error of every call
-  // before it (a successful call does not reset the record).
+  // before it (a successful call does not reset the record); a
+  // synchronization between them (cudaCheckAsyncError's) changes nothing.
+  // Any other CUDA call means the program went on unchecked.
   const auto *OE = dyn_cast_or_null<CallExpr>(Call.getOriginExpr());
-  if (isLastErrorQuery(Name) && OE &&
-      !isDiscarded(OE, C.getLocationContext()->getParentMap()))
+  if (isLastErrorQuery(Name)) {
+    if (OE && !isDiscarded(OE, C.getLocationContext()->getParentMap()))
+      State = State->remove<GpumemDiscardedStatuses>();
+  } else if (!isSynchronization(Name)) {
+    for (const auto &[Discarded, Context] :
+         State->get<GpumemDiscardedStatuses>())
+      Findings.push_back({discardedMessage(Discarded, C.getASTContext()),
+                          Discarded, Context});
     State = State->remove<GpumemDiscardedStatuses>();
+  }
   for (const auto &[Region, Stored] : State->get<GpumemStoredStatuses>()) {
     std::string Msg = ("the status " + calledName(Stored.Call, C.getASTContext()) +
                        " returned is stored but not read before the next "

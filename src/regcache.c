@@ -1,0 +1,395 @@
+/* The registration cache: large pageable buffers that gpumem_copy moves to or from the device
+ * are registered with the driver (cuMemHostRegister) at their first copy and kept registered,
+ * so that later copies of the same memory go straight to the DMA engine at pinned speed,
+ * without the staging ring's memcpy. As UCX's registration cache does.
+ *
+ * Knowing that a buffer was released. A registration pins the physical pages that backed the
+ * range when it was made. Measured on an H200 (docs/copies.md): when the program releases
+ * the memory (free, munmap) and gets new memory at the same address, the driver keeps saying
+ * the address is registered pinned memory, and copies then move the old pages, not the
+ * program's new data, with no error. So no lookup can check validity through the driver; the
+ * cache must see every release. reghooks.c interposes free, realloc, reallocarray, munmap,
+ * mremap and madvise and calls gpumem__regcache_release before the memory goes back. glibc's
+ * free of a large block unmaps it by an internal call that no one can interpose, but the
+ * free that leads to it is the program's own call, which is seen. Where the process's free (or
+ * one of the others) is not gpumem's (another allocator linked before gpumem, a sanitizer's
+ * interceptors, a preloaded library), the cache stays off: a release it cannot see would let
+ * copies move stale memory.
+ *
+ * Entries: at most MAX_ENTRIES page-rounded ranges, GPUMEM_REGCACHE bytes in all (0: off).
+ * A range larger than the limit is never kept. When a new range does not fit, the least
+ * recently used entries no copy is using are unregistered first. Two ranges that share a page
+ * (heap blocks side by side) are registered as one, since the driver refuses overlapping
+ * registrations. An entry a copy uses (users) is never unregistered under it: a release waits
+ * for the copy to end. A free or realloc drops the entries whose copied bytes its block
+ * overlaps (not one that merely shares a page with them: the driver's own small blocks live in
+ * the same heap); munmap and madvise, which act on pages, drop those whose pages they touch.
+ * No CUDA call is made with the lock held, and while a thread registers, copies or
+ * unregisters, its own frees (the driver's, inside those calls) skip the cache (in_cache), so
+ * they cannot wait on the copy they are part of. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define MAX_ENTRIES 64
+
+enum { E_FREE, E_BUSY, E_LIVE, E_DYING };
+
+typedef struct entry {
+    uintptr_t base, end; /* the registered range, page-rounded */
+    uintptr_t ubase, uend; /* the bytes copies asked for: a heap block that shares a page at an
+                            * end with them is not theirs, and its release leaves them alone */
+    uint64_t used;       /* when last used (the cache's tick) */
+    unsigned users;      /* copies from or to it now, and its registration while E_BUSY */
+    int state;
+} entry;
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t idle; /* an entry's users dropped to 0 */
+    entry e[MAX_ENTRIES];
+    uint64_t tick, bytes;
+    int checked;         /* whether the hooks were checked (off_reason says the answer) */
+    int enabled;         /* the option's limit > 0 and not turned off at run time */
+    int inited;
+    uint64_t limit;
+    const char *off_reason;
+    gpumem__regcache_counts n;
+} rc = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, {{0, 0, 0, 0, 0, 0, 0}}, 0, 0, 0, 0, 0, 0,
+        NULL, {0, 0, 0, 0, 0, 0, 0, 0, NULL}};
+
+/* Read without the lock by the hooks' fast path: entries registered or being registered, and
+ * the lowest and highest address they span. */
+atomic_uint gpumem__regcache_live;
+atomic_uintptr_t gpumem__regcache_lo, gpumem__regcache_hi;
+
+static _Thread_local int in_cache; /* this thread is inside the cache (its CUDA calls) */
+
+int gpumem__regcache_inside(void)
+{
+    return in_cache;
+}
+
+static uintptr_t page_size(void)
+{
+    long p = sysconf(_SC_PAGESIZE);
+    return p > 0 ? (uintptr_t)p : 4096u;
+}
+
+/* Which of the release functions the process calls is not gpumem's; NULL when all are. */
+static const char *hooks_missing(void)
+{
+    if (!gpumem__reghooks_missing)
+        return "the release hooks are not linked into this program";
+    return gpumem__reghooks_missing();
+}
+
+/* Locked. */
+static void load_options(void)
+{
+    if (rc.inited)
+        return;
+    rc.inited = 1;
+    rc.limit = gpumem__opt_u64(GPUMEM__OPT_REGCACHE);
+    rc.enabled = rc.limit > 0;
+    if (!rc.enabled)
+        rc.off_reason = "GPUMEM_REGCACHE=0";
+}
+
+/* Whether the cache may be used now. Locked. */
+static int usable(void)
+{
+    load_options();
+    if (!rc.enabled)
+        return 0;
+    if (!rc.checked) {
+        rc.checked = 1;
+        const char *m = hooks_missing();
+        if (m) {
+            static char why[160];
+            if (strchr(m, ' '))
+                snprintf(why, sizeof why, "%s", m);
+            else
+                snprintf(why, sizeof why, "the process's %s is not gpumem's (another allocator, "
+                                          "a sanitizer or a preloaded library comes first)", m);
+            rc.off_reason = why;
+        }
+    }
+    return rc.off_reason == NULL;
+}
+
+/* The bounds the hooks' fast path reads. Locked. */
+static void publish(void)
+{
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    unsigned live = 0;
+    for (int i = 0; i < MAX_ENTRIES; i++) {
+        if (rc.e[i].state == E_FREE)
+            continue;
+        live++;
+        lo = rc.e[i].base < lo ? rc.e[i].base : lo;
+        hi = rc.e[i].end > hi ? rc.e[i].end : hi;
+    }
+    atomic_store(&gpumem__regcache_lo, lo);
+    atomic_store(&gpumem__regcache_hi, hi);
+    atomic_store(&gpumem__regcache_live, live);
+}
+
+/* Takes entry e out of use (no copy uses it): E_DYING, its bytes no longer counted. The
+ * caller unregisters it without the lock, then calls forget. Locked. */
+static void retire(entry *e)
+{
+    e->state = E_DYING;
+    rc.bytes -= e->end - e->base;
+}
+
+static void unregister(entry *e)
+{
+    in_cache++;
+    gpumem__be->host_unregister((void *)e->base);
+    in_cache--;
+}
+
+static void forget(entry *e)
+{
+    pthread_mutex_lock(&rc.lock);
+    e->state = E_FREE;
+    publish();
+    pthread_cond_broadcast(&rc.idle);
+    pthread_mutex_unlock(&rc.lock);
+}
+
+int gpumem__regcache_get(const void *p, size_t bytes, void **out)
+{
+    *out = NULL;
+    uintptr_t pg = page_size(), a = (uintptr_t)p;
+    if (bytes == 0 || a + bytes < a)
+        return 0;
+    uintptr_t base = a & ~(pg - 1), end = (a + bytes + pg - 1) & ~(pg - 1);
+    uintptr_t ubase = a, uend = a + bytes;
+    entry *victims[MAX_ENTRIES];
+    int nv = 0;
+    pthread_mutex_lock(&rc.lock);
+    /* The limit counts whole pages; the two a buffer shares with its neighbours are not held
+     * against it, so a buffer of exactly the limit's size fits. */
+    uintptr_t limit = rc.limit + 2 * pg;
+    if (!usable() || end - base > limit) {
+        pthread_mutex_unlock(&rc.lock);
+        return 0;
+    }
+    entry *slot = NULL;
+    for (int i = 0; i < MAX_ENTRIES; i++) {
+        entry *e = &rc.e[i];
+        if (e->state == E_LIVE && e->base <= base && end <= e->end) {
+            e->users++;
+            e->used = ++rc.tick;
+            e->ubase = ubase < e->ubase ? ubase : e->ubase;
+            e->uend = uend > e->uend ? uend : e->uend;
+            rc.n.hits++;
+            pthread_mutex_unlock(&rc.lock);
+            in_cache++; /* until put: the copy's own frees inside CUDA skip the cache */
+            *out = e;
+            return 1;
+        }
+    }
+    rc.n.misses++;
+    /* A range overlapping the new one would make the driver refuse it (two heap blocks side
+     * by side share a page): the new registration covers both, and the old one goes first.
+     * If a copy uses one, this copy is staged instead. */
+    for (int i = 0; i < MAX_ENTRIES; i++) {
+        entry *e = &rc.e[i];
+        if (e->state != E_FREE && e->base < end && base < e->end) {
+            if (e->state != E_LIVE || e->users) {
+                pthread_mutex_unlock(&rc.lock);
+                return 0;
+            }
+            base = e->base < base ? e->base : base;
+            end = e->end > end ? e->end : end;
+            ubase = e->ubase < ubase ? e->ubase : ubase;
+            uend = e->uend > uend ? e->uend : uend;
+        }
+    }
+    if (end - base > limit) {
+        pthread_mutex_unlock(&rc.lock);
+        return 0;
+    }
+    for (int i = 0; i < MAX_ENTRIES; i++) {
+        entry *e = &rc.e[i];
+        if (e->state == E_LIVE && e->base < end && base < e->end) {
+            retire(e);
+            victims[nv++] = e;
+            rc.n.evicted++;
+        }
+    }
+    /* Room: the least recently used idle entries go until the new range fits. */
+    while (rc.bytes + (end - base) > limit) {
+        entry *lru = NULL;
+        for (int i = 0; i < MAX_ENTRIES; i++) {
+            entry *e = &rc.e[i];
+            if (e->state == E_LIVE && !e->users && (!lru || e->used < lru->used))
+                lru = e;
+        }
+        if (!lru)
+            break;
+        retire(lru);
+        victims[nv++] = lru;
+        rc.n.evicted++;
+    }
+    if (rc.bytes + (end - base) <= limit)
+        for (int i = 0; i < MAX_ENTRIES && !slot; i++)
+            if (rc.e[i].state == E_FREE)
+                slot = &rc.e[i];
+    if (slot) {
+        slot->state = E_BUSY;
+        slot->base = base;
+        slot->end = end;
+        slot->ubase = ubase;
+        slot->uend = uend;
+        slot->users = 1;
+        slot->used = ++rc.tick;
+        rc.bytes += end - base;
+        publish(); /* the hooks see the range before it is registered */
+    }
+    pthread_mutex_unlock(&rc.lock);
+    for (int i = 0; i < nv; i++) {
+        unregister(victims[i]);
+        forget(victims[i]);
+    }
+    if (!slot)
+        return 0;
+    in_cache++;
+    int err = gpumem__be->host_register((void *)base, end - base);
+    in_cache--;
+    pthread_mutex_lock(&rc.lock);
+    if (err) {
+        rc.n.refused++;
+        rc.bytes -= end - base;
+        slot->state = E_FREE;
+        slot->users = 0;
+        publish();
+        pthread_cond_broadcast(&rc.idle);
+        pthread_mutex_unlock(&rc.lock);
+        return 0;
+    }
+    rc.n.registered++;
+    slot->state = E_LIVE;
+    pthread_mutex_unlock(&rc.lock);
+    in_cache++; /* until put */
+    *out = slot;
+    return 1;
+}
+
+void gpumem__regcache_put(void *entry_)
+{
+    entry *e = entry_;
+    if (!e)
+        return;
+    in_cache--;
+    pthread_mutex_lock(&rc.lock);
+    if (--e->users == 0)
+        pthread_cond_broadcast(&rc.idle);
+    pthread_mutex_unlock(&rc.lock);
+}
+
+int gpumem__regcache_owns(const void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    if (!atomic_load(&gpumem__regcache_live) || a < atomic_load(&gpumem__regcache_lo) ||
+        a >= atomic_load(&gpumem__regcache_hi))
+        return 0;
+    int owns = 0;
+    pthread_mutex_lock(&rc.lock);
+    for (int i = 0; i < MAX_ENTRIES && !owns; i++)
+        owns = rc.e[i].state != E_FREE && rc.e[i].base <= a && a < rc.e[i].end;
+    pthread_mutex_unlock(&rc.lock);
+    return owns;
+}
+
+/* Unregisters every entry overlapping [a, end) (its copied bytes with user, else its pages),
+ * waiting for the copies using them; counts them as released (or evicted). An entry another
+ * thread is unregistering already is left to it: the driver accepts the unregistration of a
+ * range whose memory is gone (measured), so the release need not wait for it. */
+static void drop(uintptr_t a, uintptr_t end, int released, int user)
+{
+    pthread_mutex_lock(&rc.lock);
+    for (;;) {
+        entry *victims[MAX_ENTRIES];
+        int nv = 0, waiting = 0;
+        for (int i = 0; i < MAX_ENTRIES; i++) {
+            entry *e = &rc.e[i];
+            uintptr_t lo = user ? e->ubase : e->base, hi = user ? e->uend : e->end;
+            if (e->state == E_FREE || e->state == E_DYING || hi <= a || end <= lo)
+                continue;
+            if (e->users) {
+                waiting = 1; /* a copy (or the registration) still uses it */
+                continue;
+            }
+            retire(e);
+            victims[nv++] = e;
+            if (released)
+                rc.n.released++;
+            else
+                rc.n.evicted++;
+        }
+        if (nv) {
+            pthread_mutex_unlock(&rc.lock);
+            for (int i = 0; i < nv; i++) {
+                unregister(victims[i]);
+                forget(victims[i]);
+            }
+            pthread_mutex_lock(&rc.lock);
+            continue;
+        }
+        if (!waiting)
+            break;
+        pthread_cond_wait(&rc.idle, &rc.lock);
+    }
+    pthread_mutex_unlock(&rc.lock);
+}
+
+void gpumem__regcache_release(const void *p, size_t bytes, int block)
+{
+    uintptr_t a = (uintptr_t)p;
+    if (in_cache || bytes == 0)
+        return;
+    in_cache++;
+    drop(a, a + bytes < a ? UINTPTR_MAX : a + bytes, 1, block);
+    in_cache--;
+}
+
+int gpumem__regcache_set_enabled(int on)
+{
+    pthread_mutex_lock(&rc.lock);
+    load_options();
+    rc.enabled = on && rc.limit > 0;
+    if (on && rc.limit == 0)
+        rc.off_reason = "GPUMEM_REGCACHE=0";
+    int ok = usable();
+    pthread_mutex_unlock(&rc.lock);
+    return ok;
+}
+
+void gpumem__regcache_reset(void)
+{
+    in_cache++;
+    drop(0, UINTPTR_MAX, 0, 0);
+    in_cache--;
+}
+
+void gpumem__regcache_counts_get(gpumem__regcache_counts *out)
+{
+    pthread_mutex_lock(&rc.lock);
+    usable();
+    *out = rc.n;
+    out->bytes = rc.bytes;
+    out->entries = 0;
+    for (int i = 0; i < MAX_ENTRIES; i++)
+        out->entries += rc.e[i].state == E_LIVE;
+    out->off_reason = rc.off_reason;
+    pthread_mutex_unlock(&rc.lock);
+}
