@@ -21,6 +21,11 @@
  * --paths staged measures only the staged path (for comparing ring shapes quickly).
  * --json FILE writes every row (every run's GB/s too).
  *
+ * Between two devices (with two or more; skipped, and said so, with fewer): gpumem_copy from
+ * device 0's memory to device 1's and back, against the backend's own cuMemcpyPeerAsync (what
+ * cudaMemcpyPeer does), from 1 MiB to the largest size; gpumem's copy is a peer copy when the
+ * devices can reach each other and is staged through pinned memory when not.
+ *
  * Usage: bench_copy [cuda|sim] [--quick] [--fill] [--paths all|staged] [--json FILE]
  * Prints a markdown table and `RESULT ...` lines. Exits 1 when a copy fails or is wrong. */
 #define _DEFAULT_SOURCE
@@ -174,6 +179,87 @@ static void fill_bound(FILE *json, char *pinned, const char *host, size_t max_by
         }
         fflush(stdout);
     }
+}
+
+/* One synchronous copy between two devices: gpumem_copy, or cuMemcpyPeerAsync itself. */
+static int peer_once(int gpumem, void *dst, int dd, const void *src, int sd, size_t n)
+{
+    if (gpumem)
+        return gpumem_copy(dst, src, n);
+    int err = gpumem__be->memcpy_peer_async(dst, dd, src, sd, n, NULL);
+    return err ? err : gpumem__be->stream_sync(NULL);
+}
+
+/* GB/s of n bytes between two devices: the median of RUNS timed copies after a warm-up. */
+static double measure_peer(int gpumem, void *dst, int dd, const void *src, int sd, size_t n)
+{
+    double v[RUNS];
+    if (peer_once(gpumem, dst, dd, src, sd, n) != 0)
+        failed = 1;
+    for (int k = 0; k < RUNS; k++) {
+        uint64_t t0 = bench_now_ns();
+        if (peer_once(gpumem, dst, dd, src, sd, n) != 0)
+            failed = 1;
+        v[k] = (double)n / (double)(bench_now_ns() - t0);
+    }
+    return bench_median(v, RUNS);
+}
+
+/* Device 0 <-> device 1: gpumem_copy against cuMemcpyPeerAsync, with the data checked. */
+static void bench_peer(size_t max_bytes)
+{
+    int ndev = gpumem_device_count();
+    if (ndev < 2) {
+        printf("RESULT bench=copy key=peer skipped=yes why=\"needs two devices, %d here\"\n\n",
+               ndev);
+        return;
+    }
+    int can01 = 0, can10 = 0;
+    gpumem_device_can_access_peer(1, 0, &can01);
+    gpumem_device_can_access_peer(0, 1, &can10);
+    unsigned char *d[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++) {
+        gpumem_device_set(i);
+        d[i] = gpumem_device_alloc(max_bytes, 1);
+    }
+    gpumem_device_set(0);
+    unsigned char *host = malloc(4096), *back = malloc(4096);
+    if (!d[0] || !d[1] || !host || !back) {
+        fprintf(stderr, "bench_copy: cannot allocate %zu bytes on each of two devices: %s\n",
+                max_bytes, gpumem_last_error()->message);
+        failed = 1;
+    } else {
+        printf("| peer | bytes | gpumem_copy GB/s | cuMemcpyPeerAsync GB/s | gpumem / peer |\n");
+        printf("|---|---:|---:|---:|---:|\n");
+        for (size_t i = 0; i < 4096; i++)
+            host[i] = pattern(i);
+        if (gpumem_copy(d[0], host, 4096) != GPUMEM_OK)
+            failed = 1;
+        for (int dir = 0; dir < 2; dir++) {
+            int from = dir, to = 1 - dir;
+            for (size_t n = (size_t)1 << 20; n <= max_bytes; n *= 4) {
+                double g = measure_peer(1, d[to], to, d[from], from, n);
+                double c = measure_peer(0, d[to], to, d[from], from, n);
+                printf("| %d to %d | %zu | %.2f | %.2f | %.2fx |\n", from, to, n, g, c, g / c);
+                printf("RESULT bench=copy key=peer from=%d to=%d bytes=%zu gpumem_gbps=%.3f "
+                       "peer_gbps=%.3f gpumem_vs_peer=%.3f can_access_peer=%d\n",
+                       from, to, n, g, c, g / c, to == 1 ? can01 : can10);
+                fflush(stdout);
+            }
+        }
+        /* The data went 0 -> 1 -> 0 by both paths: device 0's first 4 KiB are the pattern. */
+        memset(back, 0, 4096);
+        if (gpumem_copy(back, d[0], 4096) != GPUMEM_OK || memcmp(back, host, 4096) != 0) {
+            fprintf(stderr, "bench_copy: the copies between devices 0 and 1 did not bring the "
+                            "data back; run test_devices for the failing case\n");
+            failed = 1;
+        }
+        printf("\n");
+    }
+    free(host);
+    free(back);
+    gpumem_free(d[0]);
+    gpumem_free(d[1]);
 }
 
 int main(int argc, char **argv)
@@ -330,5 +416,7 @@ int main(int argc, char **argv)
     free(host);
     gpumem_free(pinned);
     gpumem_free(dev);
+    printf("\n");
+    bench_peer(max_bytes);
     return failed;
 }

@@ -393,6 +393,23 @@ GPUMEM_API int gpumem_device_count(void);
 /** Fills @p out for device @p ordinal (free bytes as cudaMemGetInfo says). Returns
  *  GPUMEM_OK, GPUMEM_EINVAL for a bad ordinal, GPUMEM_ENODEV or GPUMEM_ECUDA. */
 GPUMEM_API int gpumem_device_get(int ordinal, gpumem_device_info *out);
+/**
+ * Makes device @p ordinal current on the calling thread, as cudaSetDevice does: its primary
+ * context becomes current, for gpumem and for the caller's CUDA runtime alike (with the
+ * simulated device, the thread's simulated current device). Allocations made afterwards on
+ * this thread are that device's. Per thread. Returns GPUMEM_OK, GPUMEM_EINVAL for a device
+ * that does not exist, GPUMEM_ENODEV or GPUMEM_ECUDA.
+ */
+GPUMEM_API int gpumem_device_set(int ordinal);
+/** The calling thread's current device into @p ordinal (device 0 on a thread that set none).
+ *  Returns GPUMEM_OK, GPUMEM_EINVAL for NULL, GPUMEM_ENODEV or GPUMEM_ECUDA. Per thread. */
+GPUMEM_API int gpumem_device_current(int *ordinal);
+/** Whether @p device can read and write @p peer's memory directly (cuDeviceCanAccessPeer;
+ *  0 for a device and itself), into @p can. gpumem_copy between two devices' memory is a peer
+ *  copy when it can and is staged through pinned host memory when not. Returns GPUMEM_OK,
+ *  GPUMEM_EINVAL for a device that does not exist or a NULL @p can, GPUMEM_ENODEV or
+ *  GPUMEM_ECUDA. Thread-safe. */
+GPUMEM_API int gpumem_device_can_access_peer(int device, int peer, int *can);
 /**@}*/
 
 /* ------------------------------------------------------------------------------------------ */
@@ -569,7 +586,8 @@ GPUMEM_API int gpumem_report(FILE *out, unsigned flags);
 /**@{*/
 typedef struct gpumem_checkpoint_t {
     uint64_t seq;          /**< allocations with a larger sequence number came after */
-    uint64_t device_bytes; /**< gpumem's device-resident bytes live then (device, async) */
+    uint64_t device_bytes; /**< gpumem's device-resident bytes live then on device (device,
+                                async, device pool blocks) */
     size_t device_free;    /**< cudaMemGetInfo then, on device */
     size_t device_total;
     int device;            /**< the caller's current device then; -1 when unknown */
@@ -587,8 +605,14 @@ typedef struct gpumem_checkpoint_diff_t {
 } gpumem_checkpoint_diff_t;
 
 /** Marks a point in the program. Reads cudaMemGetInfo of the caller's current device when
- *  gpumem can (device -1 in the result otherwise). Thread-safe. */
+ *  gpumem can (device -1 in the result otherwise); gpumem's part is its device-resident memory
+ *  on that device only. Thread-safe. */
 GPUMEM_API gpumem_checkpoint_t gpumem_checkpoint(void);
+/** As gpumem_checkpoint(), of device @p device whatever device is current: its cudaMemGetInfo
+ *  and gpumem's memory on it (device -1 in the result when it cannot be read, e.g. no such
+ *  device). With several devices, one checkpoint per device says where memory went on each.
+ *  Thread-safe. */
+GPUMEM_API gpumem_checkpoint_t gpumem_checkpoint_device(int device);
 /**
  * Compares now with @p cp: fills @p diff (may be NULL) and, when @p out is not NULL, writes
  * the allocations made since @p cp that are still live, grouped by call site and sorted by

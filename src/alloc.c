@@ -95,7 +95,7 @@ static void *fail_cuda(int kind, size_t bytes, int cuda_error, int injected, gpu
     if (code == GPUMEM_ENOMEM) {
         gpumem__err_append(e, "out of memory: %s %s memory requested at %s", size_text,
                            gpumem_kind_name(kind), where);
-        gpumem__err_oom(e);
+        gpumem__err_oom(e, -1);
         if (injected)
             gpumem__err_append(e, "\n    injected by GPUMEM_FAIL_ALLOC=%llu; CUDA was not called",
                                (unsigned long long)gpumem__opt_u64(GPUMEM__OPT_FAIL_ALLOC));

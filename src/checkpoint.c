@@ -1,41 +1,64 @@
 /* Checkpoints: the seed's cudaMemGetInfo method made precise. A checkpoint is the next
  * sequence number plus device memory as CUDA and gpumem see it; the difference later is what
  * gpumem allocated since and still holds, by call site, and what device memory went
- * elsewhere (another library, a raw cudaMalloc). */
+ * elsewhere (another library, a raw cudaMalloc). Each checkpoint is of one device: the caller's
+ * current one, or the one named; gpumem's part is its memory on that device only, wherever the
+ * allocating thread's current device was. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 #include "trace.h"
 
-static uint64_t device_resident_bytes(void)
+static int add_resident(const gpumem__rec *r, void *arg)
 {
-    gpumem_live live;
-    gpumem__reg_live(&live);
-    return live.bytes[GPUMEM_KIND_DEVICE] + live.bytes[GPUMEM_KIND_DEVICE_ASYNC];
+    uint64_t *bytes = arg;
+    if (r->kind == GPUMEM_KIND_DEVICE || r->kind == GPUMEM_KIND_DEVICE_ASYNC)
+        bytes[gpumem__dev_slot(r->device)] += r->bytes;
+    return 0;
 }
 
-/* cudaMemGetInfo of the caller's current device; 0 when it cannot be read. */
-static int read_device(int *dev, size_t *free_bytes, size_t *total)
+void gpumem__device_resident(uint64_t bytes[GPUMEM_STATS_DEVICES])
 {
-    return gpumem__backend_try() && gpumem__be->current_device(dev) == 0 &&
-           gpumem__be->mem_info(*dev, free_bytes, total) == 0;
+    memset(bytes, 0, sizeof(uint64_t) * GPUMEM_STATS_DEVICES);
+    gpumem__reg_foreach(add_resident, bytes, 0);
 }
 
-gpumem_checkpoint_t gpumem_checkpoint(void)
+/* gpumem's device-resident bytes live on device dev: what cudaMemGetInfo of that device can
+ * attribute to gpumem, whichever device was current when they were allocated. */
+static uint64_t device_resident_bytes(int dev)
+{
+    uint64_t bytes[GPUMEM_STATS_DEVICES];
+    gpumem__device_resident(bytes);
+    return bytes[gpumem__dev_slot(dev)];
+}
+
+/* A checkpoint of device dev, or of the caller's current device. */
+static gpumem_checkpoint_t checkpoint_of(int dev, int current)
 {
     gpumem_checkpoint_t cp = {0, 0, 0, 0, -1};
     gpumem__init_once();
     /* Device memory first, then gpumem's side, so that an allocation racing with this call is
      * never counted as gpumem's without its device memory. */
-    int dev = -1;
-    if (!read_device(&dev, &cp.device_free, &cp.device_total))
+    if (!gpumem__backend_try() || (current && gpumem__be->current_device(&dev) != 0) || dev < 0 ||
+        gpumem__be->mem_info(dev, &cp.device_free, &cp.device_total) != 0)
         dev = -1;
     cp.device = dev;
     cp.seq = gpumem__seq_checkpoint() - 1;
-    cp.device_bytes = device_resident_bytes();
+    cp.device_bytes = dev >= 0 ? device_resident_bytes(dev) : 0;
     gpumem__trace_checkpoint(cp.seq);
     return cp;
+}
+
+gpumem_checkpoint_t gpumem_checkpoint(void)
+{
+    return checkpoint_of(-1, 1);
+}
+
+gpumem_checkpoint_t gpumem_checkpoint_device(int device)
+{
+    return checkpoint_of(device, 0);
 }
 
 int gpumem_checkpoint_diff(const gpumem_checkpoint_t *cp, FILE *out,
@@ -53,12 +76,12 @@ int gpumem_checkpoint_diff(const gpumem_checkpoint_t *cp, FILE *out,
         d.bytes += g[i].bytes;
     }
     d.sites = (uint64_t)n;
-    int dev = -1;
     size_t free_now = 0, total = 0;
-    if (cp->device >= 0 && read_device(&dev, &free_now, &total) && dev == cp->device) {
+    if (cp->device >= 0 && gpumem__backend_try() &&
+        gpumem__be->mem_info(cp->device, &free_now, &total) == 0) {
         d.device_known = 1;
         d.device_used = (int64_t)cp->device_free - (int64_t)free_now;
-        d.gpumem_device = (int64_t)device_resident_bytes() - (int64_t)cp->device_bytes;
+        d.gpumem_device = (int64_t)device_resident_bytes(cp->device) - (int64_t)cp->device_bytes;
         d.unattributed = d.device_used - d.gpumem_device;
     }
     if (out) {
@@ -67,12 +90,18 @@ int gpumem_checkpoint_diff(const gpumem_checkpoint_t *cp, FILE *out,
                      "still live%s\n",
                 (unsigned long long)d.count, d.count == 1 ? "" : "s",
                 gpumem_format_bytes(d.bytes, a, sizeof a), n ? ":" : "");
+        int several = 0; /* devices: with more than one, each line names its own */
+        for (long i = 1; i < n; i++)
+            several |= g[i].device != g[0].device;
         for (long i = 0; i < n; i++) {
-            char where[256];
-            fprintf(out, "  %10s in %llu %s allocation%s at %s\n",
+            char where[256], on[32] = "";
+            if (several)
+                snprintf(on, sizeof on, " on device %d", g[i].device);
+            fprintf(out, "  %10s in %llu %s allocation%s%s at %s\n",
                     gpumem_format_bytes(g[i].bytes, a, sizeof a),
                     (unsigned long long)g[i].count, gpumem_kind_name(g[i].kind),
-                    g[i].count == 1 ? "" : "s", gpumem__site_str(g[i].site, where, sizeof where));
+                    g[i].count == 1 ? "" : "s", on,
+                    gpumem__site_str(g[i].site, where, sizeof where));
         }
         if (d.device_known) {
             int64_t u = d.device_used, gm = d.gpumem_device, un = d.unattributed;
@@ -86,8 +115,8 @@ int gpumem_checkpoint_diff(const gpumem_checkpoint_t *cp, FILE *out,
                     un < 0 ? "-" : "+",
                     gpumem_format_bytes((uint64_t)(un < 0 ? -un : un), c, sizeof c));
         } else {
-            fprintf(out, "  device memory: not known (no usable device, or the current device "
-                         "changed since the checkpoint)\n");
+            fprintf(out, "  device memory: not known (no usable device, or the device could not "
+                         "be read)\n");
         }
     }
     free(g);

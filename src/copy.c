@@ -71,7 +71,7 @@ typedef struct op {
 /* ---- counters ---- */
 
 static struct {
-    atomic_ullong direct, staged, chunks, slot_waits, fallbacks, registered;
+    atomic_ullong direct, staged, chunks, slot_waits, fallbacks, registered, peer, peer_staged;
 } counts;
 
 void gpumem__copy_counts_get(gpumem__copy_counts *out)
@@ -82,6 +82,8 @@ void gpumem__copy_counts_get(gpumem__copy_counts *out)
     out->slot_waits = atomic_load(&counts.slot_waits);
     out->fallbacks = atomic_load(&counts.fallbacks);
     out->registered = atomic_load(&counts.registered);
+    out->peer = atomic_load(&counts.peer);
+    out->peer_staged = atomic_load(&counts.peer_staged);
 }
 
 /* ---- worker threads: one memcpy split into parts ---- */
@@ -638,6 +640,98 @@ static int fail_cuda(const op *o, const end *d, const end *s, size_t bytes, int 
     return gpumem__err_raise(e);
 }
 
+/* ---- between two devices' memory ----
+ *
+ * Device memory of two devices: a peer copy (cuMemcpyPeerAsync) when the destination's device
+ * can reach the source's (cuDeviceCanAccessPeer), which moves the data over NVLink or PCIe
+ * without the host. When it cannot, the copy goes through one pinned host buffer of gpumem's
+ * own, portable (pinned for every context), in pieces of GPUMEM_COPY_SLOT_BYTES: each piece
+ * from the source into the buffer, then from the buffer into the destination, all queued on
+ * the caller's stream, whose order keeps a piece from being overwritten before it went on.
+ * The buffer is shared by every such copy, so a staged copy returns once it is done, also
+ * from gpumem_copy_async. The buffer is made at the first staged copy and kept for the life
+ * of the process, as the staging rings are. */
+
+static struct {
+    pthread_mutex_t lock; /* held by the staged copy using the buffer */
+    void *mem;
+    size_t bytes;
+} peer_buffer = {PTHREAD_MUTEX_INITIALIZER, NULL, 0};
+
+/* The device whose memory an end of a copy is: its allocation's, else what CUDA says. */
+static int device_of(const end *x, int *dev)
+{
+    if (x->tracked) {
+        *dev = x->r.device;
+        return 0;
+    }
+    return gpumem__be->pointer_device(x->p, dev);
+}
+
+/* src on device sd to dst on device dd through the pinned buffer. Buffer locked. */
+static int stage_between_devices(char *dst, const char *src, size_t bytes, const op *o,
+                                 const char **call)
+{
+    int err = 0;
+    if (!peer_buffer.mem) {
+        uint64_t want = gpumem__opt_u64(GPUMEM__OPT_COPY_SLOT_BYTES);
+        want = want < 4096 ? 4096 : want > ((uint64_t)1 << 34) ? ((uint64_t)1 << 34) : want;
+        *call = "cuMemHostAlloc (the staging buffer for copies between devices)";
+        err = gpumem__be->host_alloc(&peer_buffer.mem, (size_t)want, cudaHostAllocPortable);
+        if (!err && !peer_buffer.mem)
+            err = cudaErrorMemoryAllocation;
+        if (err) {
+            peer_buffer.mem = NULL;
+            return err;
+        }
+        peer_buffer.bytes = (size_t)want;
+    }
+    for (size_t off = 0; off < bytes && !err; off += peer_buffer.bytes) {
+        size_t n = bytes - off < peer_buffer.bytes ? bytes - off : peer_buffer.bytes;
+        *call = "cuMemcpyAsync (device to the staging buffer)";
+        err = gpumem__be->memcpy_async(peer_buffer.mem, src + off, n, o->stream);
+        if (!err) {
+            *call = "cuMemcpyAsync (the staging buffer to device)";
+            err = gpumem__be->memcpy_async(dst + off, peer_buffer.mem, n, o->stream);
+        }
+    }
+    if (!err) {
+        *call = "cuStreamSynchronize";
+        err = gpumem__be->stream_sync(o->stream);
+    }
+    return err;
+}
+
+/* A copy between device memory of devices dd (dst) and sd (src), sd != dd. */
+static int copy_between_devices(const op *o, const end *d, const end *s, size_t bytes, int dd,
+                                int sd)
+{
+    int can = 0, staged = 0;
+    const char *call = "cuDeviceCanAccessPeer";
+    int err = gpumem__be->can_access_peer(dd, sd, &can);
+    if (!err && can) {
+        call = "cuMemcpyPeerAsync";
+        err = gpumem__be->memcpy_peer_async((void *)d->p, dd, s->p, sd, bytes, o->stream);
+        if (!err && o->sync) {
+            call = "cuStreamSynchronize";
+            err = gpumem__be->stream_sync(o->stream);
+        }
+        if (!err)
+            atomic_fetch_add(&counts.peer, 1);
+    } else if (!err) {
+        staged = 1;
+        pthread_mutex_lock(&peer_buffer.lock);
+        err = stage_between_devices((char *)d->p, s->p, bytes, o, &call);
+        pthread_mutex_unlock(&peer_buffer.lock);
+        if (!err)
+            atomic_fetch_add(&counts.peer_staged, 1);
+    }
+    if (err)
+        return fail_cuda(o, d, s, bytes, err, call, staged);
+    gpumem__err_clear();
+    return GPUMEM_OK;
+}
+
 /* ---- the copy ---- */
 
 /* Where x->p is, and that [p, p + bytes) fits in its allocation when gpumem made it. */
@@ -713,6 +807,17 @@ static int copy(const op *o, void *dst, const void *src, size_t bytes)
         snprintf(what, sizeof what, "the destination %p and the source %p overlap (%zu bytes "
                  "apart); CUDA's copies do not allow that", dst, src, a > b ? a - b : b - a);
         return fail_arg(o, bytes, what, "copy through a separate buffer");
+    }
+
+    if (s.place == PLACE_DEVICE && d.place == PLACE_DEVICE) {
+        int sd = 0, dd = 0;
+        int err = device_of(&s, &sd);
+        if (!err)
+            err = device_of(&d, &dd);
+        if (err)
+            return fail_cuda(o, &d, &s, bytes, err, "cuPointerGetAttribute (which device)", 0);
+        if (sd != dd)
+            return copy_between_devices(o, &d, &s, bytes, dd, sd);
     }
 
     uint64_t stage_min = gpumem__opt_u64(GPUMEM__OPT_COPY_STAGE_MIN);

@@ -197,17 +197,30 @@ int gpumem_sync_launch(void)
 }
 
 /* Out-of-memory context: the device's free and total memory (when the backend is up), what
- * gpumem holds by kind, and the five call sites that hold the most. Grouping the sites takes
- * host memory; without it the list is left out and the rest still says what matters. */
-void gpumem__err_oom(gpumem_error *e)
+ * gpumem holds by kind and, when more than one device holds some, its device memory on each,
+ * and the five call sites that hold the most. Grouping the sites takes host memory; without
+ * it the list is left out and the rest still says what matters. */
+void gpumem__err_oom(gpumem_error *e, int device)
 {
     char a[32], b[32];
-    int dev = 0;
-    if (gpumem__backend_try() && gpumem__be->current_device(&dev) == 0 &&
+    int dev = device;
+    if (gpumem__backend_try() && (dev >= 0 || gpumem__be->current_device(&dev) == 0) &&
         gpumem__be->mem_info(dev, &e->device_free, &e->device_total) == 0)
         gpumem__err_append(e, "\n    device %d: %s free of %s", dev,
                            gpumem_format_bytes(e->device_free, a, sizeof a),
                            gpumem_format_bytes(e->device_total, b, sizeof b));
+    uint64_t on[GPUMEM_STATS_DEVICES];
+    gpumem__device_resident(on);
+    int holders = 0;
+    for (int d = 0; d < GPUMEM_STATS_DEVICES; d++)
+        holders += on[d] != 0;
+    for (int d = 0, shown = 0; holders > 1 && d < GPUMEM_STATS_DEVICES; d++) {
+        if (!on[d])
+            continue;
+        gpumem__err_append(e, "%sdevice %d%s %s", shown++ ? ", " : "\n    gpumem's device memory by device: ",
+                           d, d == GPUMEM_STATS_DEVICES - 1 ? "+" : "",
+                           gpumem_format_bytes(on[d], a, sizeof a));
+    }
     gpumem_live live;
     gpumem__reg_live(&live);
     e->live_bytes = live.bytes[0];
@@ -261,7 +274,7 @@ int gpumem_check_at(int status, const char *expr, gpumem_site site)
     snprintf(e->message, sizeof e->message, "gpumem: error: %s:%d: %s: %s: %s: %s", site.file,
              site.line, site.func, expr, e->cuda_name, e->cuda_string);
     if (status == cudaErrorMemoryAllocation)
-        gpumem__err_oom(e);
+        gpumem__err_oom(e, -1);
     gpumem__err_sticky_hint(e);
     gpumem__err_raise(e);
     return status;

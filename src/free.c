@@ -148,10 +148,17 @@ static int release(const char *fn, void *p, int async, cudaStream_t stream, gpum
         err = gpumem__be->free_host(p);
     else if (r.kind == GPUMEM_KIND_DEVICE_ASYNC && async)
         err = gpumem__be->free_async(p, stream);
-    else
+    else {
         /* cudaFree waits for the device: work still using the memory on any stream (the
-         * allocation's own may no longer exist) is done first. */
-        err = gpumem__be->free(p);
+         * allocation's own may no longer exist) is done first. That is the memory's own
+         * device, made current for the call when the caller's current device is another. */
+        int token = 0;
+        err = gpumem__be->device_push(r.device, &token);
+        if (!err)
+            err = gpumem__be->free(p);
+        if (token)
+            gpumem__be->device_pop(token);
+    }
     if (GPUMEM__UNLIKELY(err)) {
         if (!gpumem__cuda_error_is_sticky(err))
             gpumem__reg_untake(p);

@@ -198,3 +198,78 @@ int gpumem_device_get(int ordinal, gpumem_device_info *out)
     *out = d;
     return GPUMEM_OK;
 }
+
+/* An ordinal of a device that exists; else the record is filled (GPUMEM_EINVAL). */
+static int check_ordinal(const char *fn, const char *what, int ordinal)
+{
+    int n = 0;
+    int err = gpumem__be->device_count(&n);
+    if (err)
+        return device_query_failed(fn, ordinal, err);
+    if (ordinal >= 0 && ordinal < n)
+        return GPUMEM_OK;
+    gpumem_error *e = gpumem__err_begin(GPUMEM_EINVAL, fn, NO_SITE);
+    gpumem__err_append(e, "%s: %s %d does not exist (%d device%s, 0 to %d)\n  hint: "
+                          "gpumem_device_count() says how many there are", fn, what, ordinal,
+                       n, n == 1 ? "" : "s", n - 1);
+    return gpumem__err_raise(e);
+}
+
+int gpumem_device_set(int ordinal)
+{
+    static const char fn[] = "gpumem_device_set";
+    int rc = gpumem__ready(fn, NO_SITE);
+    if (rc == GPUMEM_OK)
+        rc = check_ordinal(fn, "device", ordinal);
+    if (rc != GPUMEM_OK)
+        return rc;
+    int err = gpumem__be->set_device(ordinal);
+    if (err)
+        return device_query_failed(fn, ordinal, err);
+    gpumem__err_clear();
+    return GPUMEM_OK;
+}
+
+int gpumem_device_current(int *ordinal)
+{
+    static const char fn[] = "gpumem_device_current";
+    if (!ordinal) {
+        gpumem_error *e = gpumem__err_begin(GPUMEM_EINVAL, fn, NO_SITE);
+        gpumem__err_append(e, "%s(NULL): no place to write the result", fn);
+        return gpumem__err_raise(e);
+    }
+    int rc = gpumem__ready(fn, NO_SITE);
+    if (rc != GPUMEM_OK)
+        return rc;
+    int dev = 0;
+    int err = gpumem__be->current_device(&dev);
+    if (err)
+        return device_query_failed(fn, -1, err);
+    *ordinal = dev;
+    gpumem__err_clear();
+    return GPUMEM_OK;
+}
+
+int gpumem_device_can_access_peer(int device, int peer, int *can)
+{
+    static const char fn[] = "gpumem_device_can_access_peer";
+    if (!can) {
+        gpumem_error *e = gpumem__err_begin(GPUMEM_EINVAL, fn, NO_SITE);
+        gpumem__err_append(e, "%s(%d, %d, NULL): no place to write the result", fn, device, peer);
+        return gpumem__err_raise(e);
+    }
+    int rc = gpumem__ready(fn, NO_SITE);
+    if (rc == GPUMEM_OK)
+        rc = check_ordinal(fn, "device", device);
+    if (rc == GPUMEM_OK)
+        rc = check_ordinal(fn, "peer device", peer);
+    if (rc != GPUMEM_OK)
+        return rc;
+    int ok = 0;
+    int err = gpumem__be->can_access_peer(device, peer, &ok);
+    if (err)
+        return device_query_failed(fn, device, err);
+    *can = ok != 0;
+    gpumem__err_clear();
+    return GPUMEM_OK;
+}

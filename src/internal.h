@@ -20,12 +20,16 @@
 
 /* ---- options.c: one table, read once from the environment ---- */
 /* X(NAME, TYPE, CHOICES, DEFAULT, HELP): TYPE is BOOL (1/0, on/off, ...), SIZE (a number with
- * an optional unit), CHOICE (one of CHOICES, separated by '|'), PATH (non-empty) or TEXT. */
+ * an optional unit), COUNT (a whole number in the range CHOICES, "LOW-HIGH"), CHOICE (one of
+ * CHOICES, separated by '|'), PATH (non-empty) or TEXT. */
 #define GPUMEM__OPTION_MAP(X)                                                                    \
     X(BACKEND, CHOICE, "cuda|sim", "cuda",                                                       \
       "backend: cuda (the real driver) or sim (the simulated device, for tests)")                \
     X(LIBCUDA, PATH, "", "libcuda.so.1", "CUDA driver library the cuda backend loads")            \
-    X(SIM_DEVICE_BYTES, SIZE, "", "16GiB", "memory of the simulated device")                     \
+    X(SIM_DEVICE_BYTES, SIZE, "", "16GiB", "memory of each simulated device")                    \
+    X(SIM_DEVICES, COUNT, "1-64", "1", "number of simulated devices, 1 to 64")                   \
+    X(SIM_PEER_ACCESS, BOOL, "", "1",                                                            \
+      "simulated devices can reach each other's memory (0: peer copies are refused)")            \
     X(FAIL_ALLOC, SIZE, "", "0",                                                                 \
       "make the Nth gpumem allocation fail with out of memory (0: never)")                       \
     X(QUARANTINE, SIZE, "", "65536",                                                             \
@@ -228,6 +232,8 @@ typedef struct gpumem__copy_counts {
     uint64_t chunks;      /* slot fills (to the device) and drains (from it) */
     uint64_t slot_waits;  /* times a slot's previous transfer had to be waited for */
     uint64_t fallbacks;   /* copies that would have been staged but went direct (no ring) */
+    uint64_t peer;        /* copies between two devices' memory by cuMemcpyPeerAsync */
+    uint64_t peer_staged; /* copies between two devices that cannot reach each other, staged */
     uint64_t registered;  /* copies from or to a range the registration cache holds */
 } gpumem__copy_counts;
 void gpumem__copy_counts_get(gpumem__copy_counts *out);
@@ -280,6 +286,12 @@ uint64_t gpumem__seq_checkpoint(void);
 /* Takes the next sequence number, for an allocation made outside alloc.c (pool blocks). */
 uint64_t gpumem__seq_take(void);
 
+/* ---- checkpoint.c ---- */
+/* gpumem's live device-resident bytes (device and device-async kinds, pool blocks included)
+ * on each device, by statistics slot (gpumem__dev_slot). Walks the registry: not for hot
+ * paths. */
+void gpumem__device_resident(uint64_t bytes[GPUMEM_STATS_DEVICES]);
+
 /* ---- stats.c: byte peaks (counts and totals are the registry's) ---- */
 void gpumem__stats_alloc(int kind, int device, uint64_t bytes);
 void gpumem__stats_release(int kind, int device, uint64_t bytes);
@@ -290,12 +302,13 @@ uint64_t gpumem__stats_peak(int kind);
 typedef struct gpumem__group {
     gpumem_site site;
     int kind;
+    int device;     /* the device of the allocations (pinned: current at allocation) */
     uint32_t stack; /* groups differ by stack too when stacks are kept */
     uint64_t count;
     uint64_t bytes;
     uint64_t first_seq[5]; /* the smallest sequence numbers, ascending */
 } gpumem__group;
-/* Groups the live allocations with seq > min_seq by call site and kind, sorted by bytes
+/* Groups the live allocations with seq > min_seq by call site, kind and device, sorted by bytes
  * (largest first). Returns the number of groups and sets *groups (free() it), or -1 when out
  * of host memory. *skipped counts registry shards that could not be read (try_only). */
 long gpumem__group_live(uint64_t min_seq, int try_only, gpumem__group **groups, int *skipped);
@@ -314,9 +327,9 @@ void gpumem__err_cuda(gpumem_error *e, int cuda_error);
 void gpumem__err_alloc(gpumem_error *e, const gpumem__rec *r);
 /* Appends to e->message (printf-style); truncates safely. */
 void gpumem__err_append(gpumem_error *e, const char *fmt, ...) GPUMEM__FORMAT(2, 3);
-/* Adds device free/total, gpumem's live bytes by kind and the largest holders (out-of-memory
- * context). */
-void gpumem__err_oom(gpumem_error *e);
+/* Adds the free/total of device (-1: the caller's current device), gpumem's live bytes by kind
+ * and by device, and the largest holders (out-of-memory context). */
+void gpumem__err_oom(gpumem_error *e, int device);
 /* When e->code is GPUMEM_ESTICKY, appends what that means for the process and returns 1;
  * else returns 0. */
 int gpumem__err_sticky_hint(gpumem_error *e);

@@ -16,7 +16,7 @@
 
 extern char **environ;
 
-enum { OT_BOOL, OT_SIZE, OT_CHOICE, OT_PATH, OT_TEXT };
+enum { OT_BOOL, OT_SIZE, OT_COUNT, OT_CHOICE, OT_PATH, OT_TEXT };
 
 typedef struct {
     const char *name; /* GPUMEM_... */
@@ -134,6 +134,21 @@ static int parse_value(int id, const char *text, const char **expected)
     case OT_SIZE:
         *expected = "a number, optionally with a unit such as 16MiB or 4GB";
         return gpumem__parse_size(text, &numbers[id]);
+    case OT_COUNT: {
+        unsigned long long lo = 0, hi = 0, v;
+        char *end;
+        sscanf(defs[id].choices, "%llu-%llu", &lo, &hi); /* the table's own text */
+        snprintf(choice_text, sizeof choice_text, "a whole number from %llu to %llu", lo, hi);
+        *expected = choice_text;
+        if (!isdigit((unsigned char)*text))
+            return -1;
+        errno = 0;
+        v = strtoull(text, &end, 10);
+        if (errno == ERANGE || *end || v < lo || v > hi)
+            return -1;
+        numbers[id] = (uint64_t)v;
+        return 0;
+    }
     case OT_CHOICE:
         choice_list(defs[id].choices, choice_text, sizeof choice_text);
         *expected = choice_text;

@@ -268,6 +268,35 @@ static void cache_forget(gpumem_pool *pool, stream_cache *c)
 
 static void drop_block(gpumem_pool *pool, block *b);
 
+/* Device pools make their CUDA calls in their own device's context, whatever device is
+ * current on the calling thread: it is made current for the call and the caller's restored
+ * (device_push / device_pop). Returns 0 or CUDA's error (then nothing was changed). */
+static int enter_device(const gpumem_pool *pool, int *token)
+{
+    *token = 0;
+    return pool->kind == GPUMEM_KIND_DEVICE ? gpumem__be->device_push(pool->device, token) : 0;
+}
+
+static void leave_device(int token)
+{
+    if (token)
+        gpumem__be->device_pop(token);
+}
+
+/* Gives a block's memory back to CUDA (device: cudaFree on the pool's device). */
+static int block_to_cuda(const gpumem_pool *pool, uintptr_t base)
+{
+    if (pool->kind != GPUMEM_KIND_DEVICE)
+        return gpumem__be->free_host((void *)base);
+    int token;
+    int err = enter_device(pool, &token);
+    if (!err)
+        err = gpumem__be->free((void *)base);
+    leave_device(token);
+    return err;
+}
+
+
 /* Gives every block of cache c back to CUDA; returns 0, or CUDA's error (then c keeps the
  * blocks CUDA refused). Locked. */
 static int cache_release_blocks(gpumem_pool *pool, stream_cache *c)
@@ -277,8 +306,7 @@ static int cache_release_blocks(gpumem_pool *pool, stream_cache *c)
         block **pp = &c->free[k];
         while (*pp) {
             block *b = *pp;
-            int e = pool->kind == GPUMEM_KIND_DEVICE ? gpumem__be->free((void *)b->base)
-                                                     : gpumem__be->free_host((void *)b->base);
+            int e = block_to_cuda(pool, b->base);
             if (e || b->from) { /* pinned blocks of a chunk go with their chunk (trim) */
                 err = err ? err : e;
                 pp = &b->next;
@@ -447,7 +475,11 @@ static int obtain_device(gpumem_pool *pool, size_t size, unsigned cls, cudaStrea
     if (!b)
         return cudaErrorMemoryAllocation;
     void *p = NULL;
-    int err = gpumem__be->mempool_alloc(pool->cuda_pool, &p, size, stream);
+    int token;
+    int err = enter_device(pool, &token);
+    if (!err)
+        err = gpumem__be->mempool_alloc(pool->cuda_pool, &p, size, stream);
+    leave_device(token);
     if (err || !p) {
         free(b);
         return err ? err : cudaErrorMemoryAllocation;
@@ -506,9 +538,7 @@ static void untake(gpumem_pool *pool, block *b)
     pool->st.blocks_cached++;
     if (c) {
         cache_push(c, b);
-    } else if (!b->from && (pool->kind == GPUMEM_KIND_DEVICE
-                                ? gpumem__be->free((void *)b->base)
-                                : gpumem__be->free_host((void *)b->base)) == 0) {
+    } else if (!b->from && (block_to_cuda(pool, b->base)) == 0) {
         pool->st.reserved -= b->size; /* no cache to keep it in (no host memory): to CUDA */
         drop_block(pool, b);
     }
@@ -546,8 +576,7 @@ static int trim_locked(gpumem_pool *pool)
                     pp = &b->next; /* a chunk with live blocks keeps its cached ones */
                     continue;
                 }
-                err = pool->kind == GPUMEM_KIND_DEVICE ? gpumem__be->free((void *)b->base)
-                                                       : gpumem__be->free_host((void *)b->base);
+                err = block_to_cuda(pool, b->base);
                 if (err) {
                     pp = &b->next;
                     continue;
@@ -577,8 +606,13 @@ static int trim_locked(gpumem_pool *pool)
             pool->current = NULL;
         free(ch);
     }
-    if (!err && pool->kind == GPUMEM_KIND_DEVICE)
-        err = gpumem__be->mempool_trim(pool->cuda_pool, 0);
+    if (!err && pool->kind == GPUMEM_KIND_DEVICE) {
+        int token;
+        err = enter_device(pool, &token);
+        if (!err)
+            err = gpumem__be->mempool_trim(pool->cuda_pool, 0);
+        leave_device(token);
+    }
     return err;
 }
 
@@ -626,7 +660,7 @@ static void *fail_alloc(const gpumem_pool *pool, size_t bytes, int err, int retr
         if (retried)
             gpumem__err_append(e, "\n    cached blocks were released and the request retried "
                                   "once; it failed again");
-        gpumem__err_oom(e);
+        gpumem__err_oom(e, pool->kind == GPUMEM_KIND_DEVICE ? pool->device : -1);
         gpumem__err_append(e, "\n  hint: release blocks still live, or raise the limit");
     } else {
         gpumem__err_append(e, "gpumem_pool_alloc of %s from a %s pool failed at %s: %s: %s",
@@ -841,7 +875,11 @@ static int give_back(gpumem_pool *pool, block *b, cudaStream_t to)
 {
     stream_cache *c = cache_of(pool, to, 1);
     if (GPUMEM__UNLIKELY(!c)) {
-        int err = gpumem__be->free_async((void *)b->base, to);
+        int token;
+        int err = enter_device(pool, &token);
+        if (!err)
+            err = gpumem__be->free_async((void *)b->base, to);
+        leave_device(token);
         if (err)
             return err;
         table_remove(pool, b);
@@ -1048,8 +1086,13 @@ int gpumem_pool_destroy_at(gpumem_pool *pool, gpumem_site site)
         return gpumem__err_raise(e);
     }
     int err = trim_locked(pool);
-    if (!err && pool->nblocks == 0 && pool->kind == GPUMEM_KIND_DEVICE)
-        err = gpumem__be->mempool_destroy(pool->cuda_pool);
+    if (!err && pool->nblocks == 0 && pool->kind == GPUMEM_KIND_DEVICE) {
+        int token;
+        err = enter_device(pool, &token);
+        if (!err)
+            err = gpumem__be->mempool_destroy(pool->cuda_pool);
+        leave_device(token);
+    }
     if (err || pool->nblocks || pool->chunks) {
         char where[256];
         atomic_store(&pool->dying, 0);

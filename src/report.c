@@ -57,17 +57,19 @@ static void mem_put(const grouping *gr, void *p, size_t bytes)
         free(p);
 }
 
-static size_t group_hash(gpumem_site s, int kind, uint32_t stack)
+static size_t group_hash(gpumem_site s, int kind, uint32_t stack, int device)
 {
     uint64_t h = ((uint64_t)(uintptr_t)s.file + stack) * 0x9E3779B97F4A7C15ull;
-    h ^= ((uint64_t)(uintptr_t)s.func + (uint64_t)s.line * 31 + (uint64_t)kind) *
+    h ^= ((uint64_t)(uintptr_t)s.func + (uint64_t)s.line * 31 + (uint64_t)kind +
+          ((uint64_t)(unsigned)device << 8)) *
          0xC2B2AE3D27D4EB4Full;
     return (size_t)(h ^ (h >> 29));
 }
 
-static int same_group(const gpumem__group *g, gpumem_site s, int kind, uint32_t stack)
+static int same_group(const gpumem__group *g, gpumem_site s, int kind, uint32_t stack,
+                      int device)
 {
-    if (g->stack != stack)
+    if (g->stack != stack || g->device != device)
         return 0;
     /* Sites are the caller's string literals: equal pointers, or equal text when a compiler
      * did not merge identical literals across translation units. */
@@ -83,7 +85,8 @@ static int grow_index(grouping *gr)
     if (!idx)
         return -1;
     for (size_t i = 0; i < gr->n; i++) {
-        size_t h = group_hash(gr->g[i].site, gr->g[i].kind, gr->g[i].stack) & (cap - 1);
+        size_t h = group_hash(gr->g[i].site, gr->g[i].kind, gr->g[i].stack, gr->g[i].device) &
+                   (cap - 1);
         while (idx[h])
             h = (h + 1) & (cap - 1);
         idx[h] = i + 1;
@@ -138,8 +141,9 @@ static int add_record(const gpumem__rec *r, void *arg)
         return 0;
     if ((gr->n + 1) * 2 >= gr->index_cap && grow_index(gr) != 0)
         return gr->oom = 1;
-    size_t h = group_hash(r->site, r->kind, r->stack) & (gr->index_cap - 1);
-    while (gr->index[h] && !same_group(&gr->g[gr->index[h] - 1], r->site, r->kind, r->stack))
+    size_t h = group_hash(r->site, r->kind, r->stack, r->device) & (gr->index_cap - 1);
+    while (gr->index[h] &&
+           !same_group(&gr->g[gr->index[h] - 1], r->site, r->kind, r->stack, r->device))
         h = (h + 1) & (gr->index_cap - 1);
     gpumem__group *g;
     if (gr->index[h]) {
@@ -152,6 +156,7 @@ static int add_record(const gpumem__rec *r, void *arg)
         g->site = r->site;
         g->kind = r->kind;
         g->stack = r->stack;
+        g->device = r->device;
         gr->index[h] = gr->n;
     }
     g->count++;
@@ -286,8 +291,18 @@ static void write_summary(gpumem__sink *o, const gpumem_live *live, int at_exit,
     gpumem__sink_str(o, "\n");
 }
 
+/* Whether the groups are on more than one device (then each line names its device). */
+static int several_devices(const gpumem__group *g, long n)
+{
+    for (long i = 1; i < n; i++)
+        if (g[i].device != g[0].device)
+            return 1;
+    return 0;
+}
+
 static void write_groups_text(gpumem__sink *o, const gpumem__group *g, long n)
 {
+    int name_device = several_devices(g, n);
     for (long i = 0; i < n; i++) {
         char size[32];
         gpumem__sink_str(o, "  ");
@@ -296,7 +311,13 @@ static void write_groups_text(gpumem__sink *o, const gpumem__group *g, long n)
         gpumem__sink_u64(o, g[i].count);
         gpumem__sink_str(o, " ");
         gpumem__sink_str(o, gpumem_kind_name(g[i].kind));
-        gpumem__sink_str(o, g[i].count == 1 ? " allocation at " : " allocations at ");
+        gpumem__sink_str(o, g[i].count == 1 ? " allocation " : " allocations ");
+        if (name_device) {
+            gpumem__sink_str(o, "on device ");
+            gpumem__sink_i64(o, g[i].device);
+            gpumem__sink_str(o, " ");
+        }
+        gpumem__sink_str(o, "at ");
         gpumem__sink_site(o, g[i].site);
         gpumem__sink_str(o, ": #");
         size_t shown = g[i].count < 5 ? (size_t)g[i].count : 5;
@@ -392,6 +413,8 @@ static void write_json(gpumem__sink *o, const gpumem_live *live, const gpumem__g
         gpumem__sink_json_str(o, g[i].site.func);
         json_key(o, 3, "kind", &f);
         gpumem__sink_json_str(o, gpumem_kind_name(g[i].kind));
+        json_key(o, 3, "device", &f);
+        gpumem__sink_i64(o, g[i].device);
         json_key(o, 3, "count", &f);
         gpumem__sink_u64(o, g[i].count);
         json_key(o, 3, "bytes", &f);

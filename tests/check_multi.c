@@ -1,9 +1,11 @@
 /* Stands for a launcher of many processes (mpirun, torchrun) under `gpumem check`, without a
  * GPU: it forks and execs three workers of itself and waits for them. Each process drives its
  * own gpumem check engine (linked in, as the injected library would be loaded into each) with
- * synthetic allocations: worker K leaks K device blocks of 1 MiB from K call sites and exits
- * with status K; the launcher itself allocates nothing. Each writes its report and its status
- * file, from which `gpumem check` prints one line per process and the total (check_multi.sh). */
+ * synthetic allocations: worker K, on device K - 1 (one device per worker, as a launcher of
+ * one rank per GPU), leaks K device blocks of 1 MiB from K call sites and exits with status
+ * K; the launcher itself allocates nothing. Each writes its report and its status
+ * file, from which `gpumem check` prints one line per process, the total, and the total by
+ * device (check_multi.sh). */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
@@ -24,7 +26,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < k && i < 3; i++)
             check_alloc(calls[i], i == 1 ? GPUMEM_KIND_DEVICE_ASYNC : GPUMEM_KIND_DEVICE,
                         (uintptr_t)0x7f0000000000ull + (uintptr_t)(k * 16 + i) * (1u << 24),
-                        1u << 20, 0, 0, 0);
+                        1u << 20, k - 1, 0, 0);
         check_finish("exited", k);
         return k;
     }

@@ -1,6 +1,6 @@
 #!/bin/sh
 # `gpumem check` of a program that forks and execs workers (check_multi.c): one report per
-# process, then one summary line per process and the total.
+# process, then one summary line per process, the total, and the total by device.
 gpumem=$1 prog=$2
 # A stand-in driver (tests/fake_libcuda.c): `gpumem check` runs only where a driver loads.
 GPUMEM_LIBCUDA=$3
@@ -20,6 +20,10 @@ want "^gpumem check:   pid [0-9]+ \(.*check_multi worker 1\): 1 error \(1 leak, 
 want "^gpumem check:   pid [0-9]+ \(.*check_multi worker 2\): 2 errors \(2 leaks, 2,097,152 bytes\), exited 2$"
 want "^gpumem check:   pid [0-9]+ \(.*check_multi worker 3\): 3 errors \(3 leaks, 3,145,728 bytes\), exited 3$"
 want "^gpumem check: total: 6 errors \(6 leaks, 6,291,456 bytes\) in 4 processes$"
+# One worker per device: the total by device.
+want "^gpumem check: device 0: 1 leak \(1,048,576 bytes\) in 1 process, 1 allocation made, largest peak of one process 1.0 MiB$"
+want "^gpumem check: device 1: 2 leaks \(2,097,152 bytes\) in 1 process, 2 allocations made, largest peak of one process 2.0 MiB$"
+want "^gpumem check: device 2: 3 leaks \(3,145,728 bytes\) in 1 process, 3 allocations made, largest peak of one process 3.0 MiB$"
 [ "$rc" -eq 0 ] || { echo "FAIL: exit status $rc, not the program's 0"; fails=$((fails + 1)); }
 # One report each: the launcher's log, and the workers' (their pids appended by %p).
 n=$(ls "$tmp" | grep -c '^log\.')

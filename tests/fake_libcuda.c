@@ -19,6 +19,9 @@
     X(cuMemFree_v2, CUdeviceptr a) X(cuMemFreeHost, void *a)                                     \
     X(cuMemHostGetDevicePointer_v2, CUdeviceptr *a, void *b, unsigned c)                         \
     X(cuPointerGetAttribute, void *a, CUpointer_attribute b, CUdeviceptr c)                     \
+    X(cuDeviceCanAccessPeer, int *a, CUdevice b, CUdevice c)                                     \
+    X(cuMemcpyPeerAsync, CUdeviceptr a, CUcontext b, CUdeviceptr c, CUcontext d, size_t e,       \
+      CUstream f)                                                                                \
     X(cuMemPrefetchAsync_v2, CUdeviceptr a, size_t b, CUmemLocation c, unsigned d, CUstream e)   \
     X(cuMemAdvise_v2, CUdeviceptr a, size_t b, CUmem_advise c, CUmemLocation d)                 \
     X(cuMemPoolCreate, CUmemoryPool *a, const CUmemPoolProps *b)                                 \

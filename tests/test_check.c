@@ -253,9 +253,11 @@ static void test_device_reset(void)
 {
     EXPECT_EQ(run_scenario("reset", device_reset, NULL), 2);
     char *log = log_of("reset");
-    EXPECT_CONTAINS(log, "4,096 bytes in 1 device allocation by cudaMalloc()");
-    EXPECT_CONTAINS(log, "4,096 bytes in 1 registered allocation by cudaHostRegister()");
+    /* Two devices were used: each leak names its own. */
+    EXPECT_CONTAINS(log, "4,096 bytes in 1 device allocation on device 1 by cudaMalloc()");
+    EXPECT_CONTAINS(log, "4,096 bytes in 1 registered allocation on device 0 by cudaHostRegister()");
     EXPECT_CONTAINS(log, "LEAK SUMMARY: definitely lost: 8,192 bytes in 2 allocations from 2 call sites");
+    EXPECT_CONTAINS(log, "DEVICE 1: 4,096 bytes left in 1 allocation");
     free(log);
 }
 
@@ -833,6 +835,80 @@ static void test_json(void)
 }
 #endif
 
+/* Two devices: a leak on each, one released allocation on device 1, a failed allocation on
+ * device 1. Each leak names its device, each device gets a line, the summary merges them. */
+static void two_devices(void)
+{
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEV, 4096, 0, 0, 0);
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEV + 0x10000000, 3 << 20, 1, 0, 0);
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEV + 0x20000000, 1 << 20, 1, 0, 0);
+    if (check_release_begin("cudaFree", 1u << GPUMEM_KIND_DEVICE, DEV + 0x20000000, 0) == CHECK_GO)
+        check_release_end(DEV + 0x20000000, 1);
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, 0, (size_t)1 << 50, 1, 2, 0);
+}
+
+/* One device: no device lines, no device in the leak lines (as before). */
+static void one_device(void)
+{
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEV, 4096, 0, 0, 0);
+}
+
+static void test_devices(void)
+{
+    EXPECT_EQ(run_scenario("devices", two_devices, "GPUMEM_CHECK_LEAK=full"), 3);
+    char *log = log_of("devices");
+    EXPECT_CONTAINS(log, "==PID== 3,145,728 bytes in 1 device allocation on device 1 by "
+                         "cudaMalloc() is definitely lost");
+    EXPECT_CONTAINS(log, "==PID== 4,096 bytes in 1 device allocation on device 0 by cudaMalloc() "
+                         "is definitely lost");
+    EXPECT_CONTAINS(log, "LEAK SUMMARY: definitely lost: 3,149,824 bytes in 2 allocations from "
+                         "2 call sites");
+    EXPECT_CONTAINS(log, "==PID== DEVICE 0: 4,096 bytes left in 1 allocation (4,096 definitely "
+                         "lost, 0 still reachable), peak 4.0 KiB, 1 allocation made");
+    EXPECT_CONTAINS(log, "==PID== DEVICE 1: 3,145,728 bytes left in 1 allocation (3,145,728 "
+                         "definitely lost, 0 still reachable), peak 4.0 MiB, 2 allocations made");
+    free(log);
+    EXPECT_EQ(run_scenario("one_device", one_device, "GPUMEM_CHECK_LEAK=full"), 1);
+    log = log_of("one_device");
+    EXPECT_CONTAINS(log, "4,096 bytes in 1 device allocation by cudaMalloc() is definitely lost");
+    EXPECT_TRUE(log && !strstr(log, "DEVICE ") && !strstr(log, "on device"));
+    free(log);
+#ifdef GPUMEM_HAVE_JANSSON
+    char path[256];
+    snprintf(path, sizeof path, "%s/devices.json", dir);
+    json_error_t err;
+    json_t *root = json_load_file(path, 0, &err);
+    ASSERT_NOT_NULL(root);
+    json_t *devs = json_object_get(root, "devices");
+    ASSERT_EQ(json_array_size(devs), 2);
+    json_t *d1 = json_array_get(devs, 1);
+    EXPECT_EQ(json_integer_value(json_object_get(d1, "device")), 1);
+    EXPECT_EQ(json_integer_value(json_object_get(d1, "allocations")), 2);
+    EXPECT_EQ(json_integer_value(json_object_get(d1, "peak_bytes")), 4 << 20);
+    EXPECT_EQ(json_integer_value(json_object_get(d1, "leaks")), 1);
+    EXPECT_EQ(json_integer_value(json_object_get(d1, "leaked_bytes")), 3 << 20);
+    EXPECT_EQ(json_integer_value(json_object_get(json_array_get(devs, 0), "leaked_bytes")), 4096);
+    json_t *sum = json_object_get(root, "summary");
+    EXPECT_EQ(json_integer_value(json_object_get(sum, "leaks")), 2);
+    EXPECT_EQ(json_integer_value(json_object_get(sum, "leaked_bytes")), (3 << 20) + 4096);
+    json_t *findings = json_object_get(root, "findings");
+    int failed_on_1 = 0, leaks_on[2] = {0, 0};
+    for (size_t i = 0; i < json_array_size(findings); i++) {
+        json_t *f = json_array_get(findings, i);
+        const char *kind = json_string_value(json_object_get(f, "kind"));
+        int dev = (int)json_integer_value(json_object_get(f, "device"));
+        if (kind && strcmp(kind, "failed-alloc") == 0)
+            failed_on_1 += dev == 1;
+        if (kind && strcmp(kind, "leak") == 0 && dev >= 0 && dev < 2)
+            leaks_on[dev]++;
+    }
+    EXPECT_EQ(failed_on_1, 1);
+    EXPECT_EQ(leaks_on[0], 1);
+    EXPECT_EQ(leaks_on[1], 1);
+    json_decref(root);
+#endif
+}
+
 /* With stacks on: the report names this file and function. */
 static void with_stacks(void)
 {
@@ -882,6 +958,7 @@ int main(void)
     RUN(test_json);
 #endif
     RUN(test_stacks);
+    RUN(test_devices);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (!harness_failures && system(cmd) != 0)

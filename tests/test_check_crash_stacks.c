@@ -38,16 +38,14 @@
 #define HEAP_HELD 0
 #else
 #define HEAP_HELD 1
-/* malloc and its family, each call under one lock that a thread can hold on purpose */
+/* malloc and calloc, each call under one lock that a thread can hold on purpose: the child's
+ * first allocation blocks. free and realloc stay the library's (gpumem defines them for its
+ * registration cache, and they pass on to glibc's). */
 static pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void __libc_free(void *);
 void *malloc(size_t n);
 void *calloc(size_t n, size_t m);
-void *realloc(void *p, size_t n);
-void free(void *p);
 void *malloc(size_t n)
 {
     pthread_mutex_lock(&heap_lock);
@@ -61,19 +59,6 @@ void *calloc(size_t n, size_t m)
     void *p = __libc_calloc(n, m);
     pthread_mutex_unlock(&heap_lock);
     return p;
-}
-void *realloc(void *p, size_t n)
-{
-    pthread_mutex_lock(&heap_lock);
-    void *q = __libc_realloc(p, n);
-    pthread_mutex_unlock(&heap_lock);
-    return q;
-}
-void free(void *p)
-{
-    pthread_mutex_lock(&heap_lock);
-    __libc_free(p);
-    pthread_mutex_unlock(&heap_lock);
 }
 
 static int held[2];

@@ -24,6 +24,17 @@ typedef struct gpumem__backend {
                       int *cc_minor);
     /* The caller's current device (the context current on this thread, or device 0). */
     int (*current_device)(int *ordinal);
+    /* cudaSetDevice: makes the device's primary context current on this thread. */
+    int (*set_device)(int ordinal);
+    /* For one gpumem call on another device's memory: makes ordinal current on this thread
+     * unless it is already, and sets *token so that device_pop(token) restores the caller's
+     * current device (token 0: nothing was changed). On failure nothing was changed. */
+    int (*device_push)(int ordinal, int *token);
+    void (*device_pop)(int token);
+    /* cuDeviceCanAccessPeer: whether device can reach peer's memory directly (0 for itself). */
+    int (*can_access_peer)(int device, int peer, int *can);
+    /* The device whose memory p is (cuPointerGetAttribute, DEVICE_ORDINAL). */
+    int (*pointer_device)(const void *p, int *ordinal);
     /* cudaMemGetInfo for the given device. */
     int (*mem_info)(int ordinal, size_t *free_bytes, size_t *total_bytes);
     int (*malloc_device)(void **p, size_t bytes);                       /* cudaMalloc */
@@ -50,6 +61,9 @@ typedef struct gpumem__backend {
      * addresses. As CUDA documents, a copy from pageable memory returns once the source was
      * read, and one to pageable memory or between two host buffers returns once done. */
     int (*memcpy_async)(void *dst, const void *src, size_t bytes, cudaStream_t stream);
+    /* cuMemcpyPeerAsync between device memory of two devices, in their primary contexts. */
+    int (*memcpy_peer_async)(void *dst, int dst_device, const void *src, int src_device,
+                             size_t bytes, cudaStream_t stream);
     int (*stream_sync)(cudaStream_t stream);                              /* cuStreamSynchronize */
     /* Events in the current context, without timing (cuEventCreate, CU_EVENT_DISABLE_TIMING). */
     int (*event_create)(void **event);
@@ -79,6 +93,8 @@ size_t gpumem__sim_live_count(void);
 /* Simulated device, for tests: after `after` more successful copies (memcpy_async), the next
  * one fails with cuda_error, once; cuda_error 0 cancels. Not sticky, unlike a poison. */
 void gpumem__sim_fail_copy(unsigned after, int cuda_error);
+/* Simulated device, for tests: peer copies (memcpy_peer_async) made so far. */
+unsigned long long gpumem__sim_peer_copies(void);
 /* Simulated device, for tests: host ranges registered now (host_register), and whether p lies
  * in one; after `after` more successful registrations the next one fails with cuda_error. */
 size_t gpumem__sim_registered_count(void);

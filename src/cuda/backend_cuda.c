@@ -46,6 +46,8 @@
     X(cuMemFreeAsync, (CUdeviceptr, CUstream))                                                   \
     X(cuMemHostGetDevicePointer_v2, (CUdeviceptr *, void *, unsigned))                           \
     X(cuPointerGetAttribute, (void *, CUpointer_attribute, CUdeviceptr))                       \
+    X(cuDeviceCanAccessPeer, (int *, CUdevice, CUdevice))                                        \
+    X(cuMemcpyPeerAsync, (CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream))     \
     X(cuMemPrefetchAsync_v2, (CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream))          \
     X(cuMemAdvise_v2, (CUdeviceptr, size_t, CUmem_advise, CUmemLocation))                      \
     X(cuMemPoolCreate, (CUmemoryPool *, const CUmemPoolProps *))                                 \
@@ -165,6 +167,66 @@ static int cuda_current_device(int *ordinal)
     if (r == CUDA_SUCCESS)
         r = drv.cuCtxGetDevice(&dev);
     *ordinal = (int)dev;
+    return (int)r;
+}
+
+/* cudaSetDevice does the same: the device's primary context becomes current on the thread,
+ * for gpumem and for the caller's runtime alike (the runtime works in the current context). */
+static int cuda_set_device(int ordinal)
+{
+    CUcontext c;
+    CUresult r = primary_ctx(ordinal, &c);
+    return (int)(r == CUDA_SUCCESS ? drv.cuCtxSetCurrent(c) : r);
+}
+
+/* A context of the device is current already (the caller's, primary or not): nothing to do.
+ * Otherwise the device's primary context is pushed, and popped by device_pop. */
+static int cuda_device_push(int ordinal, int *token)
+{
+    *token = 0;
+    CUdevice dev = 0;
+    CUresult r = ensure_ctx();
+    if (r == CUDA_SUCCESS)
+        r = drv.cuCtxGetDevice(&dev);
+    if (r != CUDA_SUCCESS || (int)dev == ordinal)
+        return (int)r;
+    CUcontext c;
+    r = primary_ctx(ordinal, &c);
+    if (r == CUDA_SUCCESS)
+        r = drv.cuCtxPushCurrent_v2(c);
+    *token = r == CUDA_SUCCESS;
+    return (int)r;
+}
+
+static void cuda_device_pop(int token)
+{
+    CUcontext c;
+    if (token) /* pops what device_push pushed; the call it framed gave the answer */
+        (void)drv.cuCtxPopCurrent_v2(&c);
+}
+
+static int cuda_can_access_peer(int device, int peer, int *can)
+{
+    CUdevice a, b;
+    *can = 0;
+    if (device == peer)
+        return (int)drv.cuDeviceGet(&a, device);
+    CUresult r = drv.cuDeviceGet(&a, device);
+    if (r == CUDA_SUCCESS)
+        r = drv.cuDeviceGet(&b, peer);
+    if (r == CUDA_SUCCESS)
+        r = drv.cuDeviceCanAccessPeer(can, a, b);
+    return (int)r;
+}
+
+static int cuda_pointer_device(const void *p, int *ordinal)
+{
+    int dev = -1;
+    CUresult r = ensure_ctx();
+    if (r == CUDA_SUCCESS)
+        r = drv.cuPointerGetAttribute(&dev, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                      (CUdeviceptr)(uintptr_t)p);
+    *ordinal = dev;
     return (int)r;
 }
 
@@ -375,6 +437,23 @@ static int cuda_memcpy_async(void *dst, const void *src, size_t bytes, cudaStrea
     return (int)r;
 }
 
+/* cudaMemcpyPeerAsync: each pointer named with its device's primary context, the copy on the
+ * caller's stream. */
+static int cuda_memcpy_peer_async(void *dst, int dst_device, const void *src, int src_device,
+                                  size_t bytes, cudaStream_t stream)
+{
+    CUcontext dc, sc;
+    CUresult r = ensure_ctx();
+    if (r == CUDA_SUCCESS)
+        r = primary_ctx(dst_device, &dc);
+    if (r == CUDA_SUCCESS)
+        r = primary_ctx(src_device, &sc);
+    if (r == CUDA_SUCCESS && bytes)
+        r = drv.cuMemcpyPeerAsync((CUdeviceptr)(uintptr_t)dst, dc, (CUdeviceptr)(uintptr_t)src,
+                                  sc, bytes, (CUstream)stream);
+    return (int)r;
+}
+
 static int cuda_stream_sync(cudaStream_t stream)
 {
     CUresult r = ensure_ctx();
@@ -426,6 +505,11 @@ const gpumem__backend gpumem__backend_cuda = {
     cuda_device_count,
     cuda_device_get,
     cuda_current_device,
+    cuda_set_device,
+    cuda_device_push,
+    cuda_device_pop,
+    cuda_can_access_peer,
+    cuda_pointer_device,
     cuda_mem_info,
     cuda_malloc_device,
     cuda_malloc_managed,
@@ -443,6 +527,7 @@ const gpumem__backend gpumem__backend_cuda = {
     cuda_mempool_trim,
     cuda_mempool_destroy,
     cuda_memcpy_async,
+    cuda_memcpy_peer_async,
     cuda_stream_sync,
     cuda_event_create,
     cuda_event_record,

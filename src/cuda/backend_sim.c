@@ -11,9 +11,17 @@
  * from gpumem's registry, as a driver would. Managed memory counts against the capacity
  * (real managed memory is only charged when it migrates; a simulation keeps it simple).
  *
+ * Several devices (GPUMEM_SIM_DEVICES, default 1), each with its own capacity and its own part
+ * of the address range; a current device per thread, device 0 until set (cudaSetDevice), as
+ * the runtime's. Peer access between any two simulated devices is possible unless
+ * GPUMEM_SIM_PEER_ACCESS=0; then a peer copy (cuMemcpyPeerAsync) and a direct copy between
+ * two devices' memory are refused with cudaErrorPeerAccessUnsupported. Real CUDA would copy
+ * without peer access through its own buffers: refusing is stricter, so that a test proves
+ * gpumem took its staged path.
+ *
  * Device, managed and stream-ordered memory come from one address range reserved at the first
- * allocation (mmap, without reserving swap: pages exist once touched), never from malloc: a GPU's memory never overlaps
- * the host heap, so host malloc can never return an address a released device allocation
+ * allocation (mmap, without reserving swap: pages exist once touched), split evenly between the
+ * devices, never from malloc: a GPU's memory never overlaps the host heap, so host malloc can never return an address a released device allocation
  * had (gpumem would call freeing it a double free). Blocks are powers of two from 512 bytes;
  * a released block goes to its size's free list and the next request of that size takes it,
  * last released first, as cudaMalloc hands a released address out again. Released blocks of
@@ -37,6 +45,7 @@ typedef struct sim_block {
     uintptr_t base;
     size_t bytes;
     int type;
+    int device;   /* the device whose memory it is (host memory: current at allocation) */
     unsigned flags;
     unsigned cls; /* arena blocks: 1 << cls bytes of address space; 0 for host memory */
     struct sim_block *next;
@@ -45,17 +54,40 @@ typedef struct sim_block {
 #define SIM_BUCKETS 4096u
 #define ARENA_MIN_CLS 9u /* 512 bytes, the alignment of cudaMalloc's small results */
 #define ARENA_CLASSES 64u
+#define SIM_MAX_DEVICES 64 /* GPUMEM_SIM_DEVICES accepts 1 to 64 */
+
+/* One simulated device: its capacity and its part of the reserved range. */
+typedef struct sim_dev {
+    uint64_t capacity, used;
+    uintptr_t arena, arena_end, arena_next; /* its range and bump pointer */
+    sim_block *released[ARENA_CLASSES];     /* released arena blocks by class, newest first */
+} sim_dev;
 
 static struct {
     pthread_mutex_t lock;
     sim_block *buckets[SIM_BUCKETS];
     size_t live;
-    uint64_t capacity, used;
-    uintptr_t arena, arena_end, arena_next; /* the reserved range and its bump pointer */
-    sim_block *released[ARENA_CLASSES];     /* released arena blocks by class, newest first */
-} sim = {PTHREAD_MUTEX_INITIALIZER, {0}, 0, 0, 0, 0, 0, 0, {0}};
+    int ndev;
+    int peer;              /* peer access between devices (GPUMEM_SIM_PEER_ACCESS) */
+    uintptr_t range;       /* the start of device 0's range */
+    atomic_uintptr_t span; /* each device's range's size; 0 until reserved (stored last) */
+    sim_dev dev[SIM_MAX_DEVICES];
+} sim = {PTHREAD_MUTEX_INITIALIZER, {0}, 0, 1, 1, 0, 0, {{0}}};
+
+static _Thread_local int sim_current; /* the thread's current device (cudaSetDevice) */
 
 static atomic_int poisoned; /* a sticky error: while set, every call returns it */
+
+/* The device whose range holds a, or -1. The ranges are written once, before span is stored
+ * (release), so a thread that sees span sees them. */
+static int sim_device_of(uintptr_t a)
+{
+    uintptr_t span = atomic_load_explicit(&sim.span, memory_order_acquire);
+    if (!span || a < sim.range)
+        return -1;
+    uintptr_t i = (a - sim.range) / span;
+    return i < (uintptr_t)sim.ndev && a < sim.dev[i].arena_end ? (int)i : -1;
+}
 
 static size_t sim_bucket(uintptr_t a)
 {
@@ -79,23 +111,27 @@ static int sim_init(char *why, size_t n)
 {
     (void)why;
     (void)n;
-    sim.capacity = gpumem__opt_u64(GPUMEM__OPT_SIM_DEVICE_BYTES);
+    uint64_t count = gpumem__opt_u64(GPUMEM__OPT_SIM_DEVICES);
+    sim.ndev = count < 1 ? 1 : count > SIM_MAX_DEVICES ? SIM_MAX_DEVICES : (int)count;
+    sim.peer = gpumem__opt_bool(GPUMEM__OPT_SIM_PEER_ACCESS);
+    for (int i = 0; i < sim.ndev; i++)
+        sim.dev[i].capacity = gpumem__opt_u64(GPUMEM__OPT_SIM_DEVICE_BYTES);
     return 0;
 }
 
 static int sim_device_count(int *count)
 {
-    *count = 1;
+    *count = sim.ndev;
     return atomic_load(&poisoned);
 }
 
 static int sim_device_get(int ordinal, char *name, size_t n, size_t *total, int *major,
                           int *minor)
 {
-    if (ordinal != 0)
+    if (ordinal < 0 || ordinal >= sim.ndev)
         return cudaErrorInvalidDevice;
     snprintf(name, n, "gpumem simulated device");
-    *total = (size_t)sim.capacity;
+    *total = (size_t)sim.dev[ordinal].capacity;
     *major = 9;
     *minor = 0;
     return atomic_load(&poisoned);
@@ -103,18 +139,69 @@ static int sim_device_get(int ordinal, char *name, size_t n, size_t *total, int 
 
 static int sim_current_device(int *ordinal)
 {
-    *ordinal = 0;
+    *ordinal = sim_current;
     return atomic_load(&poisoned);
+}
+
+static int sim_set_device(int ordinal)
+{
+    int err = atomic_load(&poisoned);
+    if (err)
+        return err;
+    if (ordinal < 0 || ordinal >= sim.ndev)
+        return cudaErrorInvalidDevice;
+    sim_current = ordinal;
+    return 0;
+}
+
+/* The token is the device that was current, plus one. */
+static int sim_device_push(int ordinal, int *token)
+{
+    *token = 0;
+    int err = atomic_load(&poisoned);
+    if (err)
+        return err;
+    if (ordinal < 0 || ordinal >= sim.ndev)
+        return cudaErrorInvalidDevice;
+    if (ordinal != sim_current) {
+        *token = sim_current + 1;
+        sim_current = ordinal;
+    }
+    return 0;
+}
+
+static void sim_device_pop(int token)
+{
+    if (token)
+        sim_current = token - 1;
+}
+
+static int sim_can_access_peer(int device, int peer, int *can)
+{
+    *can = 0;
+    if (device < 0 || device >= sim.ndev || peer < 0 || peer >= sim.ndev)
+        return cudaErrorInvalidDevice;
+    *can = device != peer && sim.peer;
+    return atomic_load(&poisoned);
+}
+
+static int sim_pointer_device(const void *p, int *ordinal)
+{
+    int err = atomic_load(&poisoned);
+    if (err)
+        return err;
+    *ordinal = sim_device_of((uintptr_t)p);
+    return *ordinal < 0 ? cudaErrorInvalidValue : 0;
 }
 
 static int sim_mem_info(int ordinal, size_t *free_bytes, size_t *total)
 {
-    if (ordinal != 0)
+    if (ordinal < 0 || ordinal >= sim.ndev)
         return cudaErrorInvalidDevice;
     pthread_mutex_lock(&sim.lock);
     int err = atomic_load(&poisoned);
-    *free_bytes = (size_t)(sim.capacity - sim.used);
-    *total = (size_t)sim.capacity;
+    *free_bytes = (size_t)(sim.dev[ordinal].capacity - sim.dev[ordinal].used);
+    *total = (size_t)sim.dev[ordinal].capacity;
     pthread_mutex_unlock(&sim.lock);
     return err;
 }
@@ -125,54 +212,63 @@ static uint64_t host_ram(void)
     return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : UINT64_MAX;
 }
 
-/* Reserves the device's address range: four times its capacity (blocks are powers of two,
- * and a released block serves only its own size), at most 4 TiB, less when the system
- * refuses that much. Locked. */
+/* Reserves every device's address range at once: four times a device's capacity each
+ * (blocks are powers of two, and a released block serves only its own size), at most 4 TiB
+ * a device and 64 TiB in all, less when the system refuses that much. Locked. */
 static int arena_reserve(void)
 {
-    uint64_t want = sim.capacity > ((uint64_t)1 << 40) ? (uint64_t)4 << 40 : sim.capacity * 4;
+    uint64_t cap = sim.dev[0].capacity;
+    uint64_t want = cap > ((uint64_t)1 << 40) ? (uint64_t)4 << 40 : cap * 4;
     if (want < ((uint64_t)1 << 30))
         want = (uint64_t)1 << 30;
+    while (want > ((uint64_t)1 << 24) && want * (uint64_t)sim.ndev > ((uint64_t)64 << 40))
+        want /= 2;
+    const uintptr_t big = (uintptr_t)2 << 20;
     for (; want >= ((uint64_t)1 << 24); want /= 2) {
-        void *r = mmap(NULL, (size_t)want, PROT_READ | PROT_WRITE,
+        size_t total = (size_t)(want * (uint64_t)sim.ndev);
+        void *r = mmap(NULL, total, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (r != MAP_FAILED) {
-            /* Start on a 2 MiB boundary, so large blocks are aligned as CUDA's are. */
-            uintptr_t start = ((uintptr_t)r + ((uintptr_t)2 << 20) - 1) & ~(((uintptr_t)2 << 20) - 1);
-            sim.arena = start;
-            sim.arena_next = start;
-            sim.arena_end = (uintptr_t)r + (size_t)want;
-            return 0;
+        if (r == MAP_FAILED)
+            continue;
+        /* Each range starts on a 2 MiB boundary, so large blocks are aligned as CUDA's are. */
+        uintptr_t start = ((uintptr_t)r + big - 1) & ~(big - 1), end = (uintptr_t)r + total;
+        for (int i = 0; i < sim.ndev; i++) {
+            sim_dev *d = &sim.dev[i];
+            d->arena = d->arena_next = start + (uintptr_t)i * (uintptr_t)want;
+            d->arena_end = d->arena + (uintptr_t)want < end ? d->arena + (uintptr_t)want : end;
         }
+        sim.range = start;
+        atomic_store_explicit(&sim.span, (uintptr_t)want, memory_order_release);
+        return 0;
     }
     return -1;
 }
 
 /* An arena block for bytes (> 0): the newest released block of its class, or a fresh one
  * from the bump pointer. NULL when the range or host memory runs out. Locked. */
-static sim_block *arena_take(size_t bytes)
+static sim_block *arena_take(sim_dev *d, size_t bytes)
 {
     unsigned cls = ARENA_MIN_CLS;
     while (cls < ARENA_CLASSES - 1 && ((size_t)1 << cls) < bytes)
         cls++;
     if (((size_t)1 << cls) < bytes)
         return NULL;
-    sim_block *b = sim.released[cls];
+    sim_block *b = d->released[cls];
     if (b) {
-        sim.released[cls] = b->next;
+        d->released[cls] = b->next;
         return b;
     }
-    if (!sim.arena && arena_reserve() != 0)
+    if (!atomic_load_explicit(&sim.span, memory_order_relaxed) && arena_reserve() != 0)
         return NULL;
     size_t size = (size_t)1 << cls;
     uintptr_t align = size < ((uintptr_t)2 << 20) ? size : ((uintptr_t)2 << 20);
-    uintptr_t base = (sim.arena_next + align - 1) & ~(align - 1);
-    if (base < sim.arena_next || base > sim.arena_end || sim.arena_end - base < size)
+    uintptr_t base = (d->arena_next + align - 1) & ~(align - 1);
+    if (base < d->arena_next || base > d->arena_end || d->arena_end - base < size)
         return NULL;
     b = malloc(sizeof *b);
     if (!b)
         return NULL;
-    sim.arena_next = base + size;
+    d->arena_next = base + size;
     b->base = base;
     b->cls = cls;
     return b;
@@ -184,11 +280,13 @@ static void arena_give(sim_block *b)
 {
     if (b->cls >= 16)
         madvise((void *)b->base, (size_t)1 << b->cls, MADV_DONTNEED);
-    b->next = sim.released[b->cls];
-    sim.released[b->cls] = b;
+    sim_dev *d = &sim.dev[b->device];
+    b->next = d->released[b->cls];
+    d->released[b->cls] = b;
 }
 
-static int sim_alloc(void **p, size_t bytes, int type, unsigned flags)
+/* Memory of the given device (host memory: the device only labels it). */
+static int sim_alloc(void **p, size_t bytes, int type, unsigned flags, int device)
 {
     *p = NULL;
     pthread_mutex_lock(&sim.lock);
@@ -198,16 +296,17 @@ static int sim_alloc(void **p, size_t bytes, int type, unsigned flags)
         return err;
     }
     int on_device = type != SIM_HOST;
+    sim_dev *d = &sim.dev[device];
     /* Pinned memory cannot exceed physical memory (CUDA cannot lock more); checking this
      * keeps the answer the same on machines whose malloc overcommits. */
-    if ((on_device && bytes > sim.capacity - sim.used) || (!on_device && bytes > host_ram())) {
+    if ((on_device && bytes > d->capacity - d->used) || (!on_device && bytes > host_ram())) {
         pthread_mutex_unlock(&sim.lock);
         return cudaErrorMemoryAllocation;
     }
     void *mem = NULL;
     sim_block *b = NULL;
     if (on_device) {
-        b = arena_take(bytes);
+        b = arena_take(d, bytes);
         mem = b ? (void *)b->base : NULL;
     } else {
         b = malloc(sizeof *b);
@@ -227,13 +326,14 @@ static int sim_alloc(void **p, size_t bytes, int type, unsigned flags)
     b->base = (uintptr_t)mem;
     b->bytes = bytes;
     b->type = type;
+    b->device = device;
     b->flags = flags;
     size_t k = sim_bucket(b->base);
     b->next = sim.buckets[k];
     sim.buckets[k] = b;
     sim.live++;
     if (on_device)
-        sim.used += bytes;
+        d->used += bytes;
     pthread_mutex_unlock(&sim.lock);
     *p = mem;
     return 0;
@@ -259,7 +359,7 @@ static int sim_release(const void *p, unsigned accepted_types)
         *pp = b->next;
         sim.live--;
         if (b->type != SIM_HOST) {
-            sim.used -= b->bytes;
+            sim.dev[b->device].used -= b->bytes;
             arena_give(b);
             pthread_mutex_unlock(&sim.lock);
             return 0;
@@ -288,25 +388,25 @@ static int sim_find(const void *a, sim_block *out)
 
 static int sim_malloc_device(void **p, size_t bytes)
 {
-    return sim_alloc(p, bytes, SIM_DEVICE, 0);
+    return sim_alloc(p, bytes, SIM_DEVICE, 0, sim_current);
 }
 static int sim_malloc_managed(void **p, size_t bytes, unsigned flags)
 {
     if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost)
         return cudaErrorInvalidValue;
-    return sim_alloc(p, bytes, SIM_MANAGED, flags);
+    return sim_alloc(p, bytes, SIM_MANAGED, flags, sim_current);
 }
 static int sim_host_alloc(void **p, size_t bytes, unsigned flags)
 {
     if (flags & ~(unsigned)(cudaHostAllocPortable | cudaHostAllocMapped |
                             cudaHostAllocWriteCombined))
         return cudaErrorInvalidValue;
-    return sim_alloc(p, bytes, SIM_HOST, flags);
+    return sim_alloc(p, bytes, SIM_HOST, flags, sim_current);
 }
 static int sim_malloc_async(void **p, size_t bytes, cudaStream_t stream)
 {
     (void)stream;
-    return sim_alloc(p, bytes, SIM_ASYNC, 0);
+    return sim_alloc(p, bytes, SIM_ASYNC, 0, sim_current);
 }
 static int sim_free(void *p)
 {
@@ -353,8 +453,8 @@ static int sim_pointer_type(const void *p, int *type)
 }
 
 /* Prefetch and advice change where managed pages live, which host RAM cannot show, so the
- * simulated device only validates, with CUDA's answers: a device other than 0 or the host
- * (-1) is cudaErrorInvalidDevice; a range that is not inside one managed allocation, or an
+ * simulated device only validates, with CUDA's answers: a device that does not exist (other than
+ * the host, -1) is cudaErrorInvalidDevice; a range that is not inside one managed allocation, or an
  * advice CUDA does not define, is cudaErrorInvalidValue. */
 static int sim_managed_range(const void *p, size_t bytes, int device)
 {
@@ -362,7 +462,7 @@ static int sim_managed_range(const void *p, size_t bytes, int device)
     int err = atomic_load(&poisoned);
     if (err)
         return err;
-    if (device != 0 && device != -1)
+    if (device != -1 && (device < 0 || device >= sim.ndev))
         return cudaErrorInvalidDevice;
     if (!p || !sim_find(p, &b) || b.type != SIM_MANAGED)
         return cudaErrorInvalidValue;
@@ -403,7 +503,7 @@ static int sim_mempool_create(int ordinal, void **pool)
     int err = atomic_load(&poisoned);
     if (err)
         return err;
-    if (ordinal != 0)
+    if (ordinal < 0 || ordinal >= sim.ndev)
         return cudaErrorInvalidDevice;
     sim_mempool *mp = malloc(sizeof *mp);
     if (!mp)
@@ -420,7 +520,7 @@ static int sim_mempool_alloc(void *pool, void **p, size_t bytes, cudaStream_t st
         *p = NULL;
         return cudaErrorInvalidValue;
     }
-    return sim_alloc(p, bytes, SIM_ASYNC, 0);
+    return sim_alloc(p, bytes, SIM_ASYNC, 0, ((sim_mempool *)pool)->device);
 }
 
 static int sim_mempool_trim(void *pool, size_t keep_bytes)
@@ -473,9 +573,39 @@ static int sim_memcpy_async(void *dst, const void *src, size_t bytes, cudaStream
         return atomic_load(&copy_failure);
     if (bytes && (!dst || !src))
         return cudaErrorInvalidValue;
+    int from = sim_device_of((uintptr_t)src), to = sim_device_of((uintptr_t)dst);
+    if (from >= 0 && to >= 0 && from != to && !sim.peer)
+        return cudaErrorPeerAccessUnsupported;
     if (bytes)
         memcpy(dst, src, bytes);
     return 0;
+}
+
+/* cuMemcpyPeerAsync: dst on dst_device, src on src_device, each checked against its device's
+ * range (a pointer of another device is cudaErrorInvalidValue). */
+static atomic_ullong peer_copies;
+
+unsigned long long gpumem__sim_peer_copies(void)
+{
+    return atomic_load(&peer_copies);
+}
+
+static int sim_memcpy_peer_async(void *dst, int dst_device, const void *src, int src_device,
+                                 size_t bytes, cudaStream_t stream)
+{
+    int err = atomic_load(&poisoned);
+    if (err)
+        return err;
+    if (dst_device < 0 || dst_device >= sim.ndev || src_device < 0 || src_device >= sim.ndev)
+        return cudaErrorInvalidDevice;
+    if (!bytes)
+        return 0;
+    if (sim_device_of((uintptr_t)dst) != dst_device || sim_device_of((uintptr_t)src) != src_device)
+        return cudaErrorInvalidValue;
+    if (dst_device != src_device && !sim.peer)
+        return cudaErrorPeerAccessUnsupported;
+    atomic_fetch_add(&peer_copies, 1);
+    return sim_memcpy_async(dst, src, bytes, stream);
 }
 
 static int sim_stream_sync(cudaStream_t stream)
@@ -603,6 +733,11 @@ const gpumem__backend gpumem__backend_sim = {
     sim_device_count,
     sim_device_get,
     sim_current_device,
+    sim_set_device,
+    sim_device_push,
+    sim_device_pop,
+    sim_can_access_peer,
+    sim_pointer_device,
     sim_mem_info,
     sim_malloc_device,
     sim_malloc_managed,
@@ -620,6 +755,7 @@ const gpumem__backend gpumem__backend_sim = {
     sim_mempool_trim,
     sim_mempool_destroy,
     sim_memcpy_async,
+    sim_memcpy_peer_async,
     sim_stream_sync,
     sim_event_create,
     sim_event_record,

@@ -15,6 +15,7 @@
 #   // expect-exit: N      PROGRAM's own exit status (default 0)
 #   // expect-status: exited|signaled|unchecked   (default exited)
 #   // expect-signal: N    the signal, with signaled
+#   // expect-gpus: N      the program needs N GPUs: skipped (77) when nvidia-smi -L lists fewer
 #   Where the finding was made, as frames of SOURCE itself, innermost first:
 #       at=CHAIN        the finding's stack: a leak's allocation, else the release call (or the
 #                       failed allocation)
@@ -59,6 +60,12 @@ name=${name%.*}
 
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
   echo "SKIP: no GPU (nvidia-smi -L lists none)"
+  exit 77
+fi
+need_gpus=$(sed -n 's|^//[[:space:]]*expect-gpus:[[:space:]]*\([0-9][0-9]*\).*|\1|p' "$src" | head -1)
+have_gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+if [ -n "$need_gpus" ] && [ "$have_gpus" -lt "$need_gpus" ]; then
+  echo "SKIP: $name needs $need_gpus GPUs, nvidia-smi -L lists $have_gpus"
   exit 77
 fi
 if ! "$gpumem" check --help >/dev/null 2>&1; then

@@ -226,6 +226,18 @@ case_ mismatch_without_alloc_stack accept "$f" 99 "no_alloc_at: done" \
   "$(doc "$(prog no_alloc_at)" '"status":"exited","exit_code":0' \
     "$(mm "$(ff main release)" "")" 1 0)"
 
+# A program that needs two GPUs (// expect-gpus: 2), where the stand-in lists one: skipped.
+FAKE_DOCS=$tmp FAKE_RC=0 FAKE_OUTPUT= bash "$dir/run_one.sh" "$tmp/bin/gpumem" \
+  /build/check_leak_two_gpus_static "$dir/progs/leak_two_gpus.cu" >"$tmp/two_gpus.log" 2>&1
+got=$?
+if [ $got -eq 77 ] && grep -q "needs 2 GPUs, nvidia-smi -L lists 1" "$tmp/two_gpus.log"; then
+  echo "selftest: two_gpus: skipped with one GPU, as it should"
+else
+  echo "selftest: two_gpus: run_one.sh exited $got, but should skip (77); its output:"
+  cat "$tmp/two_gpus.log"
+  failures=$((failures + 1))
+fi
+
 if [ $failures -ne 0 ]; then
   echo "selftest: $failures case(s) wrong"
   exit 1

@@ -275,6 +275,7 @@ typedef struct {
     const char *suppressed; /* the matching suppression's name */
     int leak_kind;          /* a leak's: LEAK_DEFINITE or LEAK_REACHABLE */
     int counted;            /* a leak: an error (its kind is in --errors-for-leak-kinds) */
+    int device;             /* a leak's or failed allocation's device (the context's) */
 } finding;
 
 static pthread_mutex_t findings_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -499,7 +500,7 @@ void check_alloc(const char *call, int kind, uintptr_t base, size_t bytes, int d
     check_tls_busy++;
     if (cuda_error) {
         finding f = {.kind = CHECK_FAILED_ALLOC, .call = call, .memory = kind, .bytes = bytes,
-                     .stack = stack, .error = cuda_error};
+                     .stack = stack, .error = cuda_error, .device = device};
         gpumem__trace_failed(kind, bytes, device, (gpumem_site){NULL, call, 0}, stack,
                              gpumem__status_from_cuda(cuda_error), cuda_error);
         report(&f);
@@ -802,7 +803,7 @@ static void add_span(const void *p, size_t bytes, void *arg)
 
 typedef struct {
     const char *call;
-    int memory, leak_kind;
+    int memory, leak_kind, device;
     uint32_t stack;
     uint64_t count, bytes, first_seq;
 } leak_group;
@@ -826,6 +827,8 @@ static int by_group_key(const void *x, const void *y)
         return a->r->stack < b->r->stack ? -1 : 1;
     if (a->r->kind != b->r->kind)
         return a->r->kind - b->r->kind;
+    if (a->r->device != b->r->device)
+        return a->r->device - b->r->device;
     int c = strcmp(a->r->site.func ? a->r->site.func : "", b->r->site.func ? b->r->site.func : "");
     if (c)
         return c;
@@ -923,10 +926,11 @@ static long leak_groups(int scan, leak_group **out, int *skipped, long long *sca
         const gpumem__rec *r = rk[i].r;
         leak_group *last = ng ? &g[ng - 1] : NULL;
         if (!last || last->leak_kind != rk[i].leak_kind || last->stack != r->stack ||
-            last->memory != r->kind || !same_call(last->call, r->site.func)) {
+            last->memory != r->kind || last->device != r->device ||
+            !same_call(last->call, r->site.func)) {
             g[ng++] = (leak_group){.call = r->site.func, .memory = r->kind,
-                                   .leak_kind = rk[i].leak_kind, .stack = r->stack,
-                                   .first_seq = r->seq};
+                                   .leak_kind = rk[i].leak_kind, .device = r->device,
+                                   .stack = r->stack, .first_seq = r->seq};
             last = &g[ng - 1];
         }
         last->count++;
@@ -946,6 +950,33 @@ static long leak_groups(int scan, leak_group **out, int *skipped, long long *sca
 }
 
 /* ---- the end ---- */
+
+/* What was left on each device at exit (statistics slots), for the per-device lines. */
+typedef struct {
+    uint64_t bytes[3][GPUMEM_STATS_DEVICES], count[3][GPUMEM_STATS_DEVICES]; /* by leak kind */
+    uint64_t leaks[GPUMEM_STATS_DEVICES], leaked_bytes[GPUMEM_STATS_DEVICES]; /* counted ones */
+} device_sums;
+
+/* One line per device the program allocated on: what it left, and its peak. */
+static void say_devices(const gpumem_stats_t *st, const device_sums *dev)
+{
+    char b1[32], b2[32], b3[32], b4[32];
+    for (int d = 0; d < GPUMEM_STATS_DEVICES; d++) {
+        if (!st->device_count[d].total)
+            continue;
+        uint64_t left = dev->bytes[LEAK_DEFINITE][d] + dev->bytes[LEAK_REACHABLE][d];
+        uint64_t n = dev->count[LEAK_DEFINITE][d] + dev->count[LEAK_REACHABLE][d];
+        say("DEVICE %d%s: %s bytes left in %llu allocation%s (%s definitely lost, %s still "
+            "reachable), peak %s, %llu allocation%s made",
+            d, d == GPUMEM_STATS_DEVICES - 1 ? "+" : "", grouped(left, b1, sizeof b1),
+            (unsigned long long)n, n == 1 ? "" : "s",
+            grouped(dev->bytes[LEAK_DEFINITE][d], b2, sizeof b2),
+            grouped(dev->bytes[LEAK_REACHABLE][d], b3, sizeof b3),
+            gpumem_format_bytes(st->device_bytes[d].peak, b4, sizeof b4),
+            (unsigned long long)st->device_count[d].total,
+            st->device_count[d].total == 1 ? "" : "s");
+    }
+}
 
 static atomic_int finished;
 static const char *unchecked_why;
@@ -1001,6 +1032,8 @@ static json_t *finding_json(const finding *f)
     }
     if (f->memory)
         json_object_set_new(o, "memory", json_string(gpumem_kind_name(f->memory)));
+    if (f->kind == CHECK_LEAK || f->kind == CHECK_FAILED_ALLOC)
+        json_object_set_new(o, "device", json_integer(f->device));
     if (f->kind != CHECK_INVALID)
         json_object_set_new(o, "bytes", json_integer((json_int_t)f->bytes));
     if (f->address) {
@@ -1042,8 +1075,8 @@ static json_t *command_json(void)
     return arr;
 }
 
-static void write_json(const char *status, int code, const gpumem_stats_t *st, uint64_t leaks,
-                       uint64_t leaked_bytes)
+static void write_json(const char *status, int code, const gpumem_stats_t *st,
+                       const device_sums *dev, uint64_t leaks, uint64_t leaked_bytes)
 {
     char path[4096];
     expand_path(opt.json, path, sizeof path);
@@ -1069,6 +1102,26 @@ static void write_json(const char *status, int code, const gpumem_stats_t *st, u
         if (st->count[k].total)
             json_object_set_new(peak, gpumem_kind_name(k), json_integer((json_int_t)st->bytes[k].peak));
     json_object_set_new(root, "peak", peak);
+    /* One entry per device the program allocated on; "summary" below is all of them merged. */
+    json_t *devices = json_array();
+    for (int d = 0; d < GPUMEM_STATS_DEVICES; d++) {
+        if (!st->device_count[d].total)
+            continue;
+        json_t *o = json_object();
+        json_object_set_new(o, "device", json_integer(d));
+        if (d == GPUMEM_STATS_DEVICES - 1)
+            json_object_set_new(o, "and_above", json_true());
+        json_object_set_new(o, "allocations", json_integer((json_int_t)st->device_count[d].total));
+        json_object_set_new(o, "peak_bytes", json_integer((json_int_t)st->device_bytes[d].peak));
+        json_object_set_new(o, "leaks", json_integer((json_int_t)dev->leaks[d]));
+        json_object_set_new(o, "leaked_bytes", json_integer((json_int_t)dev->leaked_bytes[d]));
+        json_object_set_new(o, "definitely_lost_bytes",
+                            json_integer((json_int_t)dev->bytes[LEAK_DEFINITE][d]));
+        json_object_set_new(o, "still_reachable_bytes",
+                            json_integer((json_int_t)dev->bytes[LEAK_REACHABLE][d]));
+        json_array_append_new(devices, o);
+    }
+    json_object_set_new(root, "devices", devices);
     json_t *sum = json_object();
     json_object_set_new(sum, "errors", json_integer(atomic_load(&error_count)));
     json_object_set_new(sum, "leaks", json_integer((json_int_t)leaks));
@@ -1098,7 +1151,8 @@ static void command_text(char *buf, size_t n)
             buf[i] = ' ';
 }
 
-static void write_status(const char *status, int code, uint64_t leaks, uint64_t leaked_bytes)
+static void write_status(const char *status, int code, const gpumem_stats_t *st,
+                         const device_sums *dev, uint64_t leaks, uint64_t leaked_bytes)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%ld", opt.status, (long)getpid());
@@ -1114,6 +1168,13 @@ static void write_status(const char *status, int code, uint64_t leaks, uint64_t 
     fprintf(f, "errors %ld\nstatus %s\ncode %d\nleaks %llu\nleaked_bytes %llu\ncommand %s\n",
             atomic_load(&error_count), status, code, (unsigned long long)leaks,
             (unsigned long long)leaked_bytes, cmd);
+    /* Each device the process allocated on, for the summary by device of many processes. */
+    for (int d = 0; d < GPUMEM_STATS_DEVICES; d++)
+        if (st->device_count[d].total)
+            fprintf(f, "device %d allocations %llu leaks %llu leaked_bytes %llu peak %llu\n", d,
+                    (unsigned long long)st->device_count[d].total,
+                    (unsigned long long)dev->leaks[d], (unsigned long long)dev->leaked_bytes[d],
+                    (unsigned long long)st->device_bytes[d].peak);
     errno = 0;
     int failed = ferror(f);
     if (fclose(f) != 0 || failed)
@@ -1700,6 +1761,15 @@ void check_finish(const char *status, int code)
     int skipped = 0;
     long long scanned = -1;
     long ng = opt.leak == LEAK_NO ? 0 : leak_groups(1, &g, &skipped, &scanned);
+    gpumem_stats_t st;
+    gpumem_stats(&st);
+    /* With more than one device, leaks name their device and each device gets a line. */
+    int devices_used = 0;
+    for (int d = 0; d < GPUMEM_STATS_DEVICES; d++)
+        devices_used += st.device_count[d].total != 0;
+    int per_device = devices_used > 1;
+    device_sums dev;
+    memset(&dev, 0, sizeof dev);
     uint64_t leaks = 0, leaked_bytes = 0;
     uint64_t sum_bytes[3] = {0}, sum_blocks[3] = {0}, sum_sites[3] = {0};
     uint64_t by_kind_bytes[3][GPUMEM_KIND_COUNT_] = {{0}}, by_kind_count[3][GPUMEM_KIND_COUNT_] = {{0}};
@@ -1709,10 +1779,12 @@ void check_finish(const char *status, int code)
         finding f = {.kind = CHECK_LEAK, .call = g[i].call ? g[i].call : "?",
                      .memory = g[i].memory, .bytes = g[i].bytes, .count = g[i].count,
                      .stack = g[i].stack, .leak_kind = lk,
-                     .counted = (opt.error_kinds & (unsigned)lk) != 0};
+                     .counted = (opt.error_kinds & (unsigned)lk) != 0, .device = g[i].device};
         int shown = (opt.show_kinds & (unsigned)lk) != 0;
         if (!shown && !f.counted) {
             /* Neither listed nor an error: only the summary counts it. */
+            dev.bytes[lk][gpumem__dev_slot(g[i].device)] += g[i].bytes;
+            dev.count[lk][gpumem__dev_slot(g[i].device)] += g[i].count;
             sum_bytes[lk] += g[i].bytes;
             sum_blocks[lk] += g[i].count;
             sum_sites[lk]++;
@@ -1727,16 +1799,24 @@ void check_finish(const char *status, int code)
         if (f.counted) {
             leaks++;
             leaked_bytes += g[i].bytes;
+            dev.leaks[gpumem__dev_slot(g[i].device)]++;
+            dev.leaked_bytes[gpumem__dev_slot(g[i].device)] += g[i].bytes;
         }
+        dev.bytes[lk][gpumem__dev_slot(g[i].device)] += g[i].bytes;
+        dev.count[lk][gpumem__dev_slot(g[i].device)] += g[i].count;
         sum_bytes[lk] += g[i].bytes;
         sum_blocks[lk] += g[i].count;
         sum_sites[lk]++;
         by_kind_bytes[lk][g[i].memory] += g[i].bytes;
         by_kind_count[lk][g[i].memory] += g[i].count;
         if (opt.leak == LEAK_FULL && shown) {
-            say("%s bytes in %llu %s allocation%s by %s() %s %s", grouped(g[i].bytes, b1, sizeof b1),
-                (unsigned long long)g[i].count, gpumem_kind_name(g[i].memory),
-                g[i].count == 1 ? "" : "s", f.call, g[i].count == 1 ? "is" : "are",
+            char on[32] = "";
+            if (per_device)
+                snprintf(on, sizeof on, " on device %d", g[i].device);
+            say("%s bytes in %llu %s allocation%s%s by %s() %s %s",
+                grouped(g[i].bytes, b1, sizeof b1), (unsigned long long)g[i].count,
+                gpumem_kind_name(g[i].memory), g[i].count == 1 ? "" : "s", on, f.call,
+                g[i].count == 1 ? "is" : "are",
                 lk == LEAK_DEFINITE ? "definitely lost" : "still reachable");
             say_stack(g[i].stack);
             gen_suppression(&f);
@@ -1772,9 +1852,9 @@ void check_finish(const char *status, int code)
             say("   (incomplete: %d registry shards were held by a thread)", skipped);
     }
     free(g);
+    if (per_device && !opt.quiet)
+        say_devices(&st, &dev);
 
-    gpumem_stats_t st;
-    gpumem_stats(&st);
     char peaks[512];
     uint64_t made[GPUMEM_KIND_COUNT_], peak[GPUMEM_KIND_COUNT_];
     for (int k = 0; k < GPUMEM_KIND_COUNT_; k++) {
@@ -1793,13 +1873,13 @@ void check_finish(const char *status, int code)
     fflush(out());
 #ifdef GPUMEM_HAVE_JANSSON
     if (opt.json)
-        write_json(status, code, &st, leaks, leaked_bytes);
+        write_json(status, code, &st, &dev, leaks, leaked_bytes);
 #else
     if (opt.json)
         say("gpumem check: warning: --json needs gpumem built with jansson (libjansson-dev)");
 #endif
     if (opt.status)
-        write_status(status, code, leaks, leaked_bytes);
+        write_status(status, code, &st, &dev, leaks, leaked_bytes);
     errno = 0;
     /* a process killed by its signal next writes nothing more */
     int flush_errno = fflush(out()) != 0 ? errno : 0;

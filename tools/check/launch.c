@@ -121,6 +121,31 @@ typedef struct {
     char status[32], command[256];
 } proc_status;
 
+/* What the processes left on each device, from the status files' device lines (a launcher
+ * with a worker per GPU: each worker's device). */
+#define LAUNCH_DEVICES 16
+static struct {
+    unsigned long long allocations, leaks, leaked_bytes, peak;
+    int processes;
+} by_device[LAUNCH_DEVICES];
+
+static void add_device_line(const char *line)
+{
+    int d;
+    unsigned long long allocs, leaks, bytes, peak;
+    if (sscanf(line, "device %d allocations %llu leaks %llu leaked_bytes %llu peak %llu", &d,
+               &allocs, &leaks, &bytes, &peak) != 5 || d < 0)
+        return;
+    if (d >= LAUNCH_DEVICES)
+        d = LAUNCH_DEVICES - 1;
+    by_device[d].allocations += allocs;
+    by_device[d].leaks += leaks;
+    by_device[d].leaked_bytes += bytes;
+    if (peak > by_device[d].peak)
+        by_device[d].peak = peak;
+    by_device[d].processes++;
+}
+
 static int by_pid(const void *a, const void *b)
 {
     const proc_status *x = a, *y = b;
@@ -165,6 +190,23 @@ static void print_processes(const proc_status *p, int n)
     fprintf(stderr, "gpumem check: total: %ld error%s (%llu leak%s, %s bytes) in %d processes\n",
             errors, errors == 1 ? "" : "s", leaks, leaks == 1 ? "" : "s",
             grouped_num(bytes, b, sizeof b), n);
+    /* With more than one device among them: the total by device. */
+    int devices = 0;
+    for (int d = 0; d < LAUNCH_DEVICES; d++)
+        devices += by_device[d].processes != 0;
+    for (int d = 0; devices > 1 && d < LAUNCH_DEVICES; d++) {
+        if (!by_device[d].processes)
+            continue;
+        char peak[32];
+        fprintf(stderr, "gpumem check: device %d%s: %llu leak%s (%s bytes) in %d process%s, "
+                        "%llu allocation%s made, largest peak of one process %s\n",
+                d, d == LAUNCH_DEVICES - 1 ? "+" : "", by_device[d].leaks,
+                by_device[d].leaks == 1 ? "" : "s",
+                grouped_num(by_device[d].leaked_bytes, b, sizeof b), by_device[d].processes,
+                by_device[d].processes == 1 ? "" : "es", by_device[d].allocations,
+                by_device[d].allocations == 1 ? "" : "s",
+                gpumem_format_bytes(by_device[d].peak, peak, sizeof peak));
+    }
 }
 
 static void json_puts(FILE *f, const char *text)
@@ -243,6 +285,8 @@ static int read_status(const char *dir, long *errors, int *unchecked)
                 line[strcspn(line, "\n")] = '\0';
                 if (strncmp(line, "command ", 8) == 0)
                     snprintf(ps.command, sizeof ps.command, "%.255s", line + 8);
+                else if (strncmp(line, "device ", 7) == 0)
+                    add_device_line(line);
                 else if (sscanf(line, "errors %ld", &ps.errors) == 1 ||
                          sscanf(line, "status %31s", ps.status) == 1 ||
                          sscanf(line, "code %ld", &ps.code) == 1 ||
