@@ -3,25 +3,26 @@
 # existing build natively, under `gpumem check` and under `compute-sanitizer --leak-check full`,
 # N times each, and writes a markdown report of the medians and the overheads. It builds nothing.
 #
-#   bench/check_overhead/run.sh BUILD_DIR OUT.md [--runs N]    (N: default 5)
+#   bench/check_overhead/run.sh BUILD_DIR OUT.md [--runs N] [--no-sanitizer]  (N: default 5)
 #
 # BUILD_DIR must hold bench/bench_check_{a,b,c} and tools/gpumem, e.g. from
 #   cmake --build BUILD_DIR --target bench_check_a bench_check_b bench_check_c gpumem_tool
 # Each program times its own loop (after a warm-up) and prints "RESULT name seconds"; start-up
 # and the checkers' exit reports are not in the numbers. compute-sanitizer is taken from
 # $COMPUTE_SANITIZER, else PATH, else the toolkit BUILD_DIR was configured with, else
-# /usr/local/cuda/bin; without one, its column is left out. The report records the date, the
-# machine, the GPU and driver, and the git commit.
+# /usr/local/cuda/bin; without one, or with --no-sanitizer, its column is left out. The report
+# records the date, the machine, the GPU and driver, and the git commit.
 set -uo pipefail
 
-usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [ $# -ge 2 ] || usage
 build=$1 out=$2
 shift 2
-runs=5
+runs=5 no_sanitizer=0
 while [ $# -gt 0 ]; do
   case $1 in
     --runs) [ $# -ge 2 ] || usage; runs=$2; shift ;;
+    --no-sanitizer) no_sanitizer=1 ;;
     *) usage ;;
   esac
   shift
@@ -57,7 +58,10 @@ if [ -z "$sanitizer" ] && [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
   sanitizer=/usr/local/cuda/bin/compute-sanitizer
 fi
 modes=(native check)
-if [ -n "$sanitizer" ]; then
+if [ $no_sanitizer -eq 1 ]; then
+  sanitizer=
+  echo "run.sh: --no-sanitizer: compute-sanitizer's column is left out" >&2
+elif [ -n "$sanitizer" ]; then
   modes+=(sanitizer)
 else
   echo "run.sh: compute-sanitizer not found: its column is left out" >&2
@@ -146,7 +150,11 @@ describe() {
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "- machine: $(uname -n), ${cpu:-$(uname -m)}, $(nproc) cores, $(uname -sr)"
   echo "- GPU: $gpu, driver $driver"
-  echo "- compute-sanitizer: ${sanitizer_version:-not found}"
+  if [ $no_sanitizer -eq 1 ]; then
+    echo "- compute-sanitizer: not run (--no-sanitizer)"
+  else
+    echo "- compute-sanitizer: ${sanitizer_version:-not found}"
+  fi
   echo "- gpumem commit: $commit"
   echo "- runs: $runs per program and mode; the median of each; overhead against native."
   echo "  \`gpumem check --leak-check=full -- PROG\`; \`compute-sanitizer --leak-check full PROG\`"

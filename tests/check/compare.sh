@@ -3,23 +3,26 @@
 # leak check, and writes a markdown page with the two outputs side by side, per program, below
 # the bugs the program plants (its expect lines). It builds nothing.
 #
-#   tests/check/compare.sh BUILD_DIR OUT.md [--runtime static|shared]
+#   tests/check/compare.sh BUILD_DIR OUT.md [--runtime static|shared] [PROGRAM...]
 #
+# PROGRAMs (names of progs/ without extension) limit the page to those; default: every one.
 # BUILD_DIR must hold tools/gpumem and tests/check/check_<prog>_<runtime> (default static,
 # nvcc's default runtime). compute-sanitizer is taken from $COMPUTE_SANITIZER, else PATH, else
 # the toolkit that BUILD_DIR was configured with, else /usr/local/cuda/bin. The page records the
 # date, the machine, the GPU and driver, compute-sanitizer's version and the git commit.
 set -uo pipefail
 
-usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [ $# -ge 2 ] || usage
 build=$1 out=$2
 shift 2
 runtime=static
+only=()
 while [ $# -gt 0 ]; do
   case $1 in
     --runtime) [ $# -ge 2 ] || usage; runtime=$2; shift ;;
-    *) usage ;;
+    -*) usage ;;
+    *) only+=("$1") ;;
   esac
   shift
 done
@@ -83,7 +86,11 @@ fenced() {
   echo "- GPU: $gpu, driver $driver"
   echo "- compute-sanitizer: ${sanitizer_version:-unknown} ($sanitizer)"
   echo "- gpumem commit: $commit"
-  echo "- programs: tests/check/progs, built with the $runtime CUDA runtime (-g -lineinfo -O0)"
+  if [ ${#only[@]} -gt 0 ]; then
+    echo "- programs: ${only[*]} (of tests/check/progs), built with the $runtime CUDA runtime (-g -lineinfo -O0)"
+  else
+    echo "- programs: tests/check/progs, built with the $runtime CUDA runtime (-g -lineinfo -O0)"
+  fi
   echo "- commands: \`gpumem check --leak-check=full -- PROG\` and"
   echo "  \`compute-sanitizer --leak-check full --error-exitcode 0 PROG\`; each cell is"
   echo "  stdout and stderr together, then the exit status"
@@ -94,6 +101,9 @@ status=0
 for src in "$here"/progs/*.cu "$here"/progs/*.c; do
   name=$(basename "$src")
   name=${name%.*}
+  if [ ${#only[@]} -gt 0 ] && [[ " ${only[*]} " != *" $name "* ]]; then
+    continue
+  fi
   prog=$build/tests/check/check_${name}_$runtime
   if [ ! -x "$prog" ]; then
     echo "compare.sh: $prog not found; skipped" >&2

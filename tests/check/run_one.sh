@@ -16,11 +16,31 @@
 #   // expect-status: exited|signaled|unchecked   (default exited)
 #   // expect-signal: N    the signal, with signaled
 #   // expect-gpus: N      the program needs N GPUs: skipped (77) when nvidia-smi -L lists fewer
+#   Where the finding was made, as frames of SOURCE itself, innermost first:
+#       at=CHAIN        the finding's stack: a leak's allocation, else the release call (or the
+#                       failed allocation)
+#       alloc_at=CHAIN  the allocation's stack of a finding on a release (a mismatch, say)
+#       first_at=CHAIN  a double free's first release
+#     CHAIN is FUNC@MARK frames joined by "," (called from the next frame) or ">" (inlined into
+#     the next frame): "make_buffer@alloc,main@leak" or "fill_in@alloc>main@leak". MARK names
+#     the line of SOURCE that ends with the comment "// @MARK". The stack's innermost frames
+#     in SOURCE's file (any frames before them, in other files, are passed over: a C++ runtime's
+#     own operator delete, say) must be these, one for one: the function (C++ names without
+#     their parameters; a compiler's clone suffix such as ".constprop.0" is allowed), the file,
+#     the marked line and whether it is inlined into the next frame (the last frame's own
+#     inlining is not checked).
 # A program without expect lines must get no findings. The findings must match exactly, as a
 # multiset: none missing, none more (suppressed findings do not count). A leak finding is one
-# call site; count=N checks how many blocks it groups (the programs leak one block per site). Every finding but invalid-free must also have a stack frame
-# (in alloc_stack or stack) in SOURCE's file with a line number: the programs are built with
-# -g -lineinfo.
+# call site; count=N checks how many blocks it groups (the programs leak one block per site).
+# Every finding must carry at= (its allocation's too, alloc_at=, where the JSON has it) and
+# every finding but invalid-free must have a stack frame in SOURCE's file.
+#
+# CHECK_SYMBOLS_ONLY=1 in the environment: PROGRAM's host code has no debug information (built
+# with nvcc -lineinfo but without -g, which gives line tables to device code only, or a C
+# compiler without -g), so stacks name functions from the symbol table alone. Each CHAIN is
+# then checked without its inlined frames (they are part of the function they were inlined
+# into), from the first frame of PROGRAM's own module, by function; a frame's file and line
+# are checked only where the stack has them. The rule of a frame in SOURCE's file is dropped.
 #
 # gpumem check runs with --error-exitcode=99, so its own exit status must be 99 when findings
 # were reported and PROGRAM's own otherwise; PROGRAM must print "<name>: done" (its closing line)
@@ -80,7 +100,31 @@ from collections import Counter
 
 src, prog, rc, tmp, name = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
 static_cxx = os.environ.get("CHECK_STATIC_CXX") == "1"
+symbols_only = os.environ.get("CHECK_SYMBOLS_ONLY") == "1"
 problems = []
+FRAME_KEYS = {"at": "stack", "alloc_at": "alloc_stack", "first_at": "first_release_stack"}
+
+# ---- The marked lines of SOURCE: "// @MARK" at the end of a line of code ----
+marks = {}
+with open(src) as f:
+    for number, line in enumerate(f, 1):
+        m = re.search(r"\S.*//\s*@([A-Za-z0-9_]+)\s*$", line)
+        if m:
+            if m.group(1) in marks:
+                sys.exit(f"run_one.sh: {src}:{number}: mark @{m.group(1)} is on line "
+                         f"{marks[m.group(1)]} already")
+            marks[m.group(1)] = number
+
+def parse_chain(text, line):
+    """'f@a,g@b>h@c' -> [(func, line, inlined into the next)], innermost first."""
+    chain = []
+    for part, sep in re.findall(r"([^,>]+)([,>]?)", text):
+        func, _, mark = part.partition("@")
+        if not func or mark not in marks:
+            sys.exit(f"run_one.sh: {src}: bad frame {part!r} (no // @{mark} line?) in: "
+                     f"{line.strip()}")
+        chain.append((func, marks[mark], sep == ">"))
+    return chain
 
 # ---- The expect lines ----
 expect = {"expect": [], "expect-child": []}
@@ -98,9 +142,12 @@ with open(src) as f:
             pairs = {}
             while words and "=" in words[-1]:
                 k, v = words.pop().split("=", 1)
-                pairs[k] = v
+                pairs[k] = parse_chain(v, line) if k in FRAME_KEYS else v
             if len(words) < 3:
                 sys.exit(f"run_one.sh: {src}: bad expect line: {line.strip()}")
+            if "at" not in pairs:
+                sys.exit(f"run_one.sh: {src}: expect line without at=FUNC@MARK (where the "
+                         f"finding is made): {line.strip()}")
             call = " ".join(words[1:-1])
             # A program that carries the C++ runtime itself (a toolchain that links
             # libstdc++ statically) calls its own operator delete, which no preloaded library
@@ -148,8 +195,89 @@ def triple(finding):
     call = finding.get("alloc_call") if kind == "leak" else finding.get("call")
     return (kind, call or "?", finding.get("memory", "-"))
 
+def same_function(name, func):
+    """name (as the JSON has it) is func, but for C++ parameters or a clone suffix."""
+    return re.fullmatch(re.escape(func) + r"(\(.*\))?( \[clone [^]]*\])*"
+                        r"(\.(constprop|isra|part|cold|localalias)(\.\d+)?)*", str(name)) is not None
+
+def fmt_frame(fr):
+    return (f"{fr.get('function')} {os.path.basename(str(fr.get('file')))}:{fr.get('line')}" +
+            (" (inlined into the next)" if fr.get("inlined") else ""))
+
+def fmt_chain(chain):
+    return "".join(f"{func} line {line}" + (" inlined into " if inl else ", called from ")
+                   for func, line, inl in chain)[:-len(", called from ")]
+
+def stack_key(finding, key):
+    return "alloc_stack" if key == "at" and finding.get("kind") == "leak" else FRAME_KEYS[key]
+
+def frames_problem(finding, key, chain):
+    """Why finding's stack for key does not begin (in SOURCE's file) with chain; None if it does."""
+    name = stack_key(finding, key)
+    stack = finding.get(name)
+    if not isinstance(stack, list):
+        return f"{key}: the finding has no {name}"
+    base = os.path.basename(src)
+    if symbols_only:
+        chain = [c for c in chain if not c[2]]
+        first = next((i for i, fr in enumerate(stack) if os.path.basename(
+            str(fr.get("module") or "")) == os.path.basename(prog)), None)
+        where = f"the frames of {os.path.basename(prog)}"
+    else:
+        first = next((i for i, fr in enumerate(stack)
+                      if os.path.basename(str(fr.get("file") or "")) == base), None)
+        where = f"the frames in {base}"
+    if first is None:
+        return (f"{key}: none of {where} in {name}; expected {fmt_chain(chain)}; "
+                f"frames: " + "; ".join(fmt_frame(fr) for fr in stack))
+    got = stack[first:first + len(chain)]
+    for i, (func, line, inl) in enumerate(chain):
+        fr = got[i] if i < len(got) else None
+        why = None
+        have_line = not symbols_only or (fr is not None and fr.get("file") and fr.get("line"))
+        if fr is None:
+            why = "the stack ends before it"
+        elif not same_function(fr.get("function"), func):
+            why = f"the function is {fr.get('function')!r}"
+        elif have_line and os.path.basename(str(fr.get("file") or "")) != base:
+            why = f"the file is {fr.get('file')!r}"
+        elif have_line and fr.get("line") != line:
+            why = f"the line is {fr.get('line')!r}"
+        elif i + 1 < len(chain) and bool(fr.get("inlined")) != inl:
+            why = ("it is not marked inlined into the next frame" if inl
+                   else "it is marked inlined into the next frame")
+        if why:
+            return (f"{key}: frame {i + 1} should be {func} at {base}:{line}: {why}; expected "
+                    f"{fmt_chain(chain)}; {name} from {where} on: " +
+                    "; ".join(fmt_frame(fr) for fr in stack[first:]))
+    return None
+
+def frames_ok(finding, pairs, report):
+    ok = True
+    # The allocation's stack is asserted wherever a finding on a release has one.
+    if (finding.get("kind") != "leak" and finding.get("alloc_stack") and "alloc_at" not in pairs):
+        ok = False
+        if report:
+            problems.append(f"{' '.join(triple(finding))}: the finding has an alloc_stack, but "
+                            f"its expect line no alloc_at=")
+    for key, chain in pairs.items():
+        if key not in FRAME_KEYS:
+            continue
+        # A process ending by a fatal signal reports from the signal handler, which shows only
+        # stacks symbolized before the signal: a stack first seen there is left out (empty).
+        if status == "signaled" and not finding.get(stack_key(finding, key)):
+            continue
+        why = frames_problem(finding, key, chain)
+        if why:
+            ok = False
+            if report:
+                problems.append(f"{' '.join(triple(finding))}: {why}")
+    return ok
+
 def satisfies(finding, pairs):
     for k, v in pairs.items():
+        if k in FRAME_KEYS:
+            continue
         have = finding.get(k, 1 if k == "count" else None)
         if str(have) != v:
             return False
@@ -160,16 +288,21 @@ def compare(what, findings, expected):
     left = list(findings)
     missing = []
     for exp in sorted(expected, key=lambda e: -len(e[1])):
-        for i, f in enumerate(left):
-            if triple(f) == exp[0] and satisfies(f, exp[1]):
-                del left[i]
-                break
+        # A finding whose frames are right too, else one whose frames are wrong (said so).
+        fits = [i for i, f in enumerate(left) if triple(f) == exp[0] and satisfies(f, exp[1])]
+        right = [i for i in fits if frames_ok(left[i], exp[1], False)]
+        if right or fits:
+            i = (right or fits)[0]
+            if not right:
+                frames_ok(left[i], exp[1], True)
+            del left[i]
         else:
             missing.append(exp)
     if not missing and not left:
         return True
     def fmt_exp(e):
-        return " ".join(e[0]) + "".join(f" {k}={v}" for k, v in sorted(e[1].items()))
+        return " ".join(e[0]) + "".join(f" {k}={v}" for k, v in sorted(e[1].items())
+                                        if k not in FRAME_KEYS)
     def fmt_found(f):
         extra = {k: f[k] for k in ("bytes", "count", "offset", "error", "address") if k in f}
         return " ".join(triple(f)) + "".join(f" {k}={v}" for k, v in extra.items())
@@ -202,7 +335,7 @@ def check_shape(what, doc):
             problems.append(f"{what}: a leak has a call ({f['call']}); leaks name only alloc_call")
         if kind == "failed-alloc" and not str(f.get("error", "")).startswith("cudaError"):
             problems.append(f"{what}: failed-alloc without a CUDA error name: {f.get('error')!r}")
-        if kind == "invalid-free":
+        if kind == "invalid-free" or symbols_only:
             continue
         frames = (f.get("alloc_stack") or []) + (f.get("stack") or [])
         # A process ending by a fatal signal reports from the signal handler, which shows only

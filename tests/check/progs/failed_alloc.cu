@@ -1,4 +1,4 @@
-// expect: failed-alloc cudaMalloc device bytes=1125899906842624 error=cudaErrorMemoryAllocation
+// expect: failed-alloc cudaMalloc device bytes=1125899906842624 error=cudaErrorMemoryAllocation at=main@huge
 //
 // cudaMalloc of 1 PiB (1 << 50 bytes), which no GPU has: the program checks the error, says
 // so and goes on with a reasonable size.
@@ -8,7 +8,7 @@ int main(void)
 {
     prog_init();
     void *huge = NULL;
-    cudaError_t err = cudaMalloc(&huge, (size_t)1 << 50);
+    cudaError_t err = cudaMalloc(&huge, (size_t)1 << 50); // @huge
     if (err == cudaSuccess) {
         fprintf(stderr, "failed_alloc: cudaMalloc of 1 PiB succeeded?\n");
         return 1;

@@ -1,5 +1,5 @@
-// expect: leak cudaMallocHost pinned bytes=8192
-// expect-child: leak cudaMalloc device bytes=16384
+// expect: leak cudaMallocHost pinned bytes=8192 at=main@alloc
+// expect-child: leak cudaMalloc device bytes=16384 at=child@child_alloc,main@child
 //
 // Runs itself again as a child process (fork, then exec of /proc/self/exe with the argument
 // "child") before touching CUDA. The child leaks one device block; the parent waits for it,
@@ -11,11 +11,11 @@
 
 #include "check_prog.h"
 
-static int child(void)
+__attribute__((noinline)) static int child(void)
 {
     prog_init();
     void *d = NULL;
-    CHECK(cudaMalloc(&d, 16384));
+    CHECK(cudaMalloc(&d, 16384)); // @child_alloc
     CHECK(cudaMemset(d, 0, 16384));
     CHECK(cudaDeviceSynchronize());
     prog_done("fork_child child");
@@ -24,8 +24,13 @@ static int child(void)
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "child") == 0)
-        return child();
+    // Not "return child();": at -O2 that is a jump, and main's frame would be gone from the
+    // child's stack.
+    if (argc > 1 && strcmp(argv[1], "child") == 0) {
+        int rc = child(); // @child
+        printf("fork_child: child returns %d\n", rc);
+        return rc;
+    }
 
     fflush(stdout);
     pid_t pid = fork();
@@ -53,7 +58,7 @@ int main(int argc, char **argv)
 
     prog_init();
     void *h = NULL;
-    CHECK(cudaMallocHost(&h, 8192));
+    CHECK(cudaMallocHost(&h, 8192)); // @alloc
     memset(h, 0, 8192);
     prog_done("fork_child");
     return 0;

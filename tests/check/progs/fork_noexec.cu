@@ -1,4 +1,4 @@
-// expect: leak cudaMalloc device bytes=8192
+// expect: leak cudaMalloc device bytes=8192 at=main@alloc
 //
 // Forks after CUDA is initialized, and the child leaves with exit() (its exit handlers run)
 // without exec. The child's copy of the parent's records is not its own: only the parent
@@ -14,7 +14,7 @@ int main(void)
 {
     prog_init();
     void *d = NULL;
-    CHECK(cudaMalloc(&d, 8192));
+    CHECK(cudaMalloc(&d, 8192)); // @alloc
     fflush(stdout);
     pid_t pid = fork();
     if (pid < 0) {

@@ -1,4 +1,4 @@
-// expect: invalid-free cudaFree -
+// expect: invalid-free cudaFree - at=main@planted
 //
 // cudaFree of memory that came from the C library's malloc (then released properly).
 #include <stdlib.h>
@@ -15,7 +15,7 @@ int main(void)
         return 1;
     }
     memset(p, 0, 4096);
-    PLANTED(cudaFree(p));
+    PLANTED(cudaFree(p)); // @planted
     free(p);
     prog_done("invalid_free_malloc");
     return 0;

@@ -1,4 +1,4 @@
-// expect: leak cudaMalloc3D device
+// expect: leak cudaMalloc3D device at=main@alloc
 //
 // A 3D pitched block from cudaMalloc3D, never released.
 #include "check_prog.h"
@@ -8,7 +8,7 @@ int main(void)
     prog_init();
     cudaPitchedPtr p;
     cudaExtent e = make_cudaExtent(100 * sizeof(float), 64, 32);
-    CHECK(cudaMalloc3D(&p, e));
+    CHECK(cudaMalloc3D(&p, e)); // @alloc
     CHECK(cudaMemset3D(p, 0, e));
     CHECK(cudaDeviceSynchronize());
     printf("pitch = %zu\n", p.pitch);

@@ -1,4 +1,4 @@
-// expect: leak cudaMalloc device bytes=65536
+// expect: leak cudaMalloc device bytes=65536 at=main@alloc
 // expect-status: signaled
 // expect-signal: 6
 //
@@ -12,7 +12,7 @@ int main(void)
 {
     prog_init();
     void *d = NULL;
-    CHECK(cudaMalloc(&d, 65536));
+    CHECK(cudaMalloc(&d, 65536)); // @alloc
     CHECK(cudaMemset(d, 0, 65536));
     CHECK(cudaDeviceSynchronize());
     printf("leak_abort: aborting with a device block live\n");

@@ -1,7 +1,7 @@
-// expect: leak cudaMallocArray array bytes=262144
-// expect: leak cuArray3DCreate array bytes=65536
-// expect: mismatched-release cudaFree array bytes=4096
-// expect: mismatched-release cudaFreeArray mipmapped-array bytes=5440
+// expect: leak cudaMallocArray array bytes=262144 at=main@leaked
+// expect: leak cuArray3DCreate array bytes=65536 at=main@leaked3d
+// expect: mismatched-release cudaFree array bytes=4096 at=main@wrong_free alloc_at=main@wrong
+// expect: mismatched-release cudaFreeArray mipmapped-array bytes=5440 at=main@mip_free alloc_at=main@mip
 //
 // CUDA arrays: a 256x256 float array from cudaMallocArray that is never released, a 3D array
 // from the driver that is never destroyed, a 1D array released with cudaFree (CUDA refuses
@@ -17,7 +17,7 @@ int main(void)
     cudaChannelFormatDesc fdesc = cudaCreateChannelDesc<float>();
 
     cudaArray_t leaked = NULL;
-    CHECK(cudaMallocArray(&leaked, &fdesc, 256, 256));
+    CHECK(cudaMallocArray(&leaked, &fdesc, 256, 256)); // @leaked
 
     CUDA_ARRAY3D_DESCRIPTOR d3 = {};
     d3.Width = 16;
@@ -26,16 +26,16 @@ int main(void)
     d3.Format = CU_AD_FORMAT_FLOAT;
     d3.NumChannels = 4;
     CUarray leaked3d = NULL;
-    CHECK_CU(cuArray3DCreate(&leaked3d, &d3));
+    CHECK_CU(cuArray3DCreate(&leaked3d, &d3)); // @leaked3d
 
     cudaArray_t wrong = NULL;
-    CHECK(cudaMallocArray(&wrong, &fdesc, 1024, 0));
-    PLANTED(cudaFree(wrong));
+    CHECK(cudaMallocArray(&wrong, &fdesc, 1024, 0)); // @wrong
+    PLANTED(cudaFree(wrong)); // @wrong_free
     CHECK(cudaFreeArray(wrong));
 
     cudaMipmappedArray_t mip = NULL;
-    CHECK(cudaMallocMipmappedArray(&mip, &fdesc, make_cudaExtent(32, 32, 0), 4));
-    PLANTED(cudaFreeArray((cudaArray_t)mip));
+    CHECK(cudaMallocMipmappedArray(&mip, &fdesc, make_cudaExtent(32, 32, 0), 4)); // @mip
+    PLANTED(cudaFreeArray((cudaArray_t)mip)); // @mip_free
     CHECK(cudaFreeMipmappedArray(mip));
 
     cudaArray_t fine = NULL;

@@ -1,4 +1,4 @@
-// expect: leak cudaMalloc device bytes=1048576
+// expect: leak cudaMalloc device bytes=1048576 at=main@alloc
 //
 // One device block from cudaMalloc is used by a kernel and never released.
 #include "check_prog.h"
@@ -15,7 +15,7 @@ int main(void)
     prog_init();
     const int n = 1 << 18;
     int *d = NULL;
-    CHECK(cudaMalloc(&d, n * sizeof(int)));
+    CHECK(cudaMalloc(&d, n * sizeof(int))); // @alloc
     fill<<<(n + 255) / 256, 256>>>(d, n);
     CHECK(cudaGetLastError());
     CHECK(cudaDeviceSynchronize());

@@ -1,4 +1,4 @@
-// expect: leak cudaMallocAsync device-async bytes=262144
+// expect: leak cudaMallocAsync device-async bytes=262144 at=main@alloc
 //
 // Stream-ordered memory from the device's default pool: one block is released with
 // cudaFreeAsync, the other never is.
@@ -11,7 +11,7 @@ int main(void)
     CHECK(cudaStreamCreate(&s));
     void *kept = NULL, *freed = NULL;
     CHECK(cudaMallocAsync(&freed, 4096, s));
-    CHECK(cudaMallocAsync(&kept, 262144, s));
+    CHECK(cudaMallocAsync(&kept, 262144, s)); // @alloc
     CHECK(cudaMemsetAsync(kept, 0, 262144, s));
     CHECK(cudaFreeAsync(freed, s));
     CHECK(cudaStreamSynchronize(s));

@@ -1,4 +1,4 @@
-// expect: leak cudaGraphAddMemAllocNode graph bytes=67108864
+// expect: leak cudaGraphAddMemAllocNode graph bytes=67108864 at=add_alloc@node,main@graph_b
 //
 // Graph memory nodes. Graph A allocates 64 MiB in an allocation node and frees it in a free
 // node of its own: no leak. Graph B allocates 64 MiB and has no free node; it is instantiated
@@ -15,7 +15,8 @@ __global__ void touch(char *p, size_t n)
         p[i] = 1;
 }
 
-static cudaGraphNode_t add_alloc(cudaGraph_t g, size_t bytes, void **dptr)
+__attribute__((noinline)) static cudaGraphNode_t add_alloc(cudaGraph_t g, size_t bytes,
+                                                           void **dptr)
 {
     cudaMemAllocNodeParams params = {};
     params.poolProps.allocType = cudaMemAllocationTypePinned;
@@ -23,7 +24,7 @@ static cudaGraphNode_t add_alloc(cudaGraph_t g, size_t bytes, void **dptr)
     params.poolProps.location.id = 0;
     params.bytesize = bytes;
     cudaGraphNode_t node;
-    CHECK(cudaGraphAddMemAllocNode(&node, g, NULL, 0, &params));
+    CHECK(cudaGraphAddMemAllocNode(&node, g, NULL, 0, &params)); // @node
     *dptr = params.dptr;
     return node;
 }
@@ -48,7 +49,7 @@ int main(void)
     cudaGraph_t b;
     CHECK(cudaGraphCreate(&b, 0));
     void *pb = NULL;
-    add_alloc(b, bytes, &pb);
+    add_alloc(b, bytes, &pb); // @graph_b
     cudaGraphExec_t eb;
     CHECK(cudaGraphInstantiate(&eb, b, cudaGraphInstantiateFlagAutoFreeOnLaunch));
     for (int i = 0; i < 3; i++)

@@ -1,4 +1,4 @@
-// expect: leak cudaHostAlloc host bytes=8192
+// expect: leak cudaHostAlloc host bytes=8192 at=main@alloc
 //
 // Mapped host memory from cudaHostAlloc, read by a kernel through its device pointer, never
 // released.
@@ -17,7 +17,7 @@ int main(void)
     prog_init();
     const int n = 2048;
     int *h = NULL, *hd = NULL, *out = NULL, result = 0;
-    CHECK(cudaHostAlloc(&h, n * sizeof(int), cudaHostAllocMapped));
+    CHECK(cudaHostAlloc(&h, n * sizeof(int), cudaHostAllocMapped)); // @alloc
     for (int i = 0; i < n; i++)
         h[i] = 1;
     CHECK(cudaHostGetDevicePointer(&hd, h, 0));

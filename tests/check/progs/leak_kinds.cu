@@ -1,7 +1,7 @@
-// expect: leak cudaMalloc device bytes=1048576 leak_kind=definite
-// expect: leak cudaMallocAsync device-async bytes=2097152 leak_kind=reachable
-// expect: leak cudaMallocHost pinned bytes=8192 leak_kind=definite
-// expect: leak cudaMallocManaged managed bytes=4096 leak_kind=reachable
+// expect: leak cudaMalloc device bytes=1048576 leak_kind=definite at=lose@lost,main@lose
+// expect: leak cudaMallocAsync device-async bytes=2097152 leak_kind=reachable at=main@async
+// expect: leak cudaMallocHost pinned bytes=8192 leak_kind=definite at=main@pinned
+// expect: leak cudaMallocManaged managed bytes=4096 leak_kind=reachable at=main@managed
 //
 // Leak kinds. A device block whose only pointer is overwritten (definitely lost); a pinned
 // block pointed at (inside) only from a heap block, which the scan does not read (definitely
@@ -30,21 +30,21 @@ static void *holder_thread(void *arg)
 __attribute__((noinline)) static void lose(void)
 {
     void *volatile p = NULL;
-    CHECK(cudaMalloc((void **)&p, 1 << 20));
+    CHECK(cudaMalloc((void **)&p, 1 << 20)); // @lost
     p = NULL; /* the only copy is gone */
 }
 
 int main(void)
 {
     prog_init();
-    lose();
+    lose(); // @lose
     cudaStream_t s;
     CHECK(cudaStreamCreate(&s));
-    CHECK(cudaMallocAsync(&global_holder, 2 << 20, s));
+    CHECK(cudaMallocAsync(&global_holder, 2 << 20, s)); // @async
     CHECK(cudaStreamSynchronize(s));
 
     char *pinned = NULL;
-    CHECK(cudaMallocHost((void **)&pinned, 8192));
+    CHECK(cudaMallocHost((void **)&pinned, 8192)); // @pinned
     char **heap = (char **)malloc(16 * sizeof *heap);
     if (!heap)
         return 1;
@@ -53,7 +53,7 @@ int main(void)
     pinned = NULL;
 
     void *managed = NULL;
-    CHECK(cudaMallocManaged(&managed, 4096));
+    CHECK(cudaMallocManaged(&managed, 4096)); // @managed
     pthread_t t;
     if (pthread_create(&t, NULL, holder_thread, managed) != 0)
         return 1;

@@ -1,4 +1,4 @@
-// expect: leak cudaMallocManaged managed bytes=4096
+// expect: leak cudaMallocManaged managed bytes=4096 at=main@alloc
 //
 // Managed memory touched by a kernel and by the host, never released.
 #include "check_prog.h"
@@ -15,7 +15,7 @@ int main(void)
     prog_init();
     const int n = 1024;
     int *m = NULL;
-    CHECK(cudaMallocManaged(&m, n * sizeof(int)));
+    CHECK(cudaMallocManaged(&m, n * sizeof(int))); // @alloc
     for (int i = 0; i < n; i++)
         m[i] = i;
     inc<<<(n + 255) / 256, 256>>>(m, n);

@@ -1,4 +1,4 @@
-// expect: leak cudaMallocHost pinned bytes=65536
+// expect: leak cudaMallocHost pinned bytes=65536 at=main@alloc
 //
 // Pinned host memory from cudaMallocHost, written and copied to the device, never released
 // (the device copy is).
@@ -11,7 +11,7 @@ int main(void)
     prog_init();
     const size_t bytes = 65536;
     char *h = NULL, *d = NULL;
-    CHECK(cudaMallocHost(&h, bytes));
+    CHECK(cudaMallocHost(&h, bytes)); // @alloc
     memset(h, 1, bytes);
     CHECK(cudaMalloc(&d, bytes));
     CHECK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));

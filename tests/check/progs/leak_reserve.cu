@@ -1,4 +1,4 @@
-// expect: leak cuMemAddressReserve reserved bytes=67108864
+// expect: leak cuMemAddressReserve reserved bytes=67108864 at=main@reserve
 //
 // A virtual address range reserved with cuMemAddressReserve and never freed with
 // cuMemAddressFree (nothing is mapped in it). A second reservation, with a mapping made and
@@ -10,7 +10,7 @@ int main(void)
     prog_init();
     CHECK_CU(cuInit(0));
     CUdeviceptr leaked = 0;
-    CHECK_CU(cuMemAddressReserve(&leaked, 64u << 20, 0, 0, 0));
+    CHECK_CU(cuMemAddressReserve(&leaked, 64u << 20, 0, 0, 0)); // @reserve
 
     CUmemAllocationProp prop = {};
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;

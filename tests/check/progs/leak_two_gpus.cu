@@ -1,6 +1,6 @@
 // expect-gpus: 2
-// expect: leak cudaMalloc device bytes=1048576 device=0
-// expect: leak cudaMalloc device bytes=2097152 device=1
+// expect: leak cudaMalloc device bytes=1048576 device=0 at=main@a
+// expect: leak cudaMalloc device bytes=2097152 device=1 at=main@b
 //
 // One process driving two devices: a buffer on each, a peer copy from device 0 to device 1
 // (cudaMemcpyPeer, with peer access enabled when the devices allow it) and back, a third
@@ -21,7 +21,7 @@ int main(void)
     const int n = 1 << 18; // 1 MiB of int
     int *a = NULL, *b = NULL, *scratch = NULL;
     CHECK(cudaSetDevice(0));
-    CHECK(cudaMalloc(&a, n * sizeof(int)));
+    CHECK(cudaMalloc(&a, n * sizeof(int))); // @a
     fill<<<(n + 255) / 256, 256>>>(a, n);
     CHECK(cudaGetLastError());
     CHECK(cudaDeviceSynchronize());
@@ -30,7 +30,7 @@ int main(void)
     CHECK(cudaDeviceCanAccessPeer(&can, 1, 0));
     if (can)
         CHECK(cudaDeviceEnablePeerAccess(0, 0));
-    CHECK(cudaMalloc(&b, 2 * n * sizeof(int)));
+    CHECK(cudaMalloc(&b, 2 * n * sizeof(int))); // @b
     CHECK(cudaMalloc(&scratch, 4096));
     CHECK(cudaMemcpyPeer(b, 1, a, 0, n * sizeof(int)));
     CHECK(cudaMemcpyPeer(b + n, 1, b, 1, n * sizeof(int)));

@@ -1,5 +1,5 @@
-// expect: leak cuMemMap virtual
-// expect: leak cuMemAddressReserve reserved
+// expect: leak cuMemMap virtual at=main@map
+// expect: leak cuMemAddressReserve reserved at=main@reserve
 //
 // Virtual memory management: a reserved range, physical memory from cuMemCreate mapped into
 // it, accessed by a kernel. The handle is released right after mapping (legal: the memory
@@ -29,9 +29,9 @@ int main(void)
 
     CUdeviceptr va = 0;
     CUmemGenericAllocationHandle h;
-    CHECK_CU(cuMemAddressReserve(&va, bytes, 0, 0, 0));
+    CHECK_CU(cuMemAddressReserve(&va, bytes, 0, 0, 0)); // @reserve
     CHECK_CU(cuMemCreate(&h, bytes, &prop, 0));
-    CHECK_CU(cuMemMap(va, bytes, 0, h, 0));
+    CHECK_CU(cuMemMap(va, bytes, 0, h, 0)); // @map
     CHECK_CU(cuMemRelease(h));
     CUmemAccessDesc access = {};
     access.location = prop.location;

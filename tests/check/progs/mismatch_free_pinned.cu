@@ -1,4 +1,4 @@
-// expect: mismatched-release free pinned bytes=4096
+// expect: mismatched-release free pinned bytes=4096 at=main@free alloc_at=main@alloc
 //
 // Pinned memory from cudaMallocHost handed to the C library's free(). Natively glibc aborts
 // ("free(): invalid pointer") or corrupts its heap; under gpumem check the block is released
@@ -13,9 +13,9 @@ int main(void)
 {
     prog_init();
     char *h = NULL;
-    CHECK(cudaMallocHost(&h, 4096));
+    CHECK(cudaMallocHost(&h, 4096)); // @alloc
     memset(h, 0, 4096);
-    free(h);
+    free(h); // @free
     printf("mismatch_free_pinned: still running after free() of pinned memory\n");
     fflush(stdout);
 

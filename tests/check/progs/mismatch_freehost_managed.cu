@@ -1,4 +1,4 @@
-// expect: mismatched-release cudaFreeHost managed bytes=4096
+// expect: mismatched-release cudaFreeHost managed bytes=4096 at=main@planted alloc_at=main@alloc
 //
 // Managed memory from cudaMallocManaged released with cudaFreeHost. When CUDA refuses the
 // wrong call, the program releases the block with cudaFree, so nothing leaks.
@@ -10,9 +10,9 @@ int main(void)
 {
     prog_init();
     char *m = NULL;
-    CHECK(cudaMallocManaged(&m, 4096));
+    CHECK(cudaMallocManaged(&m, 4096)); // @alloc
     memset(m, 0, 4096);
-    cudaError_t err = cudaFreeHost(m);
+    cudaError_t err = cudaFreeHost(m); // @planted
     printf("planted: cudaFreeHost of managed memory returned %s\n", cudaGetErrorName(err));
     if (err != cudaSuccess) {
         (void)cudaGetLastError();

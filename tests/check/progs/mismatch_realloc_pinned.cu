@@ -1,4 +1,4 @@
-// expect: mismatched-release realloc pinned bytes=4096
+// expect: mismatched-release realloc pinned bytes=4096 at=main@realloc alloc_at=main@alloc
 //
 // Pinned memory from cudaMallocHost handed to realloc(). Natively the C library crashes
 // (SIGSEGV) or aborts; under gpumem check realloc() returns new memory holding the old
@@ -13,10 +13,10 @@ int main(void)
 {
     prog_init();
     char *h = NULL;
-    CHECK(cudaMallocHost(&h, 4096));
+    CHECK(cudaMallocHost(&h, 4096)); // @alloc
     for (int i = 0; i < 4096; i++)
         h[i] = (char)(i * 7);
-    char *r = (char *)realloc(h, 8192);
+    char *r = (char *)realloc(h, 8192); // @realloc
     if (!r) {
         fprintf(stderr, "realloc of pinned memory returned NULL\n");
         return 1;

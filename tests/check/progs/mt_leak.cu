@@ -1,4 +1,4 @@
-// expect: leak cudaMalloc device bytes=20480
+// expect: leak cudaMalloc device bytes=20480 at=worker@alloc
 //
 // Eight threads allocate and release device and pinned memory at the same time, 200 rounds
 // each; thread 5 keeps one device block of 20480 bytes (5 pages: 4096 * (1 + (199 + 5) % 8))
@@ -24,7 +24,7 @@ static void worker(int id, cudaStream_t s)
     for (int r = 0; r < rounds; r++) {
         size_t bytes = 4096 * (size_t)(1 + (r + id) % 8);
         char *d = NULL, *h = NULL;
-        CHECK(cudaMalloc(&d, bytes));
+        CHECK(cudaMalloc(&d, bytes)); // @alloc
         CHECK(cudaMallocHost(&h, 512));
         touch<<<(unsigned)((bytes + 255) / 256), 256, 0, s>>>(d, bytes);
         CHECK(cudaGetLastError());
