@@ -263,10 +263,6 @@ def frames_ok(finding, pairs, report):
     for key, chain in pairs.items():
         if key not in FRAME_KEYS:
             continue
-        # A process ending by a fatal signal reports from the signal handler, which shows only
-        # stacks symbolized before the signal: a stack first seen there is left out (empty).
-        if status == "signaled" and not finding.get(stack_key(finding, key)):
-            continue
         why = frames_problem(finding, key, chain)
         if why:
             ok = False
@@ -338,11 +334,6 @@ def check_shape(what, doc):
         if kind == "invalid-free" or symbols_only:
             continue
         frames = (f.get("alloc_stack") or []) + (f.get("stack") or [])
-        # A process ending by a fatal signal reports from the signal handler, which shows only
-        # stacks symbolized before the signal (symbolizing allocates and takes locks): an
-        # allocation stack first seen there is left out, and the text says so.
-        if doc.get("status") == "signaled" and kind == "leak" and not frames:
-            continue
         if not any(os.path.basename(str(fr.get("file") or "")) == base
                    and isinstance(fr.get("line"), int) and fr["line"] > 0 for fr in frames):
             problems.append(f"{what}: {' '.join(triple(f))}: no stack frame in {base} with a "

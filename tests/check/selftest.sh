@@ -124,6 +124,9 @@ case_ suppressed_ignored accept clean_exit_code.cu 3 "clean_exit_code: done" \
 abort_leak='{"kind":"leak","alloc_call":"cudaMalloc","memory":"device","bytes":65536,"alloc_stack":['"$(frame leak_abort.cu "$(mark leak_abort.cu alloc)")"']}'
 case_ abort_ok accept leak_abort.cu 134 "leak_abort: aborting with a device block live" \
   "$(doc "$(prog leak_abort)" '"status":"signaled","signal":6' "$abort_leak" 1 1 65536)"
+# The crash-time report symbolizes its stacks in a child: a signaled leak shows its frame too.
+case_ abort_no_stack refuse leak_abort.cu 134 "leak_abort: aborting with a device block live" \
+  "$(doc "$(prog leak_abort)" '"status":"signaled","signal":6' "${abort_leak/\"alloc_stack\":\[*\]/\"alloc_stack\":[]}" 1 1 65536)"
 case_ abort_as_exit refuse leak_abort.cu 99 "" \
   "$(doc "$(prog leak_abort)" '"status":"exited","exit_code":0' "$abort_leak" 1 1 65536)"
 
