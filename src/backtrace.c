@@ -562,22 +562,31 @@ static void lookup_dladdr(uintptr_t addr, pc_info *p, pc_func *f)
     }
 }
 
-/* C++ names read as in the source ("solve(float*, int)"), through the C++ runtime's demangler
- * when the process has one (any C++ program does); otherwise they stay mangled. */
+/* C++ names read as in the source ("solve(float*, int)"), through the C++ runtime's demangler:
+ * the process's own, or the system's libstdc++ loaded for it (RTLD_LOCAL: nothing of it
+ * reaches the program's symbols); without either they stay mangled. */
 static void demangle(pc_func *p)
 {
     typedef char *(*demangler)(const char *, char *, size_t *, int *);
     static demangler fn;
+    static int loaded;
     if (strncmp(p->func, "_Z", 2) != 0)
         return;
     if (!fn) {
         /* A C program (python) may load the C++ runtime only inside RTLD_LOCAL libraries,
-         * out of RTLD_DEFAULT's reach: ask for it by name too. Looked up until found. */
+         * out of RTLD_DEFAULT's reach: ask for it by name too. A program that carries the
+         * C++ runtime itself (-static-libstdc++) exports no demangler: load the system's,
+         * once. */
         *(void **)(&fn) = dlsym(RTLD_DEFAULT, "__cxa_demangle");
         void *cxx = fn ? NULL : dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
         if (cxx) {
             *(void **)(&fn) = dlsym(cxx, "__cxa_demangle");
             dlclose(cxx); /* NOLOAD took a reference to a library that stays loaded */
+        } else if (!fn && !loaded) {
+            loaded = 1;
+            cxx = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL); /* kept open */
+            if (cxx)
+                *(void **)(&fn) = dlsym(cxx, "__cxa_demangle");
         }
     }
     int status = -1;
