@@ -80,6 +80,10 @@ int gpumem__parse_size(const char *text, uint64_t *out);
 int gpumem__parse_bool(const char *text, int *out);
 /* The candidate closest to NAME (its first NAME_LEN characters), ignoring case, if at most
  * MAX_DISTANCE edits away, else NULL: the "did you mean" of options, commands and keys. */
+/* The process's command line (/proc/self/cmdline), its words separated by spaces, at most
+ * n - 1 bytes; empty when it cannot be read. */
+void gpumem__command_line(char *buf, size_t n);
+
 const char *gpumem__suggest(const char *name, size_t name_len, const char *const *candidates,
                             size_t count, size_t max_distance);
 

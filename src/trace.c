@@ -690,18 +690,17 @@ static void expand_pid(const char *pattern, char *out, size_t n)
     out[o] = '\0';
 }
 
-/* The process's command line, for the trace's process name. */
-static void command_line(char *buf, size_t n)
+void gpumem__command_line(char *buf, size_t n)
 {
     buf[0] = '\0';
-    FILE *f = fopen("/proc/self/cmdline", "r");
+    FILE *f = fopen("/proc/self/cmdline", "re");
     if (!f)
         return;
     size_t got = fread(buf, 1, n - 1, f);
     fclose(f);
     buf[got] = '\0';
     for (size_t i = 0; i + 1 < got; i++)
-        if (buf[i] == '\0')
+        if (buf[i] == '\0' || buf[i] == '\n')
             buf[i] = ' ';
 }
 
@@ -729,7 +728,7 @@ int gpumem__trace_open(const char *path, const char *tool, void (*writer_init)(v
     writer_setup = writer_init;
     pthread_key_create(&slot_key, slot_release);
     char cmd[1024];
-    command_line(cmd, sizeof cmd);
+    gpumem__command_line(cmd, sizeof cmd);
     text t = {0};
     put(&t, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
     put(&t, "{\"ph\":\"M\",\"pid\":");

@@ -1136,21 +1136,6 @@ static void write_json(const char *status, int code, const gpumem_stats_t *st,
 }
 #endif
 
-/* The command line, its words separated by spaces, at most n - 1 bytes. */
-static void command_text(char *buf, size_t n)
-{
-    buf[0] = '\0';
-    FILE *f = fopen("/proc/self/cmdline", "re");
-    if (!f)
-        return;
-    size_t got = fread(buf, 1, n - 1, f);
-    fclose(f);
-    buf[got] = '\0';
-    for (size_t i = 0; i + 1 < got; i++)
-        if (buf[i] == '\0' || buf[i] == '\n')
-            buf[i] = ' ';
-}
-
 static void write_status(const char *status, int code, const gpumem_stats_t *st,
                          const device_sums *dev, uint64_t leaks, uint64_t leaked_bytes)
 {
@@ -1163,7 +1148,7 @@ static void write_status(const char *status, int code, const gpumem_stats_t *st,
         return;
     }
     char cmd[256];
-    command_text(cmd, sizeof cmd);
+    gpumem__command_line(cmd, sizeof cmd);
     /* Read by `gpumem check` (launch.c): its exit status, and its summary of many processes. */
     fprintf(f, "errors %ld\nstatus %s\ncode %d\nleaks %llu\nleaked_bytes %llu\ncommand %s\n",
             atomic_load(&error_count), status, code, (unsigned long long)leaks,
