@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -552,6 +553,80 @@ static void test_leak_kinds(void)
     EXPECT_EQ(check_leak_kinds_parse("lost"), -1);
 }
 
+/* Dead frames of another thread: a thread copies an allocation's address into a deep frame
+ * of a call that returns, then waits in a system call. The word is still in its stack
+ * mapping, below its stack pointer, so a scan of the whole mapping would call the allocation
+ * still reachable; it is definitely lost. A second allocation, held in a live frame of the
+ * same thread, stays still reachable. */
+#define DEAD 0x6b0000000000ull
+static int dead_pipe[2];
+static _Atomic long dead_tid;
+
+__attribute__((noinline)) static void leave_in_dead_frame(uintptr_t v)
+{
+    volatile uintptr_t deep[512]; /* 4 KiB: far below what the waiting call's frames reach */
+    for (size_t i = 0; i < 512; i++)
+        deep[i] = 0;
+    deep[3] = v;
+    __asm__ __volatile__("" : : "r"(deep) : "memory");
+}
+
+static void *dead_frame_thread(void *arg)
+{
+    (void)arg;
+    leave_in_dead_frame(DEAD);
+    dead_tid = (long)syscall(SYS_gettid);
+    volatile uintptr_t live = DEAD + 0x100000;
+    char c;
+    while (read(dead_pipe[0], &c, 1) < 0) /* waits in read(2) until the scan is over */
+        ;
+    return (void *)(uintptr_t)live;
+}
+
+static void dead_frame(void)
+{
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEAD, 8192, 0, 0, 0);
+    check_alloc("cudaMallocAsync", GPUMEM_KIND_DEVICE_ASYNC, DEAD + 0x100000, 12288, 0, 0, 0);
+    if (pipe(dead_pipe) != 0)
+        return;
+    pthread_t t;
+    if (pthread_create(&t, NULL, dead_frame_thread, NULL) != 0)
+        return;
+    /* Until the thread waits in read(2) ('S' in its stat), so that the kernel has its stack
+     * pointer. */
+    while (!dead_tid)
+        usleep(100);
+    char path[96], st[512];
+    snprintf(path, sizeof path, "/proc/self/task/%ld/stat", dead_tid);
+    for (int i = 0; i < 2000; i++) {
+        FILE *f = fopen(path, "r");
+        size_t got = f ? fread(st, 1, sizeof st - 1, f) : 0;
+        if (f)
+            fclose(f);
+        st[got] = '\0';
+        char *close_paren = strrchr(st, ')');
+        if (close_paren && close_paren[1] == ' ' && close_paren[2] == 'S')
+            break;
+        usleep(1000);
+    }
+    check_finish("exited", 0);
+    if (write(dead_pipe[1], "x", 1) != 1)
+        return;
+    pthread_join(t, NULL);
+    close(dead_pipe[0]);
+    close(dead_pipe[1]);
+}
+
+static void test_dead_frames(void)
+{
+    EXPECT_EQ(run_scenario("dead", dead_frame, "GPUMEM_CHECK_SHOW_LEAK_KINDS=all"), 1);
+    char *log = log_of("dead");
+    EXPECT_CONTAINS(log, "8,192 bytes in 1 device allocation by cudaMalloc() is definitely lost");
+    EXPECT_CONTAINS(log, "12,288 bytes in 1 device-async allocation by cudaMallocAsync() is "
+                         "still reachable");
+    free(log);
+}
+
 static void suppressed_leaks(void)
 {
     check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEV, 4096, 0, 0, 0);
@@ -944,6 +1019,7 @@ int main(void)
     RUN(test_graphs_and_reservations);
     RUN(test_host_realloc);
     RUN(test_leak_kinds);
+    RUN(test_dead_frames);
     RUN(test_default_suppressions);
     RUN(test_suppressions);
     RUN(test_suppression_files);

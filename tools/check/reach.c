@@ -2,8 +2,14 @@
  *
  * At exit, every pointer-sized, aligned word of the process's writable data and stacks is
  * read: the data and bss of every loaded object (but the CUDA libraries'), the main stack and
- * the threads' stacks (an anonymous mapping right above a guard page; the exiting thread's
- * from its live frames up). Not the heap, nor other anonymous memory: measured on an H200 with
+ * the threads' stacks (an anonymous mapping right above a guard page), each from its live
+ * frames up: the exiting thread's from the caller's frame, every other thread's from the stack
+ * pointer the kernel reports for it while it waits in a system call
+ * (/proc/self/task/TID/syscall). The frames below a stack pointer are dead: they keep the values
+ * of calls that returned, and an allocation's address left there by, say, a driver thread that
+ * once passed it on would make a lost allocation look still reachable. A thread that is running
+ * (not in a system call) when the scan reads it, or whose file cannot be read, has its whole
+ * stack read. Not the heap, nor other anonymous memory: measured on an H200 with
  * CUDA 13, the driver and the runtime keep copies of the address of every allocation in their
  * heap memory, so that a heap scan finds every leak still reachable. A pointer the program
  * keeps only in heap memory (a std::vector of buffers, a framework's pool) therefore does not
@@ -26,10 +32,14 @@
 #define _GNU_SOURCE
 #include "reach.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define GRANULE_SHIFT 16
@@ -192,6 +202,70 @@ NO_ASAN static uint64_t scan_range(scan_state *st, uintptr_t a, uintptr_t b, uns
     return done;
 }
 
+/* The stack pointers of the process's other threads that wait in a system call, from
+ * /proc/self/task/TID/syscall ("NR ARG1 ... ARG6 SP PC"; "running" for a thread on a CPU, which
+ * is asked again a few times, 1 ms apart). Same-process threads may read each other's file
+ * without ptrace rights. Returns how many were stored in sp[0..cap). Reads through read(2) into
+ * the caller's stack, below the part of it the scan reads. */
+static size_t other_threads_sp(uintptr_t *sp, size_t cap)
+{
+    size_t n = 0;
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return 0;
+    pid_t self = (pid_t)syscall(SYS_gettid);
+    struct dirent *e;
+    while (n < cap && (e = readdir(d)) != NULL) {
+        char *end;
+        long tid = strtol(e->d_name, &end, 10);
+        if (e->d_name[0] < '0' || e->d_name[0] > '9' || *end || tid == self)
+            continue;
+        char path[64], text[512];
+        snprintf(path, sizeof path, "/proc/self/task/%ld/syscall", tid);
+        for (int tries = 0; tries < 5; tries++) {
+            int fd = open(path, O_RDONLY | O_CLOEXEC);
+            if (fd < 0)
+                break;
+            ssize_t got = read(fd, text, sizeof text - 1);
+            close(fd);
+            if (got <= 0)
+                break;
+            text[got] = '\0';
+            if (strncmp(text, "running", 7) == 0) {
+                struct timespec ms = {0, 1000000};
+                nanosleep(&ms, NULL);
+                continue;
+            }
+            /* The stack pointer is the next-to-last field. */
+            char *f[10];
+            int nf = 0;
+            for (char *t = strtok_r(text, " \n", &end); t && nf < 10; t = strtok_r(NULL, " \n", &end))
+                f[nf++] = t;
+            uintptr_t v = nf >= 3 ? (uintptr_t)strtoull(f[nf - 2], NULL, 16) : 0;
+            if (v)
+                sp[n++] = v;
+            break;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+/* Where the live part of the stack mapping [a, b) starts, given the other threads' stack
+ * pointers: the lowest one in it, less the 128 bytes below the stack pointer that x86-64 code
+ * may use without moving it (the red zone); a when none is in it. */
+static uintptr_t live_from(uintptr_t a, uintptr_t b, const uintptr_t *sp, size_t nsp)
+{
+    uintptr_t from = b;
+    for (size_t i = 0; i < nsp; i++)
+        if (sp[i] >= a && sp[i] < b && sp[i] < from)
+            from = sp[i];
+    if (from == b)
+        return a;
+    from = from - a > 128 ? from - 128 : a;
+    return from & ~(uintptr_t)7;
+}
+
 /* Mappings not to read: devices' (a GPU's memory mapped into the process), the kernel's, and
  * the CUDA libraries' own data, whose tables of allocations are not the program's pointers. */
 static int skipped_mapping(const char *path)
@@ -260,6 +334,8 @@ long long check_reach_scan(const check_span *targets, size_t n, unsigned char *r
     uintptr_t here = (uintptr_t)__builtin_frame_address(0);
     if (stack_from < here)
         stack_from = here; /* never this function's own locals, which hold the ranges */
+    uintptr_t sp[1024];
+    size_t nsp = other_threads_sp(sp, sizeof sp / sizeof sp[0]);
     char line[4096];
     total = 0;
     /* The mapping before, for what an anonymous mapping is: an object's bss right after its
@@ -292,6 +368,8 @@ long long check_reach_scan(const check_span *targets, size_t n, unsigned char *r
             continue; /* the heap and other anonymous memory: see the comment at the top */
         if (here >= a && here < b && stack_from < b)
             a = stack_from & ~(uintptr_t)7;
+        else if (stack)
+            a = live_from(a, b, sp, nsp);
         /* The pieces of [a, b) between the spans to skip. */
         uintptr_t at = a;
         for (size_t k = 0; k < nskip && at < b; k++) {

@@ -14,8 +14,9 @@ typedef struct {
  * process's writable data (of the loaded objects) or stacks points into (anywhere inside
  * counts), else to 0. Not read: the heap and other anonymous memory (reach.c says why), the
  * spans in skip (the checker's own records of the allocations), mappings of devices and of
- * the CUDA libraries, pages never touched, and, on the calling thread's stack, what lies below
- * stack_from (0, or anything below the scan's own frame: from the caller's frames up). With
+ * the CUDA libraries, pages never touched, on the calling thread's stack what lies below
+ * stack_from (0, or anything below the scan's own frame: from the caller's frames up), and on
+ * another thread's stack what lies below its stack pointer while it waits in a system call. With
  * found_at, found_at[i] is set to the address of the word that first reached target i. Returns
  * the bytes read, or -1 when the scan could not run (reached is then all 0). */
 long long check_reach_scan(const check_span *targets, size_t n, unsigned char *reached,
