@@ -23,11 +23,13 @@
  *
  * Each shard starts a cache line of its own and ends with a line of padding, so that threads
  * working in different shards never write a line another shard uses. */
+#define _DEFAULT_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "internal.h"
 #include "sigsafe.h"
@@ -122,6 +124,46 @@ static size_t table_find(const table *t, uintptr_t a)
     }
 }
 
+/* A table's arrays. Those of 2 MiB or more are mappings of their own, aligned to 2 MiB and
+ * offered to the kernel for transparent huge pages: their slots are reached at random, and
+ * with 4 KiB pages nearly every probe of a large table also missed the TLB. Zeroed either
+ * way. */
+#define HUGE_BYTES ((size_t)2 << 20)
+
+static void *table_mem(size_t bytes)
+{
+    if (bytes < HUGE_BYTES)
+        return calloc(1, bytes);
+    size_t len = (bytes + HUGE_BYTES - 1) & ~(HUGE_BYTES - 1);
+    char *m = mmap(NULL, len + HUGE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    char *p = (char *)(((uintptr_t)m + HUGE_BYTES - 1) & ~(uintptr_t)(HUGE_BYTES - 1));
+    if (p > m)
+        munmap(m, (size_t)(p - m));
+    if (p + len < m + len + HUGE_BYTES)
+        munmap(p + len, (size_t)(m + len + HUGE_BYTES - (p + len)));
+#ifdef MADV_HUGEPAGE
+    madvise(p, len, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
+/* Releases what table_mem gave. Heap arrays are wiped first: stale copies of the addresses in
+ * freed heap memory would look like the program's pointers to a scan of the heap. */
+static void table_mem_free(void *p, size_t bytes)
+{
+    if (!p)
+        return;
+    if (bytes >= HUGE_BYTES) {
+        munmap(p, (bytes + HUGE_BYTES - 1) & ~(HUGE_BYTES - 1));
+        return;
+    }
+    memset(p, 0, bytes);
+    free(p);
+}
+
 /* Grows t so that one more entry keeps the load at most 3/4. Returns 0 or -1 (no memory). */
 static int table_reserve(table *t)
 {
@@ -129,11 +171,11 @@ static int table_reserve(table *t)
     if (t->keys && (t->count + 1) * 4 <= cap * 3)
         return 0;
     size_t ncap = cap ? cap * 2 : MIN_SLOTS;
-    table nt = {calloc(ncap, sizeof *nt.keys), malloc(ncap * sizeof *nt.recs), ncap - 1,
+    table nt = {table_mem(ncap * sizeof *nt.keys), table_mem(ncap * sizeof *nt.recs), ncap - 1,
                 t->count};
     if (!nt.keys || !nt.recs) {
-        free(nt.keys);
-        free(nt.recs);
+        table_mem_free(nt.keys, ncap * sizeof *nt.keys);
+        table_mem_free(nt.recs, ncap * sizeof *nt.recs);
         return -1;
     }
     for (size_t i = 0; i < cap; i++) {
@@ -145,14 +187,8 @@ static int table_reserve(table *t)
         nt.keys[j] = t->keys[i];
         nt.recs[j] = t->recs[i];
     }
-    /* Wiped before they go back to the heap: gpumem check's leak scan reads freed heap memory
-     * too, where stale copies of the addresses would look like the program's pointers. */
-    if (cap) {
-        memset(t->keys, 0, cap * sizeof *t->keys);
-        memset(t->recs, 0, cap * sizeof *t->recs);
-    }
-    free(t->keys);
-    free(t->recs);
+    table_mem_free(t->keys, cap * sizeof *t->keys);
+    table_mem_free(t->recs, cap * sizeof *t->recs);
     *t = nt;
     return 0;
 }
@@ -350,6 +386,14 @@ static void remember_release(shard *s, uintptr_t a)
             table_delete(&s->t, old);
         s->ring_head = s->ring_head + 1 == s->ring_cap ? 0 : s->ring_head + 1;
         s->ring_len--;
+        /* The release to forget next time: its key and record were written a whole ring of
+         * releases ago and are cold, two cache misses on this path. Fetched now, they arrive
+         * while the program runs until this shard's next release (with fresh addresses at
+         * 1 000 000 live: 742 ns a pair before, bench_registry on the build machine). */
+        const struct released *next = &s->ring[s->ring_head];
+        size_t h = home_of(&s->t, next->base);
+        __builtin_prefetch(&s->t.keys[h], 1);
+        __builtin_prefetch(&s->t.recs[h].seq, 0);
     }
     size_t i = table_find(&s->t, a);
     s->t.keys[i] = a | RELEASED;
