@@ -56,6 +56,9 @@
     X(COPY_SLOTS, SIZE, "", "16", "pinned staging slots per device and direction (2 to 64)")     \
     X(COPY_THREADS, SIZE, "", "0",                                                               \
       "threads that fill and drain staging slots, the caller included (0: one a core, up to 16)") \
+    X(COPY_STREAM_STORES, BOOL, "", "1",                                                       \
+      "staged copies to the device fill the pinned slots with streaming (non-temporal) stores, " \
+      "on x86-64")                                                                               \
     X(REGCACHE, SIZE, "", "1GiB",                                                               \
       "gpumem_copy keeps large pageable buffers registered with the driver, up to this many "     \
       "bytes, for later copies at pinned speed (0: off)")                                        \
