@@ -9,7 +9,9 @@
  *   gaps: between one chunk's end and the next one's start (the engine waits for the host),
  *   tail: from the last transfer's end to the return (from the device: the last drain).
  * busy at the link's rate is the floor; the rest is what staging adds. The same is shown for a
- * cudaMemcpy from pinned memory, the reference.
+ * cudaMemcpy from pinned memory, the reference, and for the same pinned memory copied in the
+ * staged path's chunk sizes, one cudaMemcpyAsync and one event each, on the legacy default
+ * stream and on a stream of its own (what the driver does with such a sequence, gpumem aside).
  *
  * The registration cache is turned off (GPUMEM_REGCACHE=0) unless the environment sets it, so
  * that every copy is staged.
@@ -113,6 +115,52 @@ static split split_of(uint64_t t0, uint64_t t1, int timeline, const char *label)
     return s;
 }
 
+/* The staged path's chunk sizes (src/copy.c, chunk_at, with its default 4 MiB slots): from
+ * 256 KiB, doubling up to a slot, halving towards the end. */
+static size_t chunk_size(size_t off, size_t bytes)
+{
+    const size_t min = (size_t)256 << 10, part = (size_t)64 << 10, slot = (size_t)4 << 20;
+    size_t left = bytes - off;
+    size_t c = off < left / 2 ? off : left / 2;
+    if (c < min)
+        c = min;
+    c -= c % part;
+    if (c > slot)
+        c = slot;
+    if (left - (c < left ? c : left) < min && left <= slot)
+        c = left;
+    return c < left ? c : left;
+}
+
+/* Pinned memory copied in the staged path's chunks, one cudaMemcpyAsync each, an event
+ * recorded after each as the staged path does, then synchronized: what the driver and the
+ * engine do with that sequence, without gpumem. On the legacy default stream (which the
+ * synchronous gpumem_copy uses, as cudaMemcpy does) or, with own_stream, on a non-blocking
+ * stream of its own. */
+static int chunked(char *d, char *pin, size_t n, int dir, int own_stream)
+{
+    static cudaStream_t mine;
+    static cudaEvent_t ev[64];
+    if (!mine) {
+        if (cudaStreamCreateWithFlags(&mine, cudaStreamNonBlocking) != cudaSuccess)
+            return 1;
+        for (int i = 0; i < 64; i++)
+            if (cudaEventCreateWithFlags(&ev[i], cudaEventDisableTiming) != cudaSuccess)
+                return 1;
+    }
+    cudaStream_t s = own_stream ? mine : 0;
+    unsigned k = 0;
+    for (size_t off = 0; off < n; k++) {
+        size_t c = chunk_size(off, n);
+        cudaError_t e = dir == 0 ? cudaMemcpyAsync(d + off, pin + off, c, cudaMemcpyHostToDevice, s)
+                                 : cudaMemcpyAsync(pin + off, d + off, c, cudaMemcpyDeviceToHost, s);
+        if (e != cudaSuccess || cudaEventRecord(ev[k % 64], s) != cudaSuccess)
+            return 1;
+        off += c;
+    }
+    return cudaStreamSynchronize(s) != cudaSuccess;
+}
+
 static int check(cudaError_t e, const char *what)
 {
     if (e != cudaSuccess) {
@@ -178,9 +226,10 @@ int main(int argc, char **argv)
         memset(h, 1, n);
         memset(pin, 2, n);
         for (int dir = 0; dir < 2; dir++) {
-            split pinned_s[100], staged_s[100];
-            for (int kind = 0; kind < 2; kind++) {
-                split *out = kind ? staged_s : pinned_s;
+            split pinned_s[100], staged_s[100], chunked_s[100], bare_s[100];
+            for (int kind = 0; kind < 4; kind++) {
+                split *out = kind == 0 ? pinned_s : kind == 1 ? staged_s : kind == 2 ? chunked_s
+                                                                                      : bare_s;
                 for (int r = -1; r < runs; r++) { /* r = -1: warm-up */
                     uint64_t t0, t1;
                     cuptiActivityFlushAll(0);
@@ -191,8 +240,10 @@ int main(int argc, char **argv)
                         bad = check(dir == 0 ? cudaMemcpy(d, pin, n, cudaMemcpyHostToDevice)
                                              : cudaMemcpy(pin, d, n, cudaMemcpyDeviceToHost),
                                     "cudaMemcpy");
-                    else
+                    else if (kind == 1)
                         bad = dir == 0 ? gpumem_copy(d, h, n) : gpumem_copy(h, d, n);
+                    else
+                        bad = chunked(d, pin, n, dir, kind == 3);
                     cuptiGetTimestamp(&t1);
                     if (bad) {
                         fprintf(stderr, "profile_copy: the copy failed\n");
@@ -204,8 +255,14 @@ int main(int argc, char **argv)
                 }
             }
             /* The median run of each, by total. */
-            for (int kind = 0; kind < 2; kind++) {
-                split *v = kind ? staged_s : pinned_s;
+            static const char *const names[4] = {"cudaMemcpy pinned", "gpumem_copy staged",
+                                                 "pinned chunks, legacy stream",
+                                                 "pinned chunks, own stream"};
+            static const char *const keys[4] = {"pinned", "staged", "chunks_legacy",
+                                                "chunks_own"};
+            for (int kind = 0; kind < 4; kind++) {
+                split *v = kind == 0 ? pinned_s : kind == 1 ? staged_s : kind == 2 ? chunked_s
+                                                                                    : bare_s;
                 for (int i = 1; i < runs; i++)
                     for (int j = i; j > 0 && v[j].total < v[j - 1].total; j--) {
                         split t = v[j];
@@ -216,13 +273,12 @@ int main(int argc, char **argv)
                 double ref = pinned_s[runs / 2].total;
                 printf("| %s %s | %zu | %.1f | %.1f | %.1f | %.1f | %.1f | %zu | %.1f | %.1f / "
                        "%.1f | %.0f %% |\n",
-                       kind ? "gpumem_copy staged" : "cudaMemcpy pinned",
-                       dir ? "from device" : "to device", n >> 20, m->total, m->lead, m->busy,
+                       names[kind], dir ? "from device" : "to device", n >> 20, m->total, m->lead, m->busy,
                        m->gaps, m->tail, m->n, m->busy > 0 ? (double)n / m->busy / 1e3 : 0,
                        m->min_rate, m->med_rate, 100.0 * ref / m->total);
                 printf("RESULT bench=profile_copy path=%s dir=%s bytes=%zu total_us=%.1f "
                        "lead_us=%.1f busy_us=%.1f gaps_us=%.1f tail_us=%.1f chunks=%zu\n",
-                       kind ? "staged" : "pinned", dir ? "d2h" : "h2d", n, m->total, m->lead,
+                       keys[kind], dir ? "d2h" : "h2d", n, m->total, m->lead,
                        m->busy, m->gaps, m->tail, m->n);
             }
             fflush(stdout);

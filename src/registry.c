@@ -98,9 +98,19 @@ static struct {
     size_t len, cap;
 } large = {PTHREAD_RWLOCK_INITIALIZER, NULL, NULL, 0, 0};
 
+/* The address / 256 (which ignores RELEASED), mixed by MurmurHash3's 64-bit finalizer. A plain
+ * multiplicative hash sent blocks a fixed stride apart (a pool's, CUDA's sub-allocations) to
+ * few shards: its top bits advance by a constant step, so 16 threads' 4 KiB blocks, side by
+ * side, shared about 7 shards between pairs of threads. */
 static inline uint64_t hash_addr(uintptr_t a)
 {
-    return (uint64_t)(a >> 8) * 0x9E3779B97F4A7C15ull; /* ignores RELEASED */
+    uint64_t h = (uint64_t)(a >> 8);
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return h;
 }
 static inline shard *shard_of(uintptr_t a)
 {

@@ -37,12 +37,18 @@ static void quiet(const gpumem_error *e, void *arg)
     (void)arg;
 }
 
-/* The registry's shard of an address: its 64 shards are picked by the top 6 bits of a
- * Fibonacci hash of the address / 256 (src/registry.c, shard_of). test_shard_is_known holds
- * this copy to it. */
+/* The registry's shard of an address: its 64 shards are picked by the top 6 bits of
+ * MurmurHash3's finalizer of the address / 256 (src/registry.c, hash_addr). test_shard_is_known
+ * holds this copy to it. */
 static unsigned shard_of(const void *p)
 {
-    return (unsigned)(((uint64_t)((uintptr_t)p >> 8) * 0x9E3779B97F4A7C15ull) >> 58);
+    uint64_t h = (uint64_t)((uintptr_t)p >> 8);
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return (unsigned)(h >> 58);
 }
 
 /* Releases one shard remembers: GPUMEM_QUARANTINE over 64 shards (65 536 by default). A value
