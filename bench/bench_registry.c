@@ -79,6 +79,40 @@ static void take_or_fail(uintptr_t a, int *failed)
         *failed = 1;
 }
 
+/* The same-address pair (insert + take of one address, as a loop that gets its pointer back
+ * does) after `sweep` bytes of other memory were read and written, as a CUDA call between two
+ * of gpumem's registry operations does: what the registry costs when its lines were pushed out
+ * of the caches. ns a pair, the mean of `pairs`, each timed alone, less the timer's own cost. */
+static double after_sweep(uintptr_t a, size_t sweep, long pairs)
+{
+    static volatile char *buf;
+    const size_t cap = (size_t)64 << 20;
+    if (!buf) {
+        buf = malloc(cap);
+        if (!buf) {
+            fprintf(stderr, "bench_registry: out of host memory\n");
+            exit(1);
+        }
+        for (size_t j = 0; j < cap; j += 64)
+            buf[j] = 0;
+    }
+    uint64_t sum = 0, timer = 0;
+    int failed = 0;
+    for (long i = 0; i < pairs; i++) {
+        for (size_t j = 0; j < sweep && j < cap; j += 64)
+            buf[j]++;
+        uint64_t t0 = bench_now_ns();
+        insert_rec(a, SLOT);
+        take_or_fail(a, &failed);
+        uint64_t t1 = bench_now_ns();
+        uint64_t t2 = bench_now_ns();
+        sum += t1 - t0;
+        timer += t2 - t1;
+    }
+    failures += failed;
+    return ((double)sum - (double)timer) / (double)pairs;
+}
+
 static void run_ops(worker *w)
 {
     uintptr_t base = thread_base(w->index);
@@ -347,6 +381,28 @@ int main(int argc, char **argv)
         }
         printf("| %zu | %.1f | %.1f |\n", distances[i], ns[0], ns[1]);
         fflush(stdout);
+    }
+
+    printf("\n### The same address, after other memory traffic (1 thread, %zu other "
+           "allocations live)\n\n", background);
+    printf("Between pairs, S bytes of other memory are read and written (a CUDA call between "
+           "gpumem's registry operations does that); each pair is timed alone.\n\n");
+    printf("| S | insert+take ns/alloc |\n|---:|---:|\n");
+    {
+        const size_t sweeps[] = {0, (size_t)1 << 20, (size_t)8 << 20, (size_t)32 << 20};
+        uintptr_t a = thread_base(threads) + (uintptr_t)(next_slot[threads]++ & (THREAD_SLOTS - 1)) * SLOT;
+        for (size_t i = 0; i < sizeof sweeps / sizeof sweeps[0]; i++) {
+            double v[7];
+            int nrep = reps < 7 ? reps : 7;
+            long pairs = sweeps[i] >= ((size_t)8 << 20) ? 200 : quick ? 2000 : 10000;
+            for (int r = 0; r < nrep; r++)
+                v[r] = after_sweep(a, sweeps[i], pairs);
+            double med = bench_median(v, (size_t)nrep);
+            printf("| %zu MiB | %.1f |\n", sweeps[i] >> 20, med);
+            printf("RESULT bench=registry op=insert_take_after_sweep sweep_bytes=%zu live=%zu "
+                   "threads=1 ns=%.1f\n", sweeps[i], background, med);
+            fflush(stdout);
+        }
     }
 
     printf("\n### Targets\n\n");
