@@ -1,4 +1,4 @@
-/* bench_alloc: tracked allocation and release against the raw CUDA pair (issue 2).
+/* bench_alloc: tracked allocation and release against the raw CUDA pair.
  *
  * For device memory (gpumem_device_alloc + gpumem_free against cudaMalloc + cudaFree) and
  * pinned memory (gpumem_pinned_alloc + gpumem_free against cudaMallocHost + cudaFreeHost), at

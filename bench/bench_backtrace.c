@@ -1,4 +1,4 @@
-/* bench_backtrace: what a backtrace costs an allocation (issue 3, "Backtraces").
+/* bench_backtrace: what a backtrace costs an allocation.
  *
  * Capture (gpumem__stack_capture, what GPUMEM_BACKTRACE=1 adds to each allocation) for stacks
  * of depth 5, 20 and 50 below the benchmark's own frames: a stack seen for the first time (one

@@ -1,4 +1,4 @@
-// bench_kinds: what the memory kinds' rules cost (issue 4), on the GPU at hand.
+// bench_kinds: what the memory kinds' rules cost, on the GPU at hand.
 //
 //   managed, first touch  a kernel reads 1 GiB of managed memory that lives on the host: pages
 //                         migrate on the kernel's faults;

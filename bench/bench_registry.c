@@ -1,4 +1,4 @@
-/* bench_registry: the registry alone, through the internal API (issue 2, "Performance").
+/* bench_registry: the registry alone, through the internal API.
  *
  * What one tracked allocation costs the registry: a new record, insert, exact lookup
  * (gpumem__reg_find of the base) and take (the release path, which moves the record into the

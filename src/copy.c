@@ -1,4 +1,4 @@
-/* Copies (issue 7): gpumem_copy and gpumem_copy_async.
+/* Copies: gpumem_copy and gpumem_copy_async.
  *
  * The direction comes from what gpumem knows of both pointers: the registry for its own
  * allocations (interior pointers included), and otherwise what CUDA says the address is

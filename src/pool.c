@@ -1,4 +1,4 @@
-/* Pools (issue 7): caching allocators whose blocks are released with gpumem_free.
+/* Pools: caching allocators whose blocks are released with gpumem_free.
  *
  * A pool block is an ordinary registry record with its pool set, so every tool gpumem has
  * (gpumem_query, double-free detection, leak reports, statistics, scopes) sees it; only the

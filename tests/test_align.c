@@ -1,4 +1,4 @@
-/* Alignment (issue 4): the 256-byte guarantee for every kind, gpumem_is_aligned, vector views
+/* Alignment: the 256-byte guarantee for every kind, gpumem_is_aligned, vector views
  * (gpumem_vec_ptr, GPUMEM_VEC) and gpumem_describe, every error path and its message. The same
  * scenarios run on the simulated device (`test_align sim`, label host) and on a GPU
  * (`test_align cuda`, label gpu, skipped with 77 where there is none). */

@@ -1,4 +1,4 @@
-/* The public API, every kind and every bad input of issue 2's table. The same scenarios run
+/* The public API, every kind and every bad input gpumem refuses. The same scenarios run
  * on the simulated device (`test_api sim`, label host) and on a GPU (`test_api cuda`, label
  * gpu, skipped with 77 where there is none). */
 #define _POSIX_C_SOURCE 200809L

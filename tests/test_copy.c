@@ -1,4 +1,4 @@
-/* Copies (issue 7): gpumem_copy and gpumem_copy_async. The same scenarios run on the simulated
+/* Copies: gpumem_copy and gpumem_copy_async. The same scenarios run on the simulated
  * device (`test_copy sim`, label host, also with options that send every copy between pageable
  * and device memory through a tiny staging ring, and with staging off) and on a GPU
  * (`test_copy cuda`, label gpu, skipped with 77 where there is none).

@@ -1,4 +1,4 @@
-/* Managed memory (issue 4): gpumem_prefetch and gpumem_advise, every error path and its
+/* Managed memory: gpumem_prefetch and gpumem_advise, every error path and its
  * message, and the backend entries beneath them answering as CUDA does. Runs on the simulated
  * device (`test_managed sim`, label host) and on a GPU (`test_managed cuda`, label gpu). */
 #define _POSIX_C_SOURCE 200809L

@@ -1,4 +1,4 @@
-/* Pools (issue 7): device and pinned pools whose blocks are gpumem allocations. The same
+/* Pools: device and pinned pools whose blocks are gpumem allocations. The same
  * scenarios run on the simulated device (`test_pool sim`, label host) and on a GPU
  * (`test_pool cuda`, label gpu, skipped with 77 where there is none). Streams are only
  * compared as handles by the pools, so on the simulated device made-up handles stand for

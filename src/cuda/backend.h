@@ -50,14 +50,14 @@ typedef struct gpumem__backend {
     int (*prefetch)(const void *p, size_t bytes, int device, cudaStream_t stream);
     /* cudaMemAdvise: advice is a cudaMemoryAdvise value; device an ordinal or -1 (host). */
     int (*advise)(const void *p, size_t bytes, int advice, int device);
-    /* Pools (issue 7). cuMemPoolCreate of device memory on ordinal, with its release threshold
+    /* Pools. cuMemPoolCreate of device memory on ordinal, with its release threshold
      * at UINT64_MAX so that freed memory stays cached in the pool. */
     int (*mempool_create)(int ordinal, void **pool);
     /* cuMemAllocFromPoolAsync; memory it gives is released by free or free_async. */
     int (*mempool_alloc)(void *pool, void **p, size_t bytes, cudaStream_t stream);
     int (*mempool_trim)(void *pool, size_t keep_bytes);                  /* cuMemPoolTrimTo */
     int (*mempool_destroy)(void *pool);                                   /* cuMemPoolDestroy */
-    /* Copies (issue 7). cuMemcpyAsync with unified addressing: the direction comes from the
+    /* Copies. cuMemcpyAsync with unified addressing: the direction comes from the
      * addresses. As CUDA documents, a copy from pageable memory returns once the source was
      * read, and one to pageable memory or between two host buffers returns once done. */
     int (*memcpy_async)(void *dst, const void *src, size_t bytes, cudaStream_t stream);

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Compile-time pairing (issue 3): with GCC >= 11, gpumem's allocation functions carry
+# Compile-time pairing: with GCC >= 11, gpumem's allocation functions carry
 # malloc(gpumem_free, 1), so GCC flags free()/cudaFree()/cudaFreeHost() on gpumem memory and
 # -fanalyzer flags a leak on an early return. Compiles mismatched_dealloc.c and expects each
 # diagnostic; compiles correct.c with the same flags and -Werror and expects silence.

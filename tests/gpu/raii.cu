@@ -1,4 +1,4 @@
-// Ownership on a GPU (issue 3): every kind, owned by gpumem::unique_ptr (and by a C scope and
+// Ownership on a GPU: every kind, owned by gpumem::unique_ptr (and by a C scope and
 // GPUMEM_AUTO, which nvcc supports too), is released when an exception unwinds through the
 // frame that owns it. Checked twice: gpumem's registry (gpumem_live_get) and the device
 // itself (cudaMemGetInfo before, during and after). Exits 77 without a GPU.
