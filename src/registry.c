@@ -455,52 +455,55 @@ int gpumem__reg_find(const void *p, gpumem__rec *out)
     }
 }
 
-int gpumem__reg_find_below(const void *p, gpumem__rec *out)
+/* Walks the aligned addresses from a's own down to SMALL_MAX below it, asking judge of every
+ * entry found there (live or released): 1 takes it (copied to *out, the walk answers 1), -1
+ * ends the walk with 0, 0 goes on. Error and query paths only: up to 256 shard lookups. */
+static int walk_down(uintptr_t a, int (*judge)(uintptr_t a, uintptr_t key, const gpumem__rec *r),
+                     gpumem__rec *out)
 {
     reg_ensure();
-    uintptr_t a = (uintptr_t)p;
+    if (!a)
+        return 0; /* NULL is in no allocation (and key 0 marks an empty slot) */
     uintptr_t lowest = a >= SMALL_MAX ? a - SMALL_MAX : 0;
     for (uintptr_t cand = a & ~(uintptr_t)(GPUMEM_ALIGNMENT - 1);;
          cand -= GPUMEM_ALIGNMENT) {
         shard *s = shard_of(cand);
         pthread_mutex_lock(&s->lock);
-        size_t i = table_find(&s->t, cand);
-        int live = i != NONE && !(s->t.keys[i] & RELEASED);
-        if (live)
+        size_t i = cand ? table_find(&s->t, cand) : NONE;
+        int verdict = i == NONE ? 0 : judge(a, s->t.keys[i], &s->t.recs[i]);
+        if (verdict > 0)
             *out = s->t.recs[i];
         pthread_mutex_unlock(&s->lock);
-        if (live)
-            return 1;
-        if (cand < GPUMEM_ALIGNMENT || cand - GPUMEM_ALIGNMENT < lowest || !a)
+        if (verdict)
+            return verdict > 0;
+        if (cand < GPUMEM_ALIGNMENT || cand - GPUMEM_ALIGNMENT < lowest)
             return 0;
     }
 }
 
+static int live_one(uintptr_t a, uintptr_t key, const gpumem__rec *r)
+{
+    (void)a, (void)r;
+    return !(key & RELEASED);
+}
+
+/* A released allocation holding a; a live one below ends the search (allocations do not
+ * overlap). The base itself counts for any size, the addresses below for small ones. */
+static int released_holding(uintptr_t a, uintptr_t key, const gpumem__rec *r)
+{
+    if (!(key & RELEASED))
+        return -1;
+    return a - r->base < (r->bytes ? r->bytes : 1);
+}
+
+int gpumem__reg_find_below(const void *p, gpumem__rec *out)
+{
+    return walk_down((uintptr_t)p, live_one, out);
+}
+
 int gpumem__reg_find_released(const void *p, gpumem__rec *out)
 {
-    reg_ensure();
-    uintptr_t a = (uintptr_t)p;
-    uintptr_t lowest = a >= SMALL_MAX ? a - SMALL_MAX : 0;
-    /* The base itself (any size), then the aligned addresses below it (small allocations). */
-    for (uintptr_t cand = a & ~(uintptr_t)(GPUMEM_ALIGNMENT - 1);;
-         cand -= GPUMEM_ALIGNMENT) {
-        shard *s = shard_of(cand);
-        pthread_mutex_lock(&s->lock);
-        size_t i = table_find(&s->t, cand);
-        int hit = 0, live = 0;
-        if (i != NONE) {
-            const gpumem__rec *r = &s->t.recs[i];
-            live = !(s->t.keys[i] & RELEASED);
-            hit = !live && a - r->base < (r->bytes ? r->bytes : 1);
-            if (hit)
-                *out = *r;
-        }
-        pthread_mutex_unlock(&s->lock);
-        if (hit)
-            return 1;
-        if (live || cand < GPUMEM_ALIGNMENT || cand - GPUMEM_ALIGNMENT < lowest || !a)
-            return 0; /* allocations do not overlap: a live one below ends the search */
-    }
+    return walk_down((uintptr_t)p, released_holding, out);
 }
 
 gpumem__take_result gpumem__reg_take(const void *p, gpumem_site site, unsigned kind_mask,

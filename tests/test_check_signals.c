@@ -24,6 +24,7 @@
 #include "backtrace.h"
 #include "engine.h"
 #include "gpumem.h"
+#include "child_rounds.h"
 #include "harness.h"
 
 static void on_fatal(int sig)
@@ -76,25 +77,6 @@ static int child(void)
     }
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static char *slurp(const char *path)
-{
-    static char buf[1 << 16];
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return NULL;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    buf[n > 0 ? n : 0] = '\0';
-    return buf;
-}
-
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "child") == 0)
@@ -128,38 +110,18 @@ int main(int argc, char **argv)
     int hung = 0, broken = 0, odd = 0;
     double worst = 0;
     for (int round = 0; round < rounds; round++) {
-        int ready[2];
-        if (pipe(ready) != 0)
+        int ready;
+        pid_t pid = rounds_start(argv[0], &ready);
+        if (pid < 0)
             return 1;
-        pid_t pid = fork();
-        if (pid == 0) {
-            dup2(ready[1], STDOUT_FILENO);
-            close(ready[0]);
-            close(ready[1]);
-            execl(argv[0], argv[0], "child", (char *)NULL);
-            _exit(127);
-        }
-        close(ready[1]);
-        char c;
-        ssize_t got = read(ready[0], &c, 1);
-        close(ready[0]);
-        if (got == 1) {
-            struct timespec d = {0, (long)(rand() % 2000) * 1000};
-            nanosleep(&d, NULL);
-        }
         kill(pid, SIGTERM);
-        double start = now_s();
-        int status = 0;
-        pid_t w;
-        while ((w = waitpid(pid, &status, WNOHANG)) == 0 && now_s() - start < 5.0) {
-            struct timespec d = {0, 1000000};
-            nanosleep(&d, NULL);
-        }
-        double took = now_s() - start;
+        int status;
+        double took;
+        int ended = rounds_wait(pid, 5.0, &status, &took);
         worst = took > worst ? took : worst;
         char path[256];
         snprintf(path, sizeof path, "%s/log.%ld", dir, (long)pid);
-        if (w == 0) {
+        if (!ended) {
             if (++hung <= 3)
                 fprintf(stderr, "round %d: child %ld hung in its crash report\n", round,
                         (long)pid);
@@ -169,7 +131,7 @@ int main(int argc, char **argv)
             if (++odd <= 3)
                 fprintf(stderr, "round %d: child ended with status 0x%x\n", round, status);
         } else {
-            const char *r = slurp(path);
+            const char *r = rounds_slurp(path);
             int whole = r && strstr(r, "Process terminating with the default action of signal "
                                        "15 (SIGTERM)") &&
                         strstr(r, "LEAK SUMMARY: ") &&
@@ -188,7 +150,7 @@ int main(int argc, char **argv)
                                     "be:\n---\n%s---\n", round, r);
             }
             snprintf(path, sizeof path, "%s/json.%ld", dir, (long)pid);
-            r = slurp(path);
+            r = rounds_slurp(path);
             if ((!r || !strstr(r, "\"status\": \"signaled\", \"signal\": 15") ||
                  !strstr(r, "{\"kind\": \"leak\", \"alloc_call\": \"cudaMalloc\"") ||
                  strcmp(r + strlen(r) - 2, "}\n") != 0) &&

@@ -124,6 +124,39 @@ static void test_untake_restores(void)
     EXPECT_EQ(gpumem__reg_take((const void *)a, here, 0, &mismatch, &out), GPUMEM__TAKEN);
 }
 
+/* The walks below an address (the error and query paths): the nearest live allocation at or
+ * below it, and the released allocation holding it, stopped by a live one. */
+static void test_walks_below(void)
+{
+    gpumem_site here = {"test_registry.c", "test", 3};
+    uintptr_t a = (uintptr_t)5 << 40, b = a + 8192;
+    gpumem__rec ra = {.base = a, .bytes = 4096, .kind = GPUMEM_KIND_DEVICE, .site = here, .seq = 11};
+    gpumem__rec rb = {.base = b, .bytes = 1000, .kind = GPUMEM_KIND_DEVICE, .site = here, .seq = 12};
+    ASSERT_EQ(gpumem__reg_insert(&ra), 0);
+    ASSERT_EQ(gpumem__reg_insert(&rb), 0);
+    gpumem__rec out;
+    EXPECT_EQ(gpumem__reg_find_below((const void *)(a + 5000), &out), 1); /* past a's end */
+    EXPECT_EQ(out.seq, 11);
+    EXPECT_EQ(gpumem__reg_find_below((const void *)(b + 3), &out), 1);
+    EXPECT_EQ(out.seq, 12);
+    EXPECT_EQ(gpumem__reg_find_below((const void *)(a - 256), &out), 0);
+    EXPECT_EQ(gpumem__reg_find_below(NULL, &out), 0);
+    EXPECT_EQ(gpumem__reg_find_released((const void *)(b + 3), &out), 0); /* b is live */
+    int mismatch;
+    EXPECT_EQ(gpumem__reg_take((const void *)b, here, 0, &mismatch, &out), GPUMEM__TAKEN);
+    EXPECT_EQ(gpumem__reg_find_released((const void *)(b + 999), &out), 1);
+    EXPECT_EQ(out.seq, 12);
+    EXPECT_EQ(out.freed_site.line, 3);
+    EXPECT_EQ(gpumem__reg_find_released((const void *)(b + 1000), &out), 0); /* past its end,
+                                                                               and a is live */
+    EXPECT_EQ(gpumem__reg_find_below((const void *)(b + 3), &out), 1); /* a, below the hole */
+    EXPECT_EQ(out.seq, 11);
+    EXPECT_EQ(gpumem__reg_find_released(NULL, &out), 0);
+    EXPECT_EQ(gpumem__reg_take((const void *)a, here, 0, &mismatch, &out), GPUMEM__TAKEN);
+    EXPECT_EQ(gpumem__reg_find_released((const void *)(a + 100), &out), 1);
+    EXPECT_EQ(out.seq, 11);
+}
+
 int main(int argc, char **argv)
 {
     small_quarantine = argc > 1 && strcmp(argv[1], "small") == 0;
@@ -132,5 +165,6 @@ int main(int argc, char **argv)
         return 1;
     RUN(test_against_model);
     RUN(test_untake_restores);
+    RUN(test_walks_below);
     return harness_exit();
 }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "gpumem.h"
+#include "child_rounds.h"
 #include "harness.h"
 
 static const char *self;
@@ -74,25 +75,6 @@ static int child(void)
     }
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static char *slurp(const char *path)
-{
-    static char buf[1 << 16];
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return NULL;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    buf[n > 0 ? n : 0] = '\0';
-    return buf;
-}
-
 /* A whole report: the summary line, as many group lines as it names call sites (the two that
  * stay live among them), and its last line ends; or it says it is incomplete. */
 static int report_whole(const char *r)
@@ -129,41 +111,22 @@ int main(int argc, char **argv)
     int hung = 0, broken = 0, incomplete = 0, odd_status = 0;
     double worst = 0;
     for (int round = 0; round < rounds; round++) {
-        int ready[2];
-        if (pipe(ready) != 0) {
+        int ready;
+        pid_t pid = rounds_start(self, &ready);
+        if (pid < 0) {
             perror("pipe");
             return 1;
         }
-        pid_t pid = fork();
-        if (pid == 0) {
-            dup2(ready[1], STDOUT_FILENO);
-            close(ready[0]);
-            close(ready[1]);
-            execl(self, self, "child", (char *)NULL);
-            _exit(127);
-        }
-        close(ready[1]);
-        char c;
-        ssize_t got = read(ready[0], &c, 1);
-        close(ready[0]);
-        if (got == 1) {
-            struct timespec d = {0, (long)(rand() % 2000) * 1000};
-            nanosleep(&d, NULL);
+        if (ready)
             kill(pid, SIGUSR1);
-        }
-        double start = now_s();
-        int status = 0;
-        pid_t w;
-        while ((w = waitpid(pid, &status, WNOHANG)) == 0 && now_s() - start < 5.0) {
-            struct timespec d = {0, 1000000};
-            nanosleep(&d, NULL);
-        }
-        double took = now_s() - start;
+        int status;
+        double took;
+        int ended = rounds_wait(pid, 5.0, &status, &took);
         if (took > worst)
             worst = took;
         char path[256];
         snprintf(path, sizeof path, "%s/r-%ld.txt", dir, (long)pid);
-        if (w == 0) {
+        if (!ended) {
             hung++;
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
@@ -175,7 +138,7 @@ int main(int argc, char **argv)
             if (odd_status <= 3)
                 fprintf(stderr, "round %d: child ended with status 0x%x\n", round, status);
         } else {
-            const char *r = slurp(path);
+            const char *r = rounds_slurp(path);
             if (!report_whole(r)) {
                 broken++;
                 if (broken <= 3)
