@@ -194,27 +194,40 @@ static void ev_done(trace_buf *b)
     atomic_store_explicit(&b->n, n + 1, memory_order_release);
 }
 
+/* An allocation's or a release's event, with what the record says filled in; the kind's live
+ * bytes on its device move by the record's bytes (up for an allocation, down for a release).
+ * NULL when the event cannot be kept. */
+static trace_ev *rec_event(trace_buf **b, int type, const gpumem__rec *r)
+{
+    trace_ev *e = ev_next(b);
+    if (!e)
+        return NULL;
+    atomic_uint_fast64_t *live = &live_bytes[r->kind][gpumem__dev_slot(r->device)];
+    e->type = type;
+    e->ns = now_ns();
+    e->id = r->seq;
+    e->bytes = r->bytes;
+    e->live = type == EV_ALLOC
+                  ? atomic_fetch_add_explicit(live, r->bytes, memory_order_relaxed) + r->bytes
+                  : atomic_fetch_sub_explicit(live, r->bytes, memory_order_relaxed) - r->bytes;
+    e->base = r->base;
+    e->site = r->site;
+    e->stack = r->stack;
+    e->device = r->device;
+    e->kind = r->kind;
+    return e;
+}
+
 void gpumem__trace_alloc(const gpumem__rec *r)
 {
     if (!gpumem__tracing())
         return;
     trace_buf *b;
-    trace_ev *e = ev_next(&b);
+    trace_ev *e = rec_event(&b, EV_ALLOC, r);
     if (!e)
         return;
-    e->type = EV_ALLOC;
-    e->ns = now_ns();
-    e->id = r->seq;
-    e->bytes = r->bytes;
-    e->live = atomic_fetch_add_explicit(&live_bytes[r->kind][gpumem__dev_slot(r->device)],
-                                        r->bytes, memory_order_relaxed) + r->bytes;
-    e->base = r->base;
     e->stream = (uintptr_t)r->stream;
-    e->site = r->site;
-    e->stack = r->stack;
     e->thread = r->thread;
-    e->device = r->device;
-    e->kind = r->kind;
     ev_done(b);
 }
 
@@ -223,24 +236,13 @@ void gpumem__trace_release(const gpumem__rec *r, gpumem_site site, const char *c
     if (!gpumem__tracing())
         return;
     trace_buf *b;
-    trace_ev *e = ev_next(&b);
+    trace_ev *e = rec_event(&b, EV_RELEASE, r);
     if (!e)
         return;
-    e->type = EV_RELEASE;
-    e->ns = now_ns();
-    e->id = r->seq;
-    e->bytes = r->bytes;
-    e->live = atomic_fetch_sub_explicit(&live_bytes[r->kind][gpumem__dev_slot(r->device)],
-                                        r->bytes, memory_order_relaxed) - r->bytes;
-    e->base = r->base;
-    e->site = r->site;
     e->where = site;
     if (!site.file && call)
         e->where.func = call;
-    e->stack = r->stack;
     e->thread = gpumem__thread_id();
-    e->device = r->device;
-    e->kind = r->kind;
     ev_done(b);
 }
 
