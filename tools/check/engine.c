@@ -605,11 +605,19 @@ void check_release_end(uintptr_t p, int succeeded)
     check_tls_busy--;
 }
 
+/* p may lie in CUDA's host memory: some is live, and p is in the range it spans. The test
+ * every malloc-family call makes first, so two relaxed loads and no lock. */
+static inline int maybe_host(uintptr_t p)
+{
+    if (GPUMEM__LIKELY(atomic_load_explicit(&host_live, memory_order_relaxed) == 0))
+        return 0;
+    return p >= atomic_load_explicit(&host_lo, memory_order_relaxed) &&
+           p < atomic_load_explicit(&host_hi, memory_order_relaxed);
+}
+
 int check_host_lookup(uintptr_t p, uintptr_t *base, size_t *bytes)
 {
-    if (GPUMEM__LIKELY(atomic_load_explicit(&host_live, memory_order_relaxed) == 0) ||
-        p < atomic_load_explicit(&host_lo, memory_order_relaxed) ||
-        p >= atomic_load_explicit(&host_hi, memory_order_relaxed))
+    if (!maybe_host(p))
         return 0;
     check_tls_busy++;
     gpumem__rec r;
@@ -625,9 +633,7 @@ int check_host_lookup(uintptr_t p, uintptr_t *base, size_t *bytes)
 
 int check_host_free(const char *call, uintptr_t p, uint32_t stack)
 {
-    if (GPUMEM__LIKELY(atomic_load_explicit(&host_live, memory_order_relaxed) == 0) ||
-        p < atomic_load_explicit(&host_lo, memory_order_relaxed) ||
-        p >= atomic_load_explicit(&host_hi, memory_order_relaxed))
+    if (!maybe_host(p))
         return 0;
     check_tls_busy++;
     gpumem__rec r;
