@@ -118,6 +118,17 @@ static char *log_of(const char *name)
     return normalize(read_file(path));
 }
 
+#ifdef GPUMEM_HAVE_JANSSON
+/* The scenario's JSON report, parsed (NULL if it is missing or not JSON). */
+static json_t *json_of(const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s.json", dir, name);
+    json_error_t err;
+    return json_load_file(path, 0, &err);
+}
+#endif
+
 /* What the scenario's process wrote to stderr. */
 static char *stderr_of(const char *name)
 {
@@ -503,10 +514,7 @@ static void test_leak_kinds(void)
     EXPECT_CONTAINS(log, "ERROR SUMMARY: 2 errors (2 leaks)");
     free(log);
 #ifdef GPUMEM_HAVE_JANSSON
-    char path[256];
-    snprintf(path, sizeof path, "%s/kinds.json", dir);
-    json_error_t jerr;
-    json_t *doc = json_load_file(path, 0, &jerr);
+    json_t *doc = json_of("kinds");
     ASSERT_NOT_NULL(doc);
     json_t *fs = json_object_get(doc, "findings");
     EXPECT_EQ(json_array_size(fs), 2);
@@ -522,8 +530,7 @@ static void test_leak_kinds(void)
     EXPECT_EQ(strstr(log, "lists them") == NULL, 1);
     free(log);
 #ifdef GPUMEM_HAVE_JANSSON
-    snprintf(path, sizeof path, "%s/kinds_all.json", dir);
-    doc = json_load_file(path, 0, &jerr);
+    doc = json_of("kinds_all");
     ASSERT_NOT_NULL(doc);
     fs = json_object_get(doc, "findings");
     EXPECT_EQ(json_array_size(fs), 3);
@@ -859,10 +866,7 @@ static void test_status_files(void)
 #ifdef GPUMEM_HAVE_JANSSON
 static void test_json(void)
 {
-    char path[256];
-    snprintf(path, sizeof path, "%s/every.json", dir);
-    json_error_t err;
-    json_t *root = json_load_file(path, 0, &err);
+    json_t *root = json_of("every");
     ASSERT_NOT_NULL(root);
     EXPECT_STR_EQ(json_string_value(json_object_get(root, "schema")), "gpumem-check/1");
     EXPECT_STR_EQ(json_string_value(json_object_get(root, "status")), "exited");
@@ -899,8 +903,7 @@ static void test_json(void)
     EXPECT_EQ(json_integer_value(json_object_get(peak, "device")), 8192);
     json_decref(root);
 
-    snprintf(path, sizeof path, "%s/suppressed.json", dir);
-    root = json_load_file(path, 0, &err);
+    root = json_of("suppressed");
     ASSERT_NOT_NULL(root);
     EXPECT_STR_EQ(json_string_value(json_object_get(json_array_get(json_object_get(root, "findings"), 0),
                                                     "suppressed")),
@@ -949,10 +952,7 @@ static void test_devices(void)
     EXPECT_TRUE(log && !strstr(log, "DEVICE ") && !strstr(log, "on device"));
     free(log);
 #ifdef GPUMEM_HAVE_JANSSON
-    char path[256];
-    snprintf(path, sizeof path, "%s/devices.json", dir);
-    json_error_t err;
-    json_t *root = json_load_file(path, 0, &err);
+    json_t *root = json_of("devices");
     ASSERT_NOT_NULL(root);
     json_t *devs = json_object_get(root, "devices");
     ASSERT_EQ(json_array_size(devs), 2);
