@@ -52,9 +52,22 @@ static double copy_gbps(CUdeviceptr dst, CUdeviceptr src, size_t n, double *mn, 
     return med;
 }
 
+/* Ten copies from src to dst; one RESULT line with their min, median and max GB/s. */
+static void report_copy(CUdeviceptr dst, CUdeviceptr src, size_t n, const char *path,
+                        const char *dir)
+{
+    double mn = 0, mx = 0, med = copy_gbps(dst, src, n, &mn, &mx);
+    printf("RESULT probe=hostreg bytes=%zu path=%s dir=%s min_gbps=%.3f median_gbps=%.3f "
+           "max_gbps=%.3f\n", n, path, dir, mn, med, mx);
+}
+
 static void cost(CUdeviceptr dev, void *pinned, size_t n)
 {
     char *h = malloc(n);
+    if (!h) {
+        printf("RESULT probe=hostreg bytes=%zu malloc=failed\n", n);
+        return;
+    }
     memset(h, 1, n);
     uint64_t t0 = bench_now_ns();
     CUresult r = cuMemHostRegister(h, n, 0);
@@ -64,19 +77,11 @@ static void cost(CUdeviceptr dev, void *pinned, size_t n)
         free(h);
         return;
     }
-    double mn, mx, med;
-    med = copy_gbps(dev, (CUdeviceptr)(uintptr_t)h, n, &mn, &mx);
-    printf("RESULT probe=hostreg bytes=%zu path=registered dir=h2d min_gbps=%.3f median_gbps=%.3f "
-           "max_gbps=%.3f\n", n, mn, med, mx);
-    med = copy_gbps((CUdeviceptr)(uintptr_t)h, dev, n, &mn, &mx);
-    printf("RESULT probe=hostreg bytes=%zu path=registered dir=d2h min_gbps=%.3f median_gbps=%.3f "
-           "max_gbps=%.3f\n", n, mn, med, mx);
-    med = copy_gbps(dev, (CUdeviceptr)(uintptr_t)pinned, n, &mn, &mx);
-    printf("RESULT probe=hostreg bytes=%zu path=pinned dir=h2d min_gbps=%.3f median_gbps=%.3f "
-           "max_gbps=%.3f\n", n, mn, med, mx);
-    med = copy_gbps((CUdeviceptr)(uintptr_t)pinned, dev, n, &mn, &mx);
-    printf("RESULT probe=hostreg bytes=%zu path=pinned dir=d2h min_gbps=%.3f median_gbps=%.3f "
-           "max_gbps=%.3f\n", n, mn, med, mx);
+    CUdeviceptr hp = (CUdeviceptr)(uintptr_t)h, pp = (CUdeviceptr)(uintptr_t)pinned;
+    report_copy(dev, hp, n, "registered", "h2d");
+    report_copy(hp, dev, n, "registered", "d2h");
+    report_copy(dev, pp, n, "pinned", "h2d");
+    report_copy(pp, dev, n, "pinned", "d2h");
     t0 = bench_now_ns();
     r = cuMemHostUnregister(h);
     double unreg_ms = (double)(bench_now_ns() - t0) / 1e6;
