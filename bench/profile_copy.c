@@ -220,7 +220,12 @@ int main(int argc, char **argv)
     for (size_t k = 0; k < nsizes; k++) {
         size_t n = sizes[k];
         char *h = malloc(n), *pin = NULL, *d = NULL;
-        if (!h || check(cudaMallocHost((void **)&pin, n), "cudaMallocHost") ||
+        if (!h) {
+            fprintf(stderr, "profile_copy: no %zu MiB of host memory for the pageable buffer; "
+                            "give smaller sizes\n", n >> 20);
+            return 1;
+        }
+        if (check(cudaMallocHost((void **)&pin, n), "cudaMallocHost") ||
             check(cudaMalloc((void **)&d, n), "cudaMalloc"))
             return 1;
         memset(h, 1, n);
