@@ -198,8 +198,8 @@ static const copy_path paths[] = {
     {"mapped", "mapped zero-copy, kernel access", KERNEL_PATH(cross_mapped), 1, 0},
     {"managed_first_touch", "managed, first touch (faults)", KERNEL_PATH(cross_first_touch), 1, 1},
     {"managed_prefetch", "managed, gpumem_prefetch first", KERNEL_PATH(cross_prefetched), 1, 1},
-    {"gpumem_copy", "gpumem_copy staged (pageable)", cross_staged, 0, 0},
-    {"gpumem_copy_async", "gpumem_copy_async staged (pageable)", cross_staged_async, 0, 0},
+    {"gpumem_copy", "gpumem_copy (pageable)", cross_staged, 0, 0},
+    {"gpumem_copy_async", "gpumem_copy_async (pageable)", cross_staged_async, 0, 0},
 };
 enum { NPATHS = sizeof paths / sizeof paths[0] };
 
