@@ -5,11 +5,13 @@
  * The engine's state is the process's (one report per process, as in a checked program), so
  * every scenario runs in a child process of its own and the parent reads what it wrote. */
 #define _GNU_SOURCE
+#include <link.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -634,6 +636,75 @@ static void test_dead_frames(void)
     free(log);
 }
 
+/* What is data: a loaded object's writable segments, not an anonymous mapping that merely
+ * follows its bss (/proc/self/maps cannot tell the two apart, and under AddressSanitizer a
+ * runtime mapping of stale words sometimes lay there). A page is mapped right after the end of
+ * some loaded object's last writable segment and holds an allocation's address: definitely
+ * lost. A second address, in this program's bss, is still reachable; a third, in a
+ * thread-local variable of another object (tls_word.c), too. A fourth, in one of this
+ * program's own thread-local variables, is definitely lost: this program is the checker's
+ * own object here, as libgpumem_check.so is in a checked program, and the checker's
+ * thread-local variables are its bookkeeping. */
+#define BESIDE 0x6a0000000000ull
+extern _Thread_local uintptr_t check_test_tls_word;
+static volatile uintptr_t beside_bss;
+static _Thread_local volatile uintptr_t own_tls_word;
+
+static int map_beside_bss(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), end = 0;
+    for (size_t i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t e = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W) && e > end)
+            end = e;
+    }
+    if (!end)
+        return 0;
+    end = (end + page - 1) & ~(page - 1);
+    void *p = mmap((void *)end, page, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == MAP_FAILED)
+        return 0;
+    if ((uintptr_t)p != end) { /* a kernel without MAP_FIXED_NOREPLACE put it elsewhere */
+        munmap(p, page);
+        return 0;
+    }
+    *(void **)arg = p;
+    return 1;
+}
+
+static void beside_data(void)
+{
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, BESIDE, 4096, 0, 0, 0);
+    check_alloc("cudaMallocHost", GPUMEM_KIND_PINNED, BESIDE + 0x100000, 8192, 0, 0, 0);
+    check_alloc("cudaMallocManaged", GPUMEM_KIND_MANAGED, BESIDE + 0x200000, 12288, 0, 0, 0);
+    check_alloc("cudaMallocAsync", GPUMEM_KIND_DEVICE_ASYNC, BESIDE + 0x300000, 16384, 0, 0, 0);
+    volatile uintptr_t *beside = NULL;
+    EXPECT_EQ(dl_iterate_phdr(map_beside_bss, (void *)&beside), 1);
+    if (!beside)
+        return;
+    beside[0] = BESIDE;
+    beside_bss = BESIDE + 0x100000;
+    check_test_tls_word = BESIDE + 0x200000;
+    own_tls_word = BESIDE + 0x300000;
+}
+
+static void test_data_is_segments(void)
+{
+    EXPECT_EQ(run_scenario("beside", beside_data, "GPUMEM_CHECK_SHOW_LEAK_KINDS=all"), 2);
+    char *log = log_of("beside");
+    EXPECT_CONTAINS(log, "4,096 bytes in 1 device allocation by cudaMalloc() is definitely lost");
+    EXPECT_CONTAINS(log, "8,192 bytes in 1 pinned allocation by cudaMallocHost() is still "
+                         "reachable");
+    EXPECT_CONTAINS(log, "12,288 bytes in 1 managed allocation by cudaMallocManaged() is still "
+                         "reachable");
+    EXPECT_CONTAINS(log, "16,384 bytes in 1 device-async allocation by cudaMallocAsync() is "
+                         "definitely lost");
+    free(log);
+}
+
 static void suppressed_leaks(void)
 {
     check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEV, 4096, 0, 0, 0);
@@ -1020,6 +1091,7 @@ int main(void)
     RUN(test_host_realloc);
     RUN(test_leak_kinds);
     RUN(test_dead_frames);
+    RUN(test_data_is_segments);
     RUN(test_default_suppressions);
     RUN(test_suppressions);
     RUN(test_suppression_files);

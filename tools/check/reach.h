@@ -1,5 +1,5 @@
 /* gpumem check's leak kinds: a scan of the process's writable memory for pointers into live
- * allocations (reach.c). Nothing here calls CUDA or allocates from the heap. */
+ * allocations (reach.c). Nothing here calls CUDA. */
 #ifndef GPUMEM_CHECK_REACH_H
 #define GPUMEM_CHECK_REACH_H
 
@@ -11,8 +11,8 @@ typedef struct {
 } check_span;
 
 /* Sets reached[i] to 1 for each target i whose [lo, hi) some aligned pointer-sized word of the
- * process's writable data (of the loaded objects) or stacks points into (anywhere inside
- * counts), else to 0. Not read: the heap and other anonymous memory (reach.c says why), the
+ * process's writable data (the loaded objects' writable segments and the calling thread's
+ * thread-local variables) or stacks points into (anywhere inside counts), else to 0. Not read: the heap and other anonymous memory (reach.c says why), the
  * spans in skip (the checker's own records of the allocations), mappings of devices and of
  * the CUDA libraries, pages never touched, on the calling thread's stack what lies below
  * stack_from (0, or anything below the scan's own frame: from the caller's frames up), and on
