@@ -637,8 +637,8 @@ static void test_dead_frames(void)
 }
 
 /* What is data: a loaded object's writable segments, not an anonymous mapping that merely
- * follows its bss (/proc/self/maps cannot tell the two apart, and under AddressSanitizer a
- * runtime mapping of stale words sometimes lay there). A page is mapped right after the end of
+ * follows its bss (/proc/self/maps cannot tell the two apart, and under AddressSanitizer an
+ * anonymous mapping of stale words sometimes lay there). A page is mapped right after the end of
  * some loaded object's last writable segment and holds an allocation's address: definitely
  * lost. A second address, in this program's bss, is still reachable; a third, in a
  * thread-local variable of another object (tls_word.c), too. A fourth, in one of this
