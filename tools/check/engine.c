@@ -29,6 +29,7 @@
 
 #include "backtrace.h"
 #include "check_trace.h"
+#include "hostmap.h"
 #include "internal.h"
 #include "reach.h"
 #include "sigsafe.h"
@@ -443,11 +444,8 @@ static uint32_t capture(void)
 
 /* ---- events ---- */
 
-/* Host-visible CUDA memory (what host free() could be handed): how much is live, and the
- * address range it has ever covered, so that free() of anything else costs two loads. */
-static atomic_long host_live;
-static atomic_uintptr_t host_lo = UINTPTR_MAX, host_hi;
-
+/* Host-visible CUDA memory (what host free() could be handed) is counted where it lies
+ * (hostmap.c), so that free() of anything else costs a few loads. */
 static int host_visible(int kind)
 {
     return kind == GPUMEM_KIND_PINNED || kind == GPUMEM_KIND_HOST ||
@@ -490,7 +488,7 @@ static void forget(const gpumem__rec *r)
     gpumem__stats_release(r->kind, r->device, r->bytes);
     gpumem__trace_release(r, (gpumem_site){0}, r->freed_site.func);
     if (host_visible(r->kind))
-        atomic_fetch_sub(&host_live, 1);
+        check_hostmap_remove(r->base, r->bytes);
 }
 
 void check_alloc(const char *call, int kind, uintptr_t base, size_t bytes, int device,
@@ -519,14 +517,8 @@ void check_alloc(const char *call, int kind, uintptr_t base, size_t bytes, int d
     if (gpumem__reg_insert(&r) == 0) {
         gpumem__stats_alloc(kind, device, bytes);
         gpumem__trace_alloc(&r);
-        if (host_visible(kind)) {
-            atomic_fetch_add(&host_live, 1);
-            uintptr_t lo = atomic_load(&host_lo), hi = atomic_load(&host_hi);
-            while (base < lo && !atomic_compare_exchange_weak(&host_lo, &lo, base))
-                ;
-            while (base + bytes > hi && !atomic_compare_exchange_weak(&host_hi, &hi, base + bytes))
-                ;
-        }
+        if (host_visible(kind))
+            check_hostmap_add(base, bytes);
     }
     check_tls_busy--;
 }
@@ -600,24 +592,14 @@ void check_release_end(uintptr_t p, int succeeded)
         gpumem__stats_alloc(r.kind, r.device, r.bytes);
         gpumem__trace_alloc(&r); /* live again: CUDA refused the release */
         if (host_visible(r.kind))
-            atomic_fetch_add(&host_live, 1);
+            check_hostmap_add(r.base, r.bytes);
     }
     check_tls_busy--;
 }
 
-/* p may lie in CUDA's host memory: some is live, and p is in the range it spans. The test
- * every malloc-family call makes first, so two relaxed loads and no lock. */
-static inline int maybe_host(uintptr_t p)
-{
-    if (GPUMEM__LIKELY(atomic_load_explicit(&host_live, memory_order_relaxed) == 0))
-        return 0;
-    return p >= atomic_load_explicit(&host_lo, memory_order_relaxed) &&
-           p < atomic_load_explicit(&host_hi, memory_order_relaxed);
-}
-
 int check_host_lookup(uintptr_t p, uintptr_t *base, size_t *bytes)
 {
-    if (!maybe_host(p))
+    if (!check_hostmap_may_hold(p))
         return 0;
     check_tls_busy++;
     gpumem__rec r;
@@ -633,7 +615,7 @@ int check_host_lookup(uintptr_t p, uintptr_t *base, size_t *bytes)
 
 int check_host_free(const char *call, uintptr_t p, uint32_t stack)
 {
-    if (!maybe_host(p))
+    if (!check_hostmap_may_hold(p))
         return 0;
     check_tls_busy++;
     gpumem__rec r;
@@ -906,8 +888,6 @@ static long leak_groups(int scan, leak_group **out, int *skipped, long long *sca
         add_span(l.r, l.cap * sizeof *l.r, &skip);
         add_span(targets, l.n * sizeof *targets, &skip);
         add_span(findings, findings_cap * sizeof *findings, &skip);
-        add_span(&host_lo, sizeof host_lo, &skip);
-        add_span(&host_hi, sizeof host_hi, &skip);
         add_span(&skip, sizeof skip, &skip);
         add_span(skip.s, (skip.cap + 1) * sizeof *skip.s, &skip); /* +1: if this add grows it */
         add_span(skip.s, skip.cap * sizeof *skip.s, &skip);

@@ -4,7 +4,7 @@
  * Pinned or managed memory handed to free() or delete would crash the allocator or corrupt
  * its heap. Here it is reported as a mismatched release and released with the CUDA call that
  * matches it, so that the program runs on and the report covers the whole run. Anything else
- * goes to the real free() at the cost of two loads and a compare (engine.c's host range).
+ * goes to the real free() at the cost of a few loads (hostmap.c: where CUDA host memory lies).
  * realloc() of such memory is reported the same way and keeps realloc's promise: new memory
  * with the old contents (as much as fits), the old released with its CUDA call. */
 #define _GNU_SOURCE
