@@ -41,6 +41,35 @@ expect 0 "^usage: gpumem report --html TRACE -o FILE.html" --help
 sed 's/(make_peak)/(make\\"peak)/g' "$tmp/t.json" > "$tmp/escaped.json"
 expect 0 '^ +8\.0 MiB in 1 device allocation at .*make_trace\.c:[0-9]+ \(make"peak\)$' --summary "$tmp/escaped.json"
 
+# Hand-written traces. hand FILE LINES...: a trace with these event lines and a complete end.
+hand() {
+  f=$1; shift
+  { echo '{"displayTimeUnit":"ns","traceEvents":['
+    echo '{"ph":"M","pid":1,"tid":0,"name":"gpumem_trace","args":{"schema":"gpumem-trace/1","tool":"gpumem"}},'
+    for l in "$@"; do echo "$l,"; done
+    echo '{"ph":"M","pid":1,"tid":0,"ts":30.0,"name":"gpumem_end","args":{"events":4,"dropped":'"${dropped:-0}"',"end_ts":30.0}}'
+    echo '],'; echo '"stackFrames":{'; echo '}}'; } > "$f"
+}
+ev() { # ev PH TS ID BYTES
+  echo '{"ph":"'"$1"'","pid":1,"tid":1,"ts":'"$2"',"cat":"device","name":"a.c:'"$4"' (f)","id":"'"$3"'","args":{"bytes":'"$4"',"device":0}}'
+}
+# The largest id is an allocation like any other (it once stood for an empty slot).
+# Its release without its allocation (a trace that began late) releases nothing else.
+hand "$tmp/maxid.json" "$(ev b 1.0 0x1 8192)" "$(ev e 2.0 0xffffffffffffffff 4096)" \
+  "$(ev b 3.0 0xffffffffffffffff 4096)" "$(ev e 4.0 0xffffffffffffffff 4096)"
+expect 0 "^leaks at end: 8\.0 KiB in 1 allocation from 1 call site$" --summary "$tmp/maxid.json"
+expect 0 "^  1 releases of allocations the trace does not have were left out$" --summary "$tmp/maxid.json"
+hand "$tmp/maxid_alone.json" "$(ev e 2.0 0xffffffffffffffff 4096)"
+expect 0 "^no allocations in the trace$" --summary "$tmp/maxid_alone.json"
+# Threads write their events in their own order: times count from the earliest, not the first.
+hand "$tmp/order.json" "$(ev b 10.0 0x1 4096)" "$(ev b 5.0 0x2 8192)" "$(ev e 20.0 0x1 4096)"
+expect 0 "^peak: 12\.0 KiB live at 5\.000 us$" --summary "$tmp/order.json"
+expect 0 "events over 15\.000 us" --summary "$tmp/order.json"
+# Events the tracer could not record are said, and so are timestamps that are no time.
+dropped=3 hand "$tmp/dropped.json" "$(ev b 1.0 0x1 4096)" "$(ev b 1e300 0x2 4096)"
+expect 0 "warning: the traced program could not record 3 events" --summary "$tmp/dropped.json"
+expect 0 "^  1 events with a timestamp that is no time" --summary "$tmp/dropped.json"
+
 # Errors: each says what is wrong with which file.
 expect 1 "error: cannot read the trace $tmp/none.json: No such file or directory" --summary "$tmp/none.json"
 : > "$tmp/empty.json"

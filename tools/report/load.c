@@ -14,9 +14,11 @@
 /* ---- small maps: site names and allocation ids to indexes ---- */
 
 typedef struct {
-    uint64_t *keys;
+    uint64_t *keys; /* 0 marks an empty slot; key 0 itself lives in zero_val */
     uint32_t *vals;
     size_t cap, n;
+    uint32_t zero_val;
+    int zero_used;
 } u64map;
 
 static uint64_t mix(uint64_t x)
@@ -54,9 +56,14 @@ static int map_grow(u64map *m)
     return 0;
 }
 
-/* Key 0 is not allowed (callers add 1). Returns the value slot; *found says if it existed. */
+/* Returns the value slot of key; *found says if it existed. */
 static uint32_t *map_slot(u64map *m, uint64_t key, int *found)
 {
+    if (key == 0) { /* the empty slots' mark: kept beside the table */
+        *found = m->zero_used;
+        m->zero_used = 1;
+        return &m->zero_val;
+    }
     if ((m->n + 1) * 2 > m->cap && map_grow(m) != 0)
         return NULL;
     size_t j = mix(key) & (m->cap - 1);
@@ -106,10 +113,13 @@ typedef struct {
     report_trace *t;
     u64map site_map, alloc_map;
     size_t sites_cap, tracks_cap, events_cap, allocs_cap, failures_cap, cp_cap, stacks_cap;
-    int64_t t0;
-    int have_t0;
     int64_t t_last;
 } loader;
+
+/* While a trace is read, times are the trace's own (ns) and a release not yet seen is
+ * NOT_RELEASED; at the end they are counted from the earliest event, whatever order the
+ * threads' events were written in, and NOT_RELEASED becomes -1. */
+#define NOT_RELEASED INT64_MIN
 
 static uint32_t site_index(loader *L, const char *name, int kind, uint64_t stack)
 {
@@ -153,20 +163,25 @@ static uint32_t track_index(loader *L, int kind, int device)
     return (uint32_t)t->ntracks++;
 }
 
-static int64_t ns_of(loader *L, double us)
+/* A timestamp in microseconds as ns; 0 with *bad set when it is no time (NaN, infinite, or
+ * beyond what 64 bits of ns hold: about 292 years either way). */
+static int64_t ns_of(double us, int *bad)
 {
-    int64_t ns = (int64_t)llround(us * 1000.0);
-    if (!L->have_t0) {
-        L->t0 = ns;
-        L->have_t0 = 1;
+    if (!isfinite(us) || fabs(us) > 9.0e15) {
+        *bad = 1;
+        return 0;
     }
-    return ns - L->t0;
+    return (int64_t)llround(us * 1000.0);
 }
 
-static int64_t ts_of(loader *L, json_t *e)
+static int64_t ts_of(json_t *e, int *bad)
 {
     json_t *v = json_object_get(e, "ts");
-    return ns_of(L, json_is_real(v) ? json_real_value(v) : (double)json_integer_value(v));
+    if (!json_is_number(v)) {
+        *bad = 1;
+        return 0;
+    }
+    return ns_of(json_is_real(v) ? json_real_value(v) : (double)json_integer_value(v), bad);
 }
 
 /* An allocation (ph 'b') or its release ('e'). Returns 0, or -1 when out of memory. */
@@ -191,9 +206,9 @@ static int take_span(loader *L, char ph, int64_t ts, const char *cat, const char
     if (ph == 'b') {
         if (!GROW(t->allocs, t->nallocs, L->allocs_cap))
             return -1;
-        t->allocs[t->nallocs] = (report_alloc){site, track, bytes, ts, -1};
+        t->allocs[t->nallocs] = (report_alloc){site, track, bytes, ts, NOT_RELEASED};
         *slot = (uint32_t)t->nallocs++;
-    } else if (!found || t->allocs[*slot].t_release >= 0) {
+    } else if (!found || t->allocs[*slot].t_release != NOT_RELEASED) {
         /* A release without its allocation: a trace that began late. */
         t->unmatched_releases++;
         return 0;
@@ -248,7 +263,13 @@ static int take_fast(loader *L, const char *line)
     const char *st = line[7] == 'b' ? after(args, "\"stack\":") : NULL;
     if (!b || !d)
         return 0;
-    return take_span(L, line[7], ns_of(L, strtod(ts, NULL)), c, nm, i, strtoll(b, NULL, 10),
+    int bad = 0;
+    int64_t when = ns_of(strtod(ts, NULL), &bad);
+    if (bad) {
+        L->t->bad_times++;
+        return 1;
+    }
+    return take_span(L, line[7], when, c, nm, i, strtoll(b, NULL, 10),
                      (int)strtol(d, NULL, 10), st ? strtoull(st, NULL, 10) : 0) == 0 ? 1 : -1;
 }
 
@@ -298,11 +319,19 @@ static int take_event(loader *L, json_t *e)
             t->tool = dup_or(json_string_value(json_object_get(args, "tool")), "gpumem");
         else if (strcmp(name, "gpumem_stacks") == 0)
             return read_stacks(L, json_object_get(args, "stacks"));
-        else if (strcmp(name, "gpumem_end") == 0)
+        else if (strcmp(name, "gpumem_end") == 0) {
             t->complete = 1;
+            json_int_t dropped = json_integer_value(json_object_get(args, "dropped"));
+            t->dropped = dropped > 0 ? (uint64_t)dropped : 0;
+        }
         return 0;
     }
-    int64_t ts = ts_of(L, e);
+    int bad = 0;
+    int64_t ts = ts_of(e, &bad);
+    if (bad) {
+        t->bad_times++;
+        return 0;
+    }
     if (ts > L->t_last)
         L->t_last = ts;
     if ((ph[0] == 'b' || ph[0] == 'e') && ph[1] == '\0') {
@@ -342,6 +371,33 @@ static int by_time(const void *a, const void *b)
     if (x->alloc == y->alloc)
         return x->bytes > 0 ? -1 : 1;
     return x->alloc < y->alloc ? -1 : 1;
+}
+
+/* Counts every time from the earliest event read (threads write their events in their own
+ * order, so the first line need not be the earliest). */
+static void rebase_times(report_trace *t, loader *L)
+{
+    int64_t t0 = INT64_MAX;
+    for (size_t i = 0; i < t->nevents; i++)
+        t0 = t->events[i].t < t0 ? t->events[i].t : t0;
+    for (size_t i = 0; i < t->nfailures; i++)
+        t0 = t->failures[i].t < t0 ? t->failures[i].t : t0;
+    for (size_t i = 0; i < t->ncheckpoints; i++)
+        t0 = t->checkpoints[i] < t0 ? t->checkpoints[i] : t0;
+    if (t0 == INT64_MAX)
+        t0 = 0;
+    for (size_t i = 0; i < t->nevents; i++)
+        t->events[i].t -= t0;
+    for (size_t i = 0; i < t->nfailures; i++)
+        t->failures[i].t -= t0;
+    for (size_t i = 0; i < t->ncheckpoints; i++)
+        t->checkpoints[i] -= t0;
+    for (size_t i = 0; i < t->nallocs; i++) {
+        t->allocs[i].t_alloc -= t0;
+        t->allocs[i].t_release =
+            t->allocs[i].t_release == NOT_RELEASED ? -1 : t->allocs[i].t_release - t0;
+    }
+    L->t_last -= t0;
 }
 
 /* Live bytes over time: site and track peaks, the overall peak and what was live then. */
@@ -493,6 +549,7 @@ int report_load(const char *path, report_trace *t, char *err, size_t errn)
     }
     if (bad_tail)
         t->complete = 0; /* a cut last line */
+    rebase_times(t, &L);
     analyse(t);
     rc = 0;
 out:

@@ -64,6 +64,15 @@ void report_summary(const report_trace *t, FILE *out, int top)
     if (t->unmatched_releases)
         fprintf(out, "  %llu releases of allocations the trace does not have were left out\n",
                 (unsigned long long)t->unmatched_releases);
+    if (t->dropped)
+        fprintf(out, "  warning: the traced program could not record %llu events (no memory for "
+                     "the trace's buffers); releases among them are missing, so memory counted "
+                     "live at the end may have been released\n",
+                (unsigned long long)t->dropped);
+    if (t->bad_times)
+        fprintf(out, "  %llu events with a timestamp that is no time (NaN, infinite or out of "
+                     "range) were left out\n",
+                (unsigned long long)t->bad_times);
     if (!t->nevents) {
         fprintf(out, "no allocations in the trace\n");
         return;

@@ -77,6 +77,8 @@ typedef struct {
     int64_t leaked_bytes;
     uint64_t leaked_count, leaked_sites;
     uint64_t unmatched_releases; /* releases of allocations the trace does not have */
+    uint64_t dropped;            /* events the tracer could not record (gpumem_end says) */
+    uint64_t bad_times;          /* events left out: their timestamp is no time */
 } report_trace;
 
 /* Reads path into *t. Returns 0; or -1 with a sentence (what is wrong and what to do) in err.
