@@ -70,6 +70,11 @@ dropped=3 hand "$tmp/dropped.json" "$(ev b 1.0 0x1 4096)" "$(ev b 1e300 0x2 4096
 expect 0 "warning: the traced program could not record 3 events" --summary "$tmp/dropped.json"
 expect 0 "^  1 events with a timestamp that is no time" --summary "$tmp/dropped.json"
 
+# The page never replaces the trace it is made from.
+cp "$tmp/t.json" "$tmp/keep.json"
+expect 2 "error: -o $tmp/t.json is the trace itself" --html "$tmp/t.json" -o "$tmp/t.json"
+cmp -s "$tmp/t.json" "$tmp/keep.json" || { echo "FAIL: the trace was overwritten"; fails=$((fails + 1)); }
+
 # Errors: each says what is wrong with which file.
 expect 1 "error: cannot read the trace $tmp/none.json: No such file or directory" --summary "$tmp/none.json"
 : > "$tmp/empty.json"

@@ -191,6 +191,30 @@ static void cli_free(struct cli *c)
     lint_strlist_free(&c->extra);
 }
 
+/** Refuses an -o that names a source, a header, a path given or a compilation database: the report
+ *  would overwrite it. (The baseline may be the output: it is read before anything is
+ *  written.) */
+static int output_is_input(const struct cli *c, const struct lint_units *u)
+{
+    if (!c->output || strcmp(c->output, "-") == 0)
+        return 0;
+    const char *input = NULL;
+    for (size_t i = 0; i < c->paths.n && !input; i++)
+        input = tool_same_file(c->output, c->paths.v[i]) ? c->paths.v[i] : NULL;
+    for (size_t i = 0; i < c->compdbs.n && !input; i++)
+        input = tool_same_file(c->output, c->compdbs.v[i]) ? c->compdbs.v[i] : NULL;
+    for (size_t i = 0; i < u->n && !input; i++)
+        input = tool_same_file(c->output, u->v[i].path) ? u->v[i].path : NULL;
+    for (size_t i = 0; i < u->headers.n && !input; i++)
+        input = tool_same_file(c->output, u->headers.v[i]) ? u->headers.v[i] : NULL;
+    if (!input)
+        return 0;
+    fprintf(stderr, "gpumem lint: error: -o %s is the input %s, which the report would "
+                    "overwrite; name another file\n",
+            c->output, input);
+    return 1;
+}
+
 /** Pass 1: --config and --no-config, and the first path (where the config search starts). */
 static int find_config_args(int argc, char **argv, struct cli *c, const char **first_path)
 {
@@ -599,6 +623,8 @@ static int lint_main(int argc, char **argv, struct lint_options *o, struct cli *
         return LINT_EXIT_INCOMPLETE;
     }
     check_units(o, u);
+    if (output_is_input(c, u))
+        return LINT_EXIT_USAGE;
 
     char *clang = find_program(o->clang ? o->clang : GPUMEM_LINT_CLANG);
     if (!clang && !o->clang)

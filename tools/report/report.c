@@ -186,6 +186,10 @@ int gpumem_report_main(int argc, char **argv)
         return cli_usage_error(&c, "%s", "--html needs -o FILE.html, the file to write");
     if (!html && output)
         return cli_usage_error(&c, "%s", "-o goes with --html");
+    if (html && tool_same_file(html, output))
+        return cli_usage_error(&c, "-o %s is the trace itself, which the page would replace; "
+                                   "name another file",
+                               output);
 
     report_trace t;
     char err[1024];

@@ -55,5 +55,13 @@ if command -v script >/dev/null 2>&1; then
     > "$out/tty.txt" 2>&1
   check "[1/1] deep.c" "$out/tty.txt"
 fi
+# An output that is an input is refused before anything runs, and the input is left alone.
+cp deep.c deep.keep
+"$lint" --no-config --clang="$clang" --analyzer-plugin="$plugin" -o deep.c deep.c \
+  >"$out/same.txt" 2>&1
+rc=$?
+[ "$rc" -eq 2 ] || { echo "FAIL: -o the input: exit status $rc, expected 2"; fail=1; }
+check "error: -o deep.c is the input deep.c" "$out/same.txt"
+cmp -s deep.c deep.keep || { echo "FAIL: -o the input overwrote it"; fail=1; }
 [ "$fail" -eq 0 ] && echo "clang end-to-end: 1 passed, 0 failed"
 exit "$fail"
