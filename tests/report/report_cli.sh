@@ -70,6 +70,18 @@ dropped=3 hand "$tmp/dropped.json" "$(ev b 1.0 0x1 4096)" "$(ev b 1e300 0x2 4096
 expect 0 "warning: the traced program could not record 3 events" --summary "$tmp/dropped.json"
 expect 0 "^  1 events with a timestamp that is no time" --summary "$tmp/dropped.json"
 
+# Hostile traces: names that hold terminal escapes are printed without them; sizes whose sums
+# pass int64 stop at its end; a folder or a device is not a trace.
+esc='{"ph":"b","pid":1,"tid":1,"ts":1.0,"cat":"device","name":"\u001b[31mred\u009b (f)","id":"0x1","args":{"bytes":4096,"device":0}}'
+hand "$tmp/esc.json" "$esc"
+"$gpumem" report --summary "$tmp/esc.json" > "$tmp/esc.txt" 2>&1
+if grep -q "$(printf '\033')" "$tmp/esc.txt"; then echo "FAIL: an escape reached the terminal"; fails=$((fails + 1)); fi
+expect 0 "in 1 device allocation at \?\[31mred\?\? \(f\)$" --summary "$tmp/esc.json"
+hand "$tmp/huge.json" "$(ev b 1.0 0x1 9223372036854775807)" "$(ev b 2.0 0x2 9223372036854775807)"
+expect 0 "^leaks at end: 8\.0 EiB in 2 allocations from 1 call site$" --summary "$tmp/huge.json"
+expect 1 "error: $tmp is a folder, not a trace file" --summary "$tmp"
+expect 1 "error: /dev/zero is a device or other special file, not a trace file" --summary /dev/zero
+
 # The page never replaces the trace it is made from.
 cp "$tmp/t.json" "$tmp/keep.json"
 expect 2 "error: -o $tmp/t.json is the trace itself" --html "$tmp/t.json" -o "$tmp/t.json"

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "gpumem.h"
 #include "report.h"
@@ -111,7 +112,7 @@ static int kind_of(const char *name)
 
 typedef struct {
     report_trace *t;
-    u64map site_map, alloc_map;
+    u64map site_map, alloc_map, track_map;
     size_t sites_cap, tracks_cap, events_cap, allocs_cap, failures_cap, cp_cap, stacks_cap;
     int64_t t_last;
 } loader;
@@ -120,6 +121,21 @@ typedef struct {
  * NOT_RELEASED; at the end they are counted from the earliest event, whatever order the
  * threads' events were written in, and NOT_RELEASED becomes -1. */
 #define NOT_RELEASED INT64_MIN
+
+/* A copy of text from the trace that is safe to print on a terminal: control characters
+ * (C0, DEL and C1, whose CSI starts escape sequences) become '?'. */
+static char *dup_clean(const char *text)
+{
+    char *c = strdup(text);
+    unsigned char *u = (unsigned char *)c;
+    for (size_t i = 0; u && u[i]; i++) {
+        if (u[i] < 0x20 || u[i] == 0x7f)
+            u[i] = '?';
+        else if (u[i] == 0xc2 && u[i + 1] >= 0x80 && u[i + 1] <= 0x9f)
+            u[i] = u[i + 1] = '?';
+    }
+    return c;
+}
 
 static uint32_t site_index(loader *L, const char *name, int kind, uint64_t stack)
 {
@@ -143,7 +159,7 @@ static uint32_t site_index(loader *L, const char *name, int kind, uint64_t stack
             return UINT32_MAX;
         report_site *s = &t->sites[t->nsites];
         memset(s, 0, sizeof *s);
-        s->name = strdup(name);
+        s->name = dup_clean(name);
         s->kind = kind;
         s->stack = stack;
         *v = (uint32_t)t->nsites;
@@ -151,23 +167,28 @@ static uint32_t site_index(loader *L, const char *name, int kind, uint64_t stack
     }
 }
 
+/* A track per kind and device, found by a map: a trace may name many devices. */
 static uint32_t track_index(loader *L, int kind, int device)
 {
     report_trace *t = L->t;
-    for (size_t i = 0; i < t->ntracks; i++)
-        if (t->tracks[i].kind == kind && t->tracks[i].device == device)
-            return (uint32_t)i;
+    int found;
+    uint32_t *v = map_slot(&L->track_map, (uint64_t)kind << 32 | (uint32_t)device, &found);
+    if (!v)
+        return UINT32_MAX;
+    if (found)
+        return *v;
     if (!GROW(t->tracks, t->ntracks, L->tracks_cap))
         return UINT32_MAX;
     t->tracks[t->ntracks] = (report_track){.kind = kind, .device = device};
+    *v = (uint32_t)t->ntracks;
     return (uint32_t)t->ntracks++;
 }
 
 /* A timestamp in microseconds as ns; 0 with *bad set when it is no time (NaN, infinite, or
- * beyond what 64 bits of ns hold: about 292 years either way). */
+ * more than 142 years from 0, so that the difference of any two fits in 64 bits of ns). */
 static int64_t ns_of(double us, int *bad)
 {
-    if (!isfinite(us) || fabs(us) > 9.0e15) {
+    if (!isfinite(us) || fabs(us) > 4.5e15) {
         *bad = 1;
         return 0;
     }
@@ -220,7 +241,8 @@ static int take_span(loader *L, char ph, int64_t ts, const char *cat, const char
     t->events[t->nevents++] = (report_event){ts, ph == 'b' ? bytes : -bytes, site, track, *slot};
     if (ph == 'b') {
         t->sites[site].count++;
-        t->sites[site].total += (uint64_t)bytes;
+        uint64_t *sum = &t->sites[site].total;
+        *sum = *sum > UINT64_MAX - (uint64_t)bytes ? UINT64_MAX : *sum + (uint64_t)bytes;
     }
     return 0;
 }
@@ -275,7 +297,7 @@ static int take_fast(loader *L, const char *line)
 
 static char *dup_or(const char *s, const char *fallback)
 {
-    return strdup(s ? s : fallback);
+    return dup_clean(s ? s : fallback);
 }
 
 static int read_stacks(loader *L, json_t *stacks)
@@ -355,8 +377,8 @@ static int take_event(loader *L, json_t *e)
             .kind = kind_of(json_string_value(json_object_get(args, "kind"))),
             .device = (int)json_integer_value(json_object_get(args, "device")),
             .site = dup_or(json_string_value(json_object_get(args, "site")), "?"),
-            .what = strdup(name),
-            .cuda_error = cuda ? strdup(cuda) : NULL,
+            .what = dup_clean(name),
+            .cuda_error = cuda ? dup_clean(cuda) : NULL,
         };
     }
     return 0;
@@ -371,6 +393,36 @@ static int by_time(const void *a, const void *b)
     if (x->alloc == y->alloc)
         return x->bytes > 0 ? -1 : 1;
     return x->alloc < y->alloc ? -1 : 1;
+}
+
+typedef struct {
+    uint64_t id;
+    char **frames;
+} stack_entry;
+
+static int by_stack_id(const void *a, const void *b)
+{
+    uint64_t x = ((const stack_entry *)a)->id, y = ((const stack_entry *)b)->id;
+    return (x > y) - (x < y);
+}
+
+/* Stacks by id, so that each site's is found by bisection, not a walk over all of them. */
+static int sort_stacks(report_trace *t)
+{
+    if (t->nstacks < 2)
+        return 0;
+    stack_entry *e = malloc(t->nstacks * sizeof *e);
+    if (!e)
+        return -1;
+    for (size_t i = 0; i < t->nstacks; i++)
+        e[i] = (stack_entry){t->stack_ids[i], t->stack_frames[i]};
+    qsort(e, t->nstacks, sizeof *e, by_stack_id);
+    for (size_t i = 0; i < t->nstacks; i++) {
+        t->stack_ids[i] = e[i].id;
+        t->stack_frames[i] = e[i].frames;
+    }
+    free(e);
+    return 0;
 }
 
 /* Counts every time from the earliest event read (threads write their events in their own
@@ -400,6 +452,15 @@ static void rebase_times(report_trace *t, loader *L)
     L->t_last -= t0;
 }
 
+/* Sums of a hostile trace's sizes stop at the ends of int64 instead of wrapping. */
+static int64_t add_sat(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (__builtin_add_overflow(a, b, &r))
+        return b > 0 ? INT64_MAX : INT64_MIN;
+    return r;
+}
+
 /* Live bytes over time: site and track peaks, the overall peak and what was live then. */
 static void analyse(report_trace *t)
 {
@@ -413,15 +474,15 @@ static void analyse(report_trace *t)
         const report_event *e = &t->events[i];
         report_site *s = &t->sites[e->site];
         report_track *k = &t->tracks[e->track];
-        s->live += e->bytes;
+        s->live = add_sat(s->live, e->bytes);
         if (s->live > s->peak)
             s->peak = s->live;
-        k->live += e->bytes;
+        k->live = add_sat(k->live, e->bytes);
         if (k->live > k->peak) {
             k->peak = k->live;
             k->peak_t = e->t;
         }
-        total += e->bytes;
+        total = add_sat(total, e->bytes);
         if (total > t->peak_bytes) {
             t->peak_bytes = total;
             t->peak_t = e->t;
@@ -438,13 +499,13 @@ static void analyse(report_trace *t)
         report_site *s = &t->sites[a->site];
         if (t->peak_bytes && a->t_alloc <= t->peak_t &&
             (a->t_release < 0 || a->t_release > t->peak_t)) {
-            s->at_peak += a->bytes;
+            s->at_peak = add_sat(s->at_peak, a->bytes);
             s->count_at_peak++;
         }
         if (a->t_release < 0) {
-            s->leaked += a->bytes;
+            s->leaked = add_sat(s->leaked, a->bytes);
             s->leaked_count++;
-            t->leaked_bytes += a->bytes;
+            t->leaked_bytes = add_sat(t->leaked_bytes, a->bytes);
             t->leaked_count++;
         }
     }
@@ -453,25 +514,67 @@ static void analyse(report_trace *t)
     t->duration = t->nevents ? t->events[t->nevents - 1].t : 0;
 }
 
-int report_load(const char *path, report_trace *t, char *err, size_t errn)
+/* The longest line read: the stacks table is one line, and a trace of a program with
+ * hundreds of thousands of stacks stays well under it; endless input without a newline (a
+ * pipe from /dev/zero) is refused here instead of filling memory. */
+#define MAX_LINE ((size_t)256 << 20)
+
+/* Like getline, but -2 past MAX_LINE bytes. */
+static ssize_t read_line(FILE *f, char **buf, size_t *cap)
 {
-    memset(t, 0, sizeof *t);
+    size_t n = 0;
+    for (;;) {
+        if (*cap - n < 2) {
+            size_t c = *cap ? *cap * 2 : 4096;
+            char *grown = c <= MAX_LINE + 4096 ? realloc(*buf, c) : NULL;
+            if (!grown)
+                return -2;
+            *buf = grown;
+            *cap = c;
+        }
+        if (!fgets(*buf + n, (int)(*cap - n), f))
+            return n ? (ssize_t)n : -1;
+        n += strlen(*buf + n);
+        if (n && (*buf)[n - 1] == '\n')
+            return (ssize_t)n;
+    }
+}
+
+/* Opens a trace: a regular file or a pipe, not a folder or a device. */
+static FILE *open_trace(const char *path, char *err, size_t errn)
+{
     FILE *f = fopen(path, "r");
+    struct stat st;
+    if (f && fstat(fileno(f), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) {
+        fclose(f);
+        snprintf(err, errn, "%s is %s, not a trace file; name the file that GPUMEM_TRACE=FILE "
+                            "or `gpumem check --trace=FILE` wrote", path,
+                 S_ISDIR(st.st_mode) ? "a folder" : "a device or other special file");
+        return NULL;
+    }
     if (!f) {
         int e = errno;
         snprintf(err, errn, "cannot read the trace %s: %s%s", path, strerror(e),
                  e == ENOENT ? " (a program writes its trace once it first allocates through "
                                "gpumem or, under gpumem check, uses CUDA)"
                              : "");
-        return -1;
     }
+    return f;
+}
+
+int report_load(const char *path, report_trace *t, char *err, size_t errn)
+{
+    memset(t, 0, sizeof *t);
+    FILE *f = open_trace(path, err, errn);
+    if (!f)
+        return -1;
     loader L = {.t = t};
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;
     long lineno = 0;
     int rc = -1, header = 0, bad_tail = 0;
-    while ((len = getline(&line, &cap, f)) > 0) {
+    while ((len = read_line(f, &line, &cap)) > 0) {
         lineno++;
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
             line[--len] = '\0';
@@ -492,7 +595,7 @@ int report_load(const char *path, report_trace *t, char *err, size_t errn)
             /* The end of traceEvents. The stackFrames table follows, for other viewers: the
              * report does not need it, but a file cut inside it is cut all the same. */
             int closed = 0;
-            while ((len = getline(&line, &cap, f)) > 0) {
+            while ((len = read_line(f, &line, &cap)) > 0) {
                 while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
                     line[--len] = '\0';
                 if (len > 0)
@@ -536,6 +639,11 @@ int report_load(const char *path, report_trace *t, char *err, size_t errn)
             goto out;
         }
     }
+    if (len == -2) {
+        snprintf(err, errn, "%s:%ld: a line longer than %zu MiB (or no memory for it): not a "
+                            "gpumem trace", path, lineno + 1, MAX_LINE >> 20);
+        goto out;
+    }
     if (lineno == 0) {
         snprintf(err, errn, "%s is empty: the program may have been killed before gpumem "
                             "started the trace", path);
@@ -550,6 +658,10 @@ int report_load(const char *path, report_trace *t, char *err, size_t errn)
     if (bad_tail)
         t->complete = 0; /* a cut last line */
     rebase_times(t, &L);
+    if (sort_stacks(t) != 0) {
+        snprintf(err, errn, "out of memory reading %s", path);
+        goto out;
+    }
     analyse(t);
     rc = 0;
 out:
@@ -559,6 +671,8 @@ out:
     free(L.site_map.vals);
     free(L.alloc_map.keys);
     free(L.alloc_map.vals);
+    free(L.track_map.keys);
+    free(L.track_map.vals);
     return rc;
 }
 
@@ -591,9 +705,16 @@ void report_free(report_trace *t)
 
 char **report_stack(const report_trace *t, uint64_t id)
 {
-    for (size_t i = 0; id && i < t->nstacks; i++)
-        if (t->stack_ids[i] == id)
-            return t->stack_frames[i];
+    size_t lo = 0, hi = t->nstacks; /* sorted by id (sort_stacks) */
+    while (id && lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->stack_ids[mid] == id)
+            return t->stack_frames[mid];
+        if (t->stack_ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     return NULL;
 }
 
