@@ -658,6 +658,44 @@ static int fail_released(const op *o, const end *x, size_t bytes, const gpumem__
     return gpumem__err_raise(e);
 }
 
+/* x->p is at or just past the end of r, in no allocation: an index one too far. CUDA takes
+ * it for device memory (the end of an allocation shares its granule), and the copy would
+ * write the padding and what CUDA put after it. */
+static int fail_past_end(const op *o, const end *x, size_t bytes, const gpumem__rec *r)
+{
+    char size_text[32], alloc_text[32];
+    size_t past = (size_t)((uintptr_t)x->p - (r->base + r->bytes));
+    gpumem_error *e = gpumem__err_begin(GPUMEM_EINVAL, o->fn, o->site);
+    e->requested = bytes;
+    gpumem__err_alloc(e, r);
+    e->alloc_offset = r->bytes + past;
+    gpumem__err_append(e, "%s of %s: the %s %p is %zu byte%s past the end of a %s %s "
+                          "allocation, in no allocation",
+                       o->fn, gpumem_format_bytes(bytes, size_text, sizeof size_text), x->role,
+                       x->p, past, past == 1 ? "" : "s",
+                       gpumem_format_bytes(r->bytes, alloc_text, sizeof alloc_text),
+                       gpumem_kind_name(r->kind));
+    append_called(e, o);
+    gpumem__err_alloc_site(e, r);
+    gpumem__err_append(e, "\n  hint: an offset or index counted one too far (elements %s "
+                          "bytes?); the last byte of the allocation is at %p; nothing was copied",
+                       "vs", (void *)(r->base + r->bytes - 1));
+    return gpumem__err_raise(e);
+}
+
+/* p is at the end of r or in the padding after it, where no other allocation can begin: for
+ * device memory, up to the next 256-byte boundary (no host memory lives at device addresses);
+ * for host-visible memory, within the page it ends in (the next page may be the heap's). */
+static int past_end_of(const gpumem__rec *r, const void *p)
+{
+    uintptr_t last = r->base + r->bytes, a = (uintptr_t)p;
+    if (a < last)
+        return 0;
+    if (r->kind == GPUMEM_KIND_DEVICE || r->kind == GPUMEM_KIND_DEVICE_ASYNC)
+        return a < ((last + 256) & ~(uintptr_t)255);
+    return a < ((last + 4095) & ~(uintptr_t)4095);
+}
+
 static int fail_cuda(const op *o, const end *d, const end *s, size_t bytes, int err,
                      const char *call, int staged)
 {
@@ -809,6 +847,9 @@ static int locate(const op *o, end *x, size_t bytes)
         (gone.kind == GPUMEM_KIND_DEVICE || gone.kind == GPUMEM_KIND_DEVICE_ASYNC ||
          gone.kind == GPUMEM_KIND_MANAGED))
         return fail_released(o, x, bytes, &gone);
+    /* Whatever CUDA says of it (device memory, or pageable when nothing is mapped there). */
+    if (gpumem__reg_find_below(x->p, &gone) && past_end_of(&gone, x->p))
+        return fail_past_end(o, x, bytes, &gone);
     int type = GPUMEM__PTR_UNREGISTERED;
     int err = gpumem__be->pointer_type(x->p, &type);
     if (err) {

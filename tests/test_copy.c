@@ -390,6 +390,24 @@ static void test_bad_arguments(void)
     EXPECT_EQ(gpumem_copy_async(h, d + 100, 3996, s1), GPUMEM_OK);
     EXPECT_EQ(h[0], 1);
 
+    /* At or just past the end, in no allocation: an index one too far, refused and named.
+     * 1000 bytes: the padding up to 1024 can hold no other allocation, on any device. */
+    unsigned char *e = gpumem_device_alloc(1000, 1);
+    int eline = __LINE__ - 1;
+    ASSERT_NOT_NULL(e);
+    EXPECT_EQ(gpumem_copy(e + 1000, h, 16), GPUMEM_EINVAL);
+    EXPECT_CONTAINS(seen.message, "gpumem_copy of 16 B: the destination ");
+    EXPECT_CONTAINS(seen.message, "is 0 bytes past the end of a 1000 B device allocation, in no "
+                                  "allocation");
+    snprintf(want, sizeof want, "allocated at       %s:%d (test_bad_arguments)", __FILE__, eline);
+    EXPECT_CONTAINS(seen.message, want);
+    EXPECT_EQ(seen.last.alloc_offset, 1000);
+    EXPECT_EQ(gpumem_copy_async(h, e + 1004, 16, s1), GPUMEM_EINVAL);
+    EXPECT_CONTAINS(seen.message, "the source ");
+    EXPECT_CONTAINS(seen.message, "is 4 bytes past the end of a 1000 B device allocation");
+    EXPECT_EQ(h[0], 1);
+    EXPECT_EQ(gpumem_free(e), GPUMEM_OK);
+
     /* A pinned pool block: bounded by the bytes asked for, not by its size class. */
     unsigned char *blk = gpumem_pool_alloc(pin_pool, 1000, 1, NULL);
     ASSERT_NOT_NULL(blk);
