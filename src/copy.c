@@ -354,7 +354,7 @@ static unsigned copy_threads(void)
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         n = cores < 1 ? 1 : cores > 16 ? 16 : (uint64_t)cores;
     }
-    return n > MAX_THREADS ? MAX_THREADS : (unsigned)n;
+    return (unsigned)n; /* at most MAX_THREADS: the option's bounds */
 }
 
 /* The ring of device dev for one direction, made on first use in the current context;
@@ -371,8 +371,8 @@ static ring *ring_get(int dev, int dir)
     }
     uint64_t count = gpumem__opt_u64(GPUMEM__OPT_COPY_SLOTS);
     uint64_t bytes = gpumem__opt_u64(GPUMEM__OPT_COPY_SLOT_BYTES);
-    count = count < 2 ? 2 : count > MAX_SLOTS ? MAX_SLOTS : count;
-    bytes = bytes < 4096 ? 4096 : bytes > ((uint64_t)1 << 34) ? ((uint64_t)1 << 34) : bytes;
+    /* The options' bounds (2 to 64 slots, 4 KiB to 16 GiB) are checked where they are read. */
+    count = count > MAX_SLOTS ? MAX_SLOTS : count;
     bytes &= ~(uint64_t)4095;
     int err = 0;
     const char *what = "host memory for its descriptor";

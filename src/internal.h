@@ -52,10 +52,12 @@
     X(COPY_STAGE_MIN, SIZE, "", "16MiB",                                                         \
       "copies between pageable host and device memory this large go through pinned staging "    \
       "slots (0: never)")                                                                        \
-    X(COPY_SLOT_BYTES, SIZE, "", "4MiB", "bytes of each pinned staging slot of gpumem_copy")     \
-    X(COPY_SLOTS, SIZE, "", "16", "pinned staging slots per device and direction (2 to 64)")     \
-    X(COPY_THREADS, SIZE, "", "0",                                                               \
-      "threads that fill and drain staging slots, the caller included (0: one a core, up to 16)") \
+    X(COPY_SLOT_BYTES, SIZE, "4KiB-16GiB", "4MiB",                                               \
+      "bytes of each pinned staging slot of gpumem_copy, 4KiB to 16GiB (rounded down to 4 KiB)") \
+    X(COPY_SLOTS, COUNT, "2-64", "16", "pinned staging slots per device and direction (2 to 64)") \
+    X(COPY_THREADS, COUNT, "0-64", "0",                                                          \
+      "threads that fill and drain staging slots, the caller included, up to 64 (0: one a "     \
+      "core, up to 16)")                                                                         \
     X(COPY_STREAM_STORES, BOOL, "", "1",                                                       \
       "staged copies to the device fill the pinned slots with streaming (non-temporal) stores, " \
       "on x86-64")                                                                               \

@@ -119,6 +119,29 @@ static void choice_list(const char *choices, char *out, size_t n)
     }
 }
 
+/* A size, within the bounds "LO-HI" of the table's choices column when it has them. */
+static int parse_size_in_range(int id, const char *text, const char **expected)
+{
+    static _Thread_local char range_text[160];
+    *expected = "a number, optionally with a unit such as 16MiB or 4GB";
+    uint64_t v, lo = 0, hi = UINT64_MAX;
+    if (gpumem__parse_size(text, &v) != 0)
+        return -1;
+    const char *dash = strchr(defs[id].choices, '-');
+    if (dash) {
+        char low[32];
+        snprintf(low, sizeof low, "%.*s", (int)(dash - defs[id].choices), defs[id].choices);
+        gpumem__parse_size(low, &lo); /* the table's own text */
+        gpumem__parse_size(dash + 1, &hi);
+        snprintf(range_text, sizeof range_text, "a size from %s to %s", low, dash + 1);
+        *expected = range_text;
+    }
+    if (v < lo || v > hi)
+        return -1;
+    numbers[id] = v;
+    return 0;
+}
+
 /* Parses text for option id into numbers[id]; returns 0, or -1 with what was expected. */
 static int parse_value(int id, const char *text, const char **expected)
 {
@@ -132,8 +155,7 @@ static int parse_value(int id, const char *text, const char **expected)
         numbers[id] = (uint64_t)b;
         return 0;
     case OT_SIZE:
-        *expected = "a number, optionally with a unit such as 16MiB or 4GB";
-        return gpumem__parse_size(text, &numbers[id]);
+        return parse_size_in_range(id, text, expected);
     case OT_COUNT: {
         unsigned long long lo = 0, hi = 0, v;
         char *end;
