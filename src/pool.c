@@ -121,6 +121,10 @@ static void pool_leave(gpumem_pool *pool)
     atomic_fetch_sub(&pool->users, 1);
 }
 
+/* The pool whose failing call is running the error handler on this thread: the call counts in
+ * the pool's users, and a destroy from the handler must not take it for another thread. */
+static _Thread_local const gpumem_pool *handling_failure_of;
+
 /* ---- size classes ---- */
 
 /* The class of an n-byte request (n >= 1) and its size; 0 when the size does not fit. */
@@ -666,7 +670,10 @@ static void *fail_alloc(const gpumem_pool *pool, size_t bytes, int err, int retr
         gpumem__err_append(e, "gpumem_pool_alloc of %s from a %s pool failed at %s: %s: %s",
                            size_text, kind, where, e->cuda_name, e->cuda_string);
     }
+    const gpumem_pool *outer = handling_failure_of;
+    handling_failure_of = pool;
     gpumem__err_raise(e);
+    handling_failure_of = outer;
     return NULL;
 }
 
@@ -969,6 +976,29 @@ void gpumem__pool_tc_fold(struct gpumem_pool *pool, const gpumem__tc_counts *c)
     pthread_mutex_unlock(&pool->lock);
 }
 
+/* Destroy refused: calls on the pool are under way, others' or (from an error handler) this
+ * thread's own failing allocation. */
+static int busy_inside(const gpumem_pool *pool, int others, gpumem_site site)
+{
+    char where[256], made[256];
+    gpumem_error *e = gpumem__err_begin(GPUMEM_EBUSY, "gpumem_pool_destroy", site);
+    gpumem__site_str(site, where, sizeof where);
+    gpumem__site_str(pool->site, made, sizeof made);
+    if (others > 0)
+        gpumem__err_append(e, "gpumem_pool_destroy at %s: %d other thread%s %s inside a call on "
+                              "the %s pool made at %s; nothing was released\n  hint: destroy a "
+                              "pool only once every thread is done with it",
+                           where, others, others == 1 ? "" : "s", others == 1 ? "is" : "are",
+                           gpumem_kind_name(pool->kind), made);
+    else
+        gpumem__err_append(e, "gpumem_pool_destroy at %s: called from the error handler of a "
+                              "failing gpumem_pool_alloc on the %s pool made at %s, which is "
+                              "still inside that call; nothing was released\n  hint: destroy "
+                              "the pool after the failed call has returned",
+                           where, gpumem_kind_name(pool->kind), made);
+    return gpumem__err_raise(e);
+}
+
 int gpumem_pool_trim(gpumem_pool *pool)
 {
     if (!pool)
@@ -1074,16 +1104,7 @@ int gpumem_pool_destroy_at(gpumem_pool *pool, gpumem_site site)
     if (inside) {
         atomic_store(&pool->dying, 0);
         pthread_mutex_unlock(&pool->lock);
-        char where[256], made[256];
-        gpumem_error *e = gpumem__err_begin(GPUMEM_EBUSY, "gpumem_pool_destroy", site);
-        gpumem__err_append(e, "gpumem_pool_destroy at %s: %d other thread%s %s inside a call on "
-                              "the %s pool made at %s; nothing was released\n  hint: destroy a "
-                              "pool only once every thread is done with it",
-                           gpumem__site_str(site, where, sizeof where), inside,
-                           inside == 1 ? "" : "s", inside == 1 ? "is" : "are",
-                           gpumem_kind_name(pool->kind),
-                           gpumem__site_str(pool->site, made, sizeof made));
-        return gpumem__err_raise(e);
+        return busy_inside(pool, inside - (handling_failure_of == pool), site);
     }
     int err = trim_locked(pool);
     if (!err && pool->nblocks == 0 && pool->kind == GPUMEM_KIND_DEVICE) {

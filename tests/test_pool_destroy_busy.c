@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <semaphore.h>
+#include <string.h>
 
 #include "backend_arg.h"
 #include "gpumem.h"
@@ -33,6 +34,37 @@ static void quiet(const gpumem_error *e, void *arg)
 {
     (void)e;
     (void)arg;
+}
+
+/* The failing allocation's own handler destroys the pool: refused, and said as what it is,
+ * not as another thread. */
+static int destroy_status;
+static char destroy_message[1024];
+
+static void destroy_here(const gpumem_error *e, void *arg)
+{
+    (void)arg;
+    if (e->code != GPUMEM_ENOMEM)
+        return; /* the destroy's own error */
+    destroy_status = gpumem_pool_destroy(pool);
+    snprintf(destroy_message, sizeof destroy_message, "%s", gpumem_last_error()->message);
+}
+
+static void destroy_from_own_handler(int kind)
+{
+    gpumem_pool_options_t o = {.limit = 1 << 20};
+    pool = gpumem_pool_create(kind ? GPUMEM_KIND_PINNED : GPUMEM_KIND_DEVICE, 0, &o);
+    ASSERT_NOT_NULL(pool);
+    gpumem_set_error_handler(destroy_here, NULL);
+    EXPECT_NULL(gpumem_pool_alloc(pool, 1, 8 << 20, NULL)); /* over the limit */
+    gpumem_set_error_handler(quiet, NULL);
+    EXPECT_EQ(destroy_status, GPUMEM_EBUSY);
+    EXPECT_CONTAINS(destroy_message, "called from the error handler of a failing "
+                                     "gpumem_pool_alloc on the ");
+    EXPECT_CONTAINS(destroy_message, "test_pool_destroy_busy.c:");
+    if (strstr(destroy_message, "other thread"))
+        EXPECT_STR_EQ(destroy_message, "(no other thread is inside)");
+    EXPECT_EQ(gpumem_pool_destroy(pool), GPUMEM_OK); /* the call has returned */
 }
 
 int main(int argc, char **argv)
@@ -65,6 +97,7 @@ int main(int argc, char **argv)
         EXPECT_EQ(gpumem_pool_destroy(pool), GPUMEM_OK);
         sem_destroy(&inside);
         sem_destroy(&may_leave);
+        destroy_from_own_handler(kind);
     }
     return harness_exit();
 }
