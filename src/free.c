@@ -53,6 +53,15 @@ static int pool_rounding(const void *p, gpumem__rec *near)
            (uintptr_t)p - near->base < gpumem__pool_block_size(near->pool, near->base);
 }
 
+/* p is at or past the end of device allocation r, before the next 256-byte boundary: in the
+ * padding that every allocation's 256-byte alignment leaves, where nothing else can begin. */
+static int padding_after(const gpumem__rec *r, const void *p)
+{
+    uintptr_t last = r->base + r->bytes, a = (uintptr_t)p;
+    return (r->kind == GPUMEM_KIND_DEVICE || r->kind == GPUMEM_KIND_DEVICE_ASYNC) && a >= last &&
+           a < ((last + 255) & ~(uintptr_t)255);
+}
+
 static int release_error(const char *fn, gpumem__take_result res, const void *p,
                          const gpumem__rec *r, gpumem_site site)
 {
@@ -89,6 +98,21 @@ static int release_error(const char *fn, gpumem__take_result res, const void *p,
                               "the %s it was asked for, in the rounding of its size class",
                            fn, p, off, gpumem_kind_name(near.kind), (void *)near.base,
                            gpumem_format_bytes(near.bytes, size_text, sizeof size_text));
+        append_sites(e, "released at", site, &near, 0);
+        gpumem__err_append(e, "\n  hint: pass the pointer the allocation returned (%p); "
+                              "nothing was released",
+                           (void *)near.base);
+    } else if (gpumem__reg_find_below(p, &near) && padding_after(&near, p)) {
+        /* Past the end of a device allocation, in its alignment padding: CUDA calls it device
+         * memory, and "not allocated by gpumem" would send the reader the wrong way. */
+        size_t past = (size_t)((uintptr_t)p - (near.base + near.bytes));
+        e = gpumem__err_begin(GPUMEM_EINTERIOR, fn, site);
+        gpumem__err_alloc(e, &near);
+        e->alloc_offset = near.bytes + past;
+        gpumem__err_append(e, "%s of %p, which is %zu byte%s past the end of ", fn, p, past,
+                           past == 1 ? "" : "s");
+        describe_alloc(e, &near);
+        gpumem__err_append(e, ", in its alignment padding");
         append_sites(e, "released at", site, &near, 0);
         gpumem__err_append(e, "\n  hint: pass the pointer the allocation returned (%p); "
                               "nothing was released",

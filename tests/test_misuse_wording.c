@@ -1,8 +1,9 @@
 /* Misuse whose diagnosis used to be wrong: a copy from memory gpumem already released (taken
  * for pageable host memory, so the copy read memory that was gone), two separate allocations
  * closer together than the bytes copied (called an overlap: it is an overrun), and a vector
- * view whose range wraps past the end of the address space (NULL with GPUMEM_OK), and a free
- * inside a pool block's size-class rounding (called raw cudaMallocHost memory). */
+ * view whose range wraps past the end of the address space (NULL with GPUMEM_OK), a free
+ * inside a pool block's size-class rounding (called raw cudaMallocHost memory), and a free in
+ * the alignment padding after a device allocation (called ordinary host memory). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <string.h>
@@ -76,6 +77,21 @@ static void test_free_in_pool_rounding(void)
     EXPECT_EQ(gpumem_pool_destroy(pool), GPUMEM_OK);
 }
 
+static void test_free_in_alignment_padding(void)
+{
+    char *p = gpumem_device_alloc(1, 1000);
+    ASSERT_NOT_NULL(p);
+    EXPECT_EQ(gpumem_free(p + 1004), GPUMEM_EINTERIOR);
+    const char *m = gpumem_last_error()->message;
+    EXPECT_CONTAINS(m, "which is 4 bytes past the end of 1000 B device memory at ");
+    EXPECT_CONTAINS(m, ", in its alignment padding");
+    EXPECT_CONTAINS(m, "allocated at       ");
+    EXPECT_CONTAINS(m, "test_misuse_wording.c:");
+    if (strstr(m, "host memory"))
+        EXPECT_STR_EQ(m, "(a message that does not call it host memory)");
+    EXPECT_EQ(gpumem_free(p), GPUMEM_OK);
+}
+
 static void test_vec_view_that_wraps(void)
 {
     const void *top = (const void *)(uintptr_t)(UINTPTR_MAX - 255); /* 256-byte aligned */
@@ -96,6 +112,7 @@ int main(int argc, char **argv)
     RUN(test_copy_from_released);
     RUN(test_neighbours_are_not_an_overlap);
     RUN(test_free_in_pool_rounding);
+    RUN(test_free_in_alignment_padding);
     RUN(test_vec_view_that_wraps);
     return harness_exit();
 }
