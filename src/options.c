@@ -183,28 +183,34 @@ static int parse_value(int id, const char *text, const char **expected)
     }
 }
 
-/* Edit distance, ignoring case (options are upper case, command-line names lower case). */
+/* Edit distance, ignoring case (options are upper case, command-line names lower case), with a
+ * swap of two neighbouring letters as one edit ("lnit" is one edit from "lint"). */
 static size_t edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     if (la > 63 || lb > 63)
         return 64;
-    size_t row[64];
+    size_t rows[3][64], *older = rows[0], *prev = rows[1], *row = rows[2];
     for (size_t j = 0; j <= lb; j++)
-        row[j] = j;
+        prev[j] = j;
     for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
         row[0] = i;
         for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j];
-            size_t sub = diag + (toupper((unsigned char)a[i - 1]) !=
-                                 toupper((unsigned char)b[j - 1]));
-            size_t best = up + 1 < row[j - 1] + 1 ? up + 1 : row[j - 1] + 1;
-            row[j] = sub < best ? sub : best;
-            diag = up;
+            int ca = toupper((unsigned char)a[i - 1]), cb = toupper((unsigned char)b[j - 1]);
+            size_t best = prev[j - 1] + (ca != cb);
+            best = prev[j] + 1 < best ? prev[j] + 1 : best;
+            best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
+            if (i > 1 && j > 1 && ca == toupper((unsigned char)b[j - 2]) &&
+                toupper((unsigned char)a[i - 2]) == cb && older[j - 2] + 1 < best)
+                best = older[j - 2] + 1;
+            row[j] = best;
         }
+        size_t *t = older;
+        older = prev;
+        prev = row;
+        row = t;
     }
-    return row[lb];
+    return prev[lb];
 }
 
 const char *gpumem__suggest(const char *name, size_t name_len, const char *const *candidates,

@@ -41,6 +41,9 @@ done
 expect 0 "gpumem help COMMAND" help
 expect 0 "usage: gpumem" --help
 expect 2 "unknown command 'chek'; did you mean check?" chek
+# Two letters swapped are one edit, as a typo is.
+expect 2 "unknown command 'lnit'; did you mean lint?" lnit
+expect 2 "unknown option '--qiuck'; did you mean --quick?" bench --qiuck
 expect 2 "unknown command 'bnech'" help bnech
 expect 2 "unknown command 'inf'; did you mean info?" help inf
 expect 2 "unknown option '--verison'; did you mean --version?" --verison
