@@ -49,6 +49,15 @@ expect 2 "unknown command 'inf'; did you mean info?" help inf
 expect 2 "unknown option '--verison'; did you mean --version?" --verison
 expect 2 "unknown command 'zzzzzz'" zzzzzz
 expect 2 "unknown option '--confg'; did you mean --config?" info --confg
+# Without a usable device the report is still whole: it says so, names what works, exits 0.
+out=$(GPUMEM_BACKEND=cuda GPUMEM_LIBCUDA=/nonexistent/libcuda.so.1 "$gpumem" info 2>&1)
+st=$?
+if [ $st -ne 0 ] || ! printf '%s\n' "$out" | grep -q "^devices: none usable" ||
+   ! printf '%s\n' "$out" | grep -q "gpumem lint works" || ! printf '%s\n' "$out" | grep -q "GPUMEM_BACKEND=sim"; then
+  echo "FAIL: gpumem info without a device: status $st:"; printf '%s\n' "$out"; fails=$((fails + 1))
+else
+  echo "ok   gpumem info without a device"
+fi
 expect 2 "unknown option '--qiuck'" bench --qiuck
 expect 2 "did you mean --quick?" bench --quik
 expect 2 "unexpected argument 'x' (gpumem info takes options only)" info x
