@@ -605,6 +605,22 @@ void check_release_end(uintptr_t p, int succeeded)
     check_tls_busy--;
 }
 
+int check_release_if_live(const char *call, unsigned kind_mask, uintptr_t p, uint32_t stack)
+{
+    check_setup();
+    check_tls_busy++;
+    gpumem__rec r;
+    int mismatch = 0, taken = 0;
+    if (gpumem__reg_take((const void *)p, (gpumem_site){NULL, call, 0}, kind_mask, &mismatch,
+                         &r) == GPUMEM__TAKEN) {
+        gpumem__reg_set_freed_stack((const void *)p, stack);
+        forget(&r);
+        taken = 1;
+    }
+    check_tls_busy--;
+    return taken;
+}
+
 /* p may lie in CUDA's host memory: some is live, and p is in the range it spans. The test
  * every malloc-family call makes first, so two relaxed loads and no lock. */
 static inline int maybe_host(uintptr_t p)
