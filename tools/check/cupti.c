@@ -264,8 +264,10 @@ static void alloc_node_added(const char *call, uintptr_t graph, uintptr_t p, siz
 #if CUDA_VERSION >= 12030
 /* The runtime's node parameters are the driver's, field for field. */
 _Static_assert(sizeof(struct cudaGraphNodeParams) == sizeof(CUgraphNodeParams) &&
-                   offsetof(struct cudaGraphNodeParams, alloc) == offsetof(CUgraphNodeParams, alloc) &&
-                   offsetof(struct cudaGraphNodeParams, free) == offsetof(CUgraphNodeParams, free),
+                   offsetof(struct cudaGraphNodeParams, alloc) ==
+                       offsetof(CUgraphNodeParams, alloc) &&
+                   offsetof(struct cudaGraphNodeParams, free) ==
+                       offsetof(CUgraphNodeParams, free),
                "cudaGraphNodeParams and CUgraphNodeParams differ");
 
 /* cudaGraphAddNode / cuGraphAddNode returned a node: memory nodes, and child graphs moved into
@@ -355,7 +357,8 @@ static void runtime_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int 
     case RT(cudaMallocAsync_v11020):
     case RT(cudaMallocAsync_ptsz_v11020):
         if (!enter)
-            alloc_async_exit(cd, dom, "cudaMallocAsync", (uintptr_t)*P(cudaMallocAsync_v11020)->devPtr,
+            alloc_async_exit(cd, dom, "cudaMallocAsync",
+                             (uintptr_t)*P(cudaMallocAsync_v11020)->devPtr,
                              P(cudaMallocAsync_v11020)->size, P(cudaMallocAsync_v11020)->hStream,
                              id == RT(cudaMallocAsync_ptsz_v11020));
         break;
@@ -433,13 +436,15 @@ static void runtime_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int 
     case RT(cudaGraphAddNode_v12030):
         if (!enter && returned_ok(cd, dom))
             node_added("cudaGraphAddNode", (uintptr_t)P(cudaGraphAddNode_v12030)->graph,
-                       (const CUgraphNodeParams *)(const void *)P(cudaGraphAddNode_v12030)->nodeParams);
+                       (const CUgraphNodeParams *)(const void *)
+                           P(cudaGraphAddNode_v12030)->nodeParams);
         break;
 #endif
     case RT(cudaStreamEndCapture_v10000):
     case RT(cudaStreamEndCapture_ptsz_v10000):
         end_capture(cd, dom, enter, P(cudaStreamEndCapture_v10000)->stream,
-                    id == RT(cudaStreamEndCapture_ptsz_v10000), P(cudaStreamEndCapture_v10000)->pGraph);
+                    id == RT(cudaStreamEndCapture_ptsz_v10000),
+                    P(cudaStreamEndCapture_v10000)->pGraph);
         break;
     case RT(cudaGraphInstantiate_v10000):
         /* CUDA 11's (pGraphExec, graph, error node, log, log size): the same first fields,
@@ -457,7 +462,8 @@ static void runtime_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int 
         break;
     case RT(cudaGraphInstantiateWithParams_v12000):
     case RT(cudaGraphInstantiateWithParams_ptsz_v12000): {
-        const cudaGraphInstantiateWithParams_v12000_params *a = P(cudaGraphInstantiateWithParams_v12000);
+        const cudaGraphInstantiateWithParams_v12000_params *a =
+            P(cudaGraphInstantiateWithParams_v12000);
         if (!enter && returned_ok(cd, dom))
             check_graph_instantiated((uintptr_t)a->graph, (uintptr_t)*a->pGraphExec,
                                      a->instantiateParams ? a->instantiateParams->flags : 0);
