@@ -20,6 +20,7 @@
 #include "backtrace.h"
 #include "engine.h"
 #include "front.h"
+#include "graphs.h"
 #include "internal.h"
 
 /* ---- the driver calls gpumem check makes itself ---- */
@@ -31,6 +32,7 @@ static struct {
     CUresult (*mem_free)(CUdeviceptr);
     CUresult (*mem_free_host)(void *);
     CUresult (*host_unregister)(void *);
+    CUresult (*stream_capture_info)(CUstream, CUstreamCaptureStatus *, cuuint64_t *);
 } drv;
 
 static void load_driver(void)
@@ -44,6 +46,8 @@ static void load_driver(void)
     *(void **)(&drv.mem_free) = dlsym(h, "cuMemFree_v2");
     *(void **)(&drv.mem_free_host) = dlsym(h, "cuMemFreeHost");
     *(void **)(&drv.host_unregister) = dlsym(h, "cuMemHostUnregister");
+    /* The first form (status and id), which every driver since CUDA 10.1 exports. */
+    *(void **)(&drv.stream_capture_info) = dlsym(h, "cuStreamGetCaptureInfo");
 }
 
 static int current_device(void)
@@ -138,8 +142,11 @@ typedef struct {
     const char *call;
     uintptr_t p;
     uint32_t stack;
-    int state; /* check_release_begin's answer */
+    int state;        /* check_release_begin's answer, or RELEASE_CAPTURED */
+    uint64_t capture; /* RELEASE_CAPTURED: the capture the free node goes to */
 } pending_release;
+/* A release on a capturing stream: it adds a free node to the graph being captured. */
+enum { RELEASE_CAPTURED = 100 };
 static _Thread_local pending_release pending[8] __attribute__((tls_model("initial-exec")));
 static _Thread_local int npending __attribute__((tls_model("initial-exec")));
 static _Thread_local int reset_device __attribute__((tls_model("initial-exec")));
@@ -174,7 +181,7 @@ static void release_enter(const char *call, unsigned mask, uintptr_t p)
     uint32_t stack = p ? gpumem__stack_capture(0) : 0;
     int state = check_release_begin(call, mask, p, stack);
     if (npending < 8)
-        pending[npending] = (pending_release){call, p, stack, state};
+        pending[npending] = (pending_release){call, p, stack, state, 0};
     npending++;
 }
 
@@ -190,6 +197,115 @@ static void release_exit(const CUpti_CallbackData *cd, CUpti_CallbackDomain dom)
         check_release_end(r->p, returned_ok(cd, dom));
     else if (r->state == CHECK_UNKNOWN)
         check_release_unknown_end(r->call, r->p, r->stack, returned_ok(cd, dom));
+    else if (r->state == RELEASE_CAPTURED && returned_ok(cd, dom))
+        check_graph_free_node(check_capture_key(r->capture), r->call, r->p, r->stack);
+}
+
+/* ---- graph memory and stream capture (the model is graphs.c's) ---- */
+
+/* Whether s is capturing, and into which capture sequence: cudaMallocAsync and cudaFreeAsync
+ * on it add nodes to the graph being captured instead of allocating or releasing now.
+ * per_thread: a call of the per-thread default stream API (_ptsz), where stream 0 is that
+ * stream. */
+static int capturing(CUstream s, int per_thread, uint64_t *capture)
+{
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    cuuint64_t id = 0;
+    if (!drv.stream_capture_info)
+        return 0;
+    if (!s && per_thread)
+        s = CU_STREAM_PER_THREAD;
+    check_tls_busy++;
+    CUresult rc = drv.stream_capture_info(s, &status, &id);
+    check_tls_busy--;
+    if (rc != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        return 0;
+    *capture = id;
+    return 1;
+}
+
+/* cudaMallocAsync and the like returned: on a capturing stream, an allocation node of the graph
+ * being captured (allocated when the graph is launched); otherwise memory live now. */
+static void alloc_async_exit(const CUpti_CallbackData *cd, CUpti_CallbackDomain dom,
+                             const char *call, uintptr_t base, size_t bytes, CUstream s,
+                             int per_thread)
+{
+    uint64_t capture;
+    if (returned_ok(cd, dom) && capturing(s, per_thread, &capture))
+        check_graph_alloc_node(check_capture_key(capture), call, base, bytes, current_device(),
+                               gpumem__stack_capture(0));
+    else
+        alloc_exit(cd, dom, call, GPUMEM_KIND_DEVICE_ASYNC, base, bytes);
+}
+
+/* cudaFreeAsync and cuMemFreeAsync: on a capturing stream, a free node of the graph being
+ * captured (release_exit records it when the call succeeded); otherwise a release now. */
+static void free_async_enter(const char *call, uintptr_t p, CUstream s, int per_thread)
+{
+    uint64_t capture;
+    if (!p || !capturing(s, per_thread, &capture)) {
+        release_enter(call, free_async_mask, p);
+        return;
+    }
+    if (npending < 8)
+        pending[npending] = (pending_release){call, p, gpumem__stack_capture(0),
+                                              RELEASE_CAPTURED, capture};
+    npending++;
+}
+
+/* An allocation node was added; the pool's location says on which device it allocates. */
+static void alloc_node_added(const char *call, uintptr_t graph, uintptr_t p, size_t bytes,
+                             int location_type, int location_id)
+{
+    int device = location_type == CU_MEM_LOCATION_TYPE_DEVICE ? location_id : current_device();
+    check_graph_alloc_node(graph, call, p, bytes, device, gpumem__stack_capture(0));
+}
+
+#if CUDA_VERSION >= 12030
+/* The runtime's node parameters are the driver's, field for field. */
+_Static_assert(sizeof(struct cudaGraphNodeParams) == sizeof(CUgraphNodeParams) &&
+                   offsetof(struct cudaGraphNodeParams, alloc) ==
+                       offsetof(CUgraphNodeParams, alloc) &&
+                   offsetof(struct cudaGraphNodeParams, free) ==
+                       offsetof(CUgraphNodeParams, free),
+               "cudaGraphNodeParams and CUgraphNodeParams differ");
+
+/* cudaGraphAddNode / cuGraphAddNode returned a node: memory nodes, and child graphs moved into
+ * their parent (the only way a graph with memory nodes can be a child). */
+static void node_added(const char *call, uintptr_t graph, const CUgraphNodeParams *np)
+{
+    if (!np)
+        return;
+    if (np->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC)
+        alloc_node_added(call, graph, (uintptr_t)np->alloc.dptr, np->alloc.bytesize,
+                         np->alloc.poolProps.location.type, np->alloc.poolProps.location.id);
+    else if (np->type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+        check_graph_free_node(graph, call, (uintptr_t)np->free.dptr, gpumem__stack_capture(0));
+#if CUDA_VERSION >= 13000
+    else if (np->type == CU_GRAPH_NODE_TYPE_GRAPH &&
+             np->graph.ownership == CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE)
+        check_graph_merge(graph, (uintptr_t)np->graph.graph);
+#endif
+}
+#endif
+
+/* Per thread: the capture a cudaStreamEndCapture in flight ends. */
+static _Thread_local uint64_t ending_capture __attribute__((tls_model("initial-exec")));
+static _Thread_local int ending __attribute__((tls_model("initial-exec")));
+
+/* cudaStreamEndCapture and cuStreamEndCapture: the nodes of the capture become graph's. */
+static void end_capture(const CUpti_CallbackData *cd, CUpti_CallbackDomain dom, int enter,
+                        CUstream s, int per_thread, CUgraph *graph)
+{
+    if (enter) {
+        ending = capturing(s, per_thread, &ending_capture);
+    } else if (ending) {
+        ending = 0;
+        if (returned_ok(cd, dom) && graph && *graph)
+            check_graph_merge((uintptr_t)*graph, check_capture_key(ending_capture));
+        else
+            check_graph_destroyed(check_capture_key(ending_capture));
+    }
 }
 
 #define P(type) ((const type##_params *)cd->functionParams)
@@ -241,15 +357,19 @@ static void runtime_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int 
     case RT(cudaMallocAsync_v11020):
     case RT(cudaMallocAsync_ptsz_v11020):
         if (!enter)
-            alloc_exit(cd, dom, "cudaMallocAsync", GPUMEM_KIND_DEVICE_ASYNC,
-                       (uintptr_t)*P(cudaMallocAsync_v11020)->devPtr, P(cudaMallocAsync_v11020)->size);
+            alloc_async_exit(cd, dom, "cudaMallocAsync",
+                             (uintptr_t)*P(cudaMallocAsync_v11020)->devPtr,
+                             P(cudaMallocAsync_v11020)->size, P(cudaMallocAsync_v11020)->hStream,
+                             id == RT(cudaMallocAsync_ptsz_v11020));
         break;
     case RT(cudaMallocFromPoolAsync_v11020):
     case RT(cudaMallocFromPoolAsync_ptsz_v11020):
         if (!enter)
-            alloc_exit(cd, dom, "cudaMallocFromPoolAsync", GPUMEM_KIND_DEVICE_ASYNC,
-                       (uintptr_t)*P(cudaMallocFromPoolAsync_v11020)->ptr,
-                       P(cudaMallocFromPoolAsync_v11020)->size);
+            alloc_async_exit(cd, dom, "cudaMallocFromPoolAsync",
+                             (uintptr_t)*P(cudaMallocFromPoolAsync_v11020)->ptr,
+                             P(cudaMallocFromPoolAsync_v11020)->size,
+                             P(cudaMallocFromPoolAsync_v11020)->stream,
+                             id == RT(cudaMallocFromPoolAsync_ptsz_v11020));
         break;
     case RT(cudaHostRegister_v4000):
         if (!enter)
@@ -297,18 +417,70 @@ static void runtime_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int 
             release_exit(cd, dom);
         break;
     case RT(cudaGraphAddMemAllocNode_v11040):
-        if (!enter) {
+        if (!enter && returned_ok(cd, dom)) {
             const struct cudaMemAllocNodeParams *np = P(cudaGraphAddMemAllocNode_v11040)->nodeParams;
-            alloc_exit(cd, dom, "cudaGraphAddMemAllocNode", GPUMEM_KIND_GRAPH,
-                       np ? (uintptr_t)np->dptr : 0, np ? np->bytesize : 0);
+            alloc_node_added("cudaGraphAddMemAllocNode",
+                             (uintptr_t)P(cudaGraphAddMemAllocNode_v11040)->graph,
+                             (uintptr_t)np->dptr, np->bytesize, np->poolProps.location.type,
+                             np->poolProps.location.id);
         }
         break;
     case RT(cudaGraphAddMemFreeNode_v11040):
+        if (!enter && returned_ok(cd, dom))
+            check_graph_free_node((uintptr_t)P(cudaGraphAddMemFreeNode_v11040)->graph,
+                                  "cudaGraphAddMemFreeNode",
+                                  (uintptr_t)P(cudaGraphAddMemFreeNode_v11040)->dptr,
+                                  gpumem__stack_capture(0));
+        break;
+#if CUDA_VERSION >= 12030
+    case RT(cudaGraphAddNode_v12030):
+        if (!enter && returned_ok(cd, dom))
+            node_added("cudaGraphAddNode", (uintptr_t)P(cudaGraphAddNode_v12030)->graph,
+                       (const CUgraphNodeParams *)(const void *)
+                           P(cudaGraphAddNode_v12030)->nodeParams);
+        break;
+#endif
+    case RT(cudaStreamEndCapture_v10000):
+    case RT(cudaStreamEndCapture_ptsz_v10000):
+        end_capture(cd, dom, enter, P(cudaStreamEndCapture_v10000)->stream,
+                    id == RT(cudaStreamEndCapture_ptsz_v10000),
+                    P(cudaStreamEndCapture_v10000)->pGraph);
+        break;
+    case RT(cudaGraphInstantiate_v10000):
+        /* CUDA 11's (pGraphExec, graph, error node, log, log size): the same first fields,
+         * no flags. */
+        if (!enter && returned_ok(cd, dom))
+            check_graph_instantiated((uintptr_t)P(cudaGraphInstantiate_v12000)->graph,
+                                     (uintptr_t)*P(cudaGraphInstantiate_v12000)->pGraphExec, 0);
+        break;
+    case RT(cudaGraphInstantiate_v12000):
+    case RT(cudaGraphInstantiateWithFlags_v11040):
+        if (!enter && returned_ok(cd, dom))
+            check_graph_instantiated((uintptr_t)P(cudaGraphInstantiate_v12000)->graph,
+                                     (uintptr_t)*P(cudaGraphInstantiate_v12000)->pGraphExec,
+                                     P(cudaGraphInstantiate_v12000)->flags);
+        break;
+    case RT(cudaGraphInstantiateWithParams_v12000):
+    case RT(cudaGraphInstantiateWithParams_ptsz_v12000): {
+        const cudaGraphInstantiateWithParams_v12000_params *a =
+            P(cudaGraphInstantiateWithParams_v12000);
+        if (!enter && returned_ok(cd, dom))
+            check_graph_instantiated((uintptr_t)a->graph, (uintptr_t)*a->pGraphExec,
+                                     a->instantiateParams ? a->instantiateParams->flags : 0);
+        break;
+    }
+    case RT(cudaGraphLaunch_v10000):
+    case RT(cudaGraphLaunch_ptsz_v10000):
+        if (!enter && returned_ok(cd, dom))
+            check_graph_launched((uintptr_t)P(cudaGraphLaunch_v10000)->graphExec);
+        break;
+    case RT(cudaGraphExecDestroy_v10000):
         if (enter)
-            release_enter("cudaGraphAddMemFreeNode", BIT(GRAPH),
-                          (uintptr_t)P(cudaGraphAddMemFreeNode_v11040)->dptr);
-        else
-            release_exit(cd, dom);
+            check_graph_exec_destroyed((uintptr_t)P(cudaGraphExecDestroy_v10000)->graphExec);
+        break;
+    case RT(cudaGraphDestroy_v10000):
+        if (enter)
+            check_graph_destroyed((uintptr_t)P(cudaGraphDestroy_v10000)->graph);
         break;
     case RT(cudaFree_v3020):
         if (enter)
@@ -325,7 +497,8 @@ static void runtime_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int 
     case RT(cudaFreeAsync_v11020):
     case RT(cudaFreeAsync_ptsz_v11020):
         if (enter)
-            release_enter("cudaFreeAsync", free_async_mask, (uintptr_t)P(cudaFreeAsync_v11020)->devPtr);
+            free_async_enter("cudaFreeAsync", (uintptr_t)P(cudaFreeAsync_v11020)->devPtr,
+                             P(cudaFreeAsync_v11020)->hStream, id == RT(cudaFreeAsync_ptsz_v11020));
         else
             release_exit(cd, dom);
         break;
@@ -378,15 +551,18 @@ static void driver_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int e
     case DRV(cuMemAllocAsync):
     case DRV(cuMemAllocAsync_ptsz):
         if (!enter)
-            alloc_exit(cd, dom, "cuMemAllocAsync", GPUMEM_KIND_DEVICE_ASYNC, (uintptr_t)*P(cuMemAllocAsync)->dptr,
-                       P(cuMemAllocAsync)->bytesize);
+            alloc_async_exit(cd, dom, "cuMemAllocAsync", (uintptr_t)*P(cuMemAllocAsync)->dptr,
+                             P(cuMemAllocAsync)->bytesize, P(cuMemAllocAsync)->hStream,
+                             id == DRV(cuMemAllocAsync_ptsz));
         break;
     case DRV(cuMemAllocFromPoolAsync):
     case DRV(cuMemAllocFromPoolAsync_ptsz):
         if (!enter)
-            alloc_exit(cd, dom, "cuMemAllocFromPoolAsync", GPUMEM_KIND_DEVICE_ASYNC,
-                       (uintptr_t)*P(cuMemAllocFromPoolAsync)->dptr,
-                       P(cuMemAllocFromPoolAsync)->bytesize);
+            alloc_async_exit(cd, dom, "cuMemAllocFromPoolAsync",
+                             (uintptr_t)*P(cuMemAllocFromPoolAsync)->dptr,
+                             P(cuMemAllocFromPoolAsync)->bytesize,
+                             P(cuMemAllocFromPoolAsync)->hStream,
+                             id == DRV(cuMemAllocFromPoolAsync_ptsz));
         break;
     case DRV(cuMemHostRegister_v2):
         if (!enter)
@@ -459,18 +635,73 @@ static void driver_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int e
             release_exit(cd, dom);
         break;
     case DRV(cuGraphAddMemAllocNode):
-        if (!enter) {
+        if (!enter && returned_ok(cd, dom)) {
             const CUDA_MEM_ALLOC_NODE_PARAMS *np = P(cuGraphAddMemAllocNode)->nodeParams;
-            alloc_exit(cd, dom, "cuGraphAddMemAllocNode", GPUMEM_KIND_GRAPH,
-                       np ? (uintptr_t)np->dptr : 0, np ? np->bytesize : 0);
+            alloc_node_added("cuGraphAddMemAllocNode", (uintptr_t)P(cuGraphAddMemAllocNode)->hGraph,
+                             (uintptr_t)np->dptr, np->bytesize, np->poolProps.location.type,
+                             np->poolProps.location.id);
         }
         break;
     case DRV(cuGraphAddMemFreeNode):
+        if (!enter && returned_ok(cd, dom))
+            check_graph_free_node((uintptr_t)P(cuGraphAddMemFreeNode)->hGraph,
+                                  "cuGraphAddMemFreeNode",
+                                  (uintptr_t)P(cuGraphAddMemFreeNode)->dptr,
+                                  gpumem__stack_capture(0));
+        break;
+#if CUDA_VERSION >= 12030
+    case DRV(cuGraphAddNode):
+        if (!enter && returned_ok(cd, dom))
+            node_added("cuGraphAddNode", (uintptr_t)P(cuGraphAddNode)->hGraph,
+                       P(cuGraphAddNode)->nodeParams);
+        break;
+    case DRV(cuGraphAddNode_v2):
+        if (!enter && returned_ok(cd, dom))
+            node_added("cuGraphAddNode", (uintptr_t)P(cuGraphAddNode_v2)->hGraph,
+                       P(cuGraphAddNode_v2)->nodeParams);
+        break;
+#endif
+    case DRV(cuStreamEndCapture):
+    case DRV(cuStreamEndCapture_ptsz):
+        end_capture(cd, dom, enter, P(cuStreamEndCapture)->hStream,
+                    id == DRV(cuStreamEndCapture_ptsz), P(cuStreamEndCapture)->phGraph);
+        break;
+    case DRV(cuGraphInstantiate):
+    case DRV(cuGraphInstantiate_v2):
+        /* The forms before CUDA 12: (exec, graph, error node, log, log size), no flags. */
+        if (!enter && returned_ok(cd, dom))
+            check_graph_instantiated((uintptr_t)P(cuGraphInstantiate)->hGraph,
+                                     (uintptr_t)*P(cuGraphInstantiate)->phGraphExec, 0);
+        break;
+    case DRV(cuGraphInstantiateWithFlags):
+        if (!enter && returned_ok(cd, dom))
+            check_graph_instantiated((uintptr_t)P(cuGraphInstantiateWithFlags)->hGraph,
+                                     (uintptr_t)*P(cuGraphInstantiateWithFlags)->phGraphExec,
+                                     P(cuGraphInstantiateWithFlags)->flags);
+        break;
+    case DRV(cuGraphInstantiateWithParams):
+    case DRV(cuGraphInstantiateWithParams_ptsz): {
+        const cuGraphInstantiateWithParams_params *a = P(cuGraphInstantiateWithParams);
+        if (!enter && returned_ok(cd, dom))
+            check_graph_instantiated((uintptr_t)a->hGraph, (uintptr_t)*a->phGraphExec,
+                                     a->instantiateParams ? a->instantiateParams->flags : 0);
+        break;
+    }
+    case DRV(cuGraphLaunch):
+        if (!enter && returned_ok(cd, dom))
+            check_graph_launched((uintptr_t)P(cuGraphLaunch)->hGraph);
+        break;
+    case DRV(cuGraphLaunch_ptsz):
+        if (!enter && returned_ok(cd, dom))
+            check_graph_launched((uintptr_t)P(cuGraphLaunch_ptsz)->hGraphExec);
+        break;
+    case DRV(cuGraphExecDestroy):
         if (enter)
-            release_enter("cuGraphAddMemFreeNode", BIT(GRAPH),
-                          (uintptr_t)P(cuGraphAddMemFreeNode)->dptr);
-        else
-            release_exit(cd, dom);
+            check_graph_exec_destroyed((uintptr_t)P(cuGraphExecDestroy)->hGraphExec);
+        break;
+    case DRV(cuGraphDestroy):
+        if (enter)
+            check_graph_destroyed((uintptr_t)P(cuGraphDestroy)->hGraph);
         break;
     case DRV(cuMemFree_v2):
         if (enter)
@@ -487,7 +718,8 @@ static void driver_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int e
     case DRV(cuMemFreeAsync):
     case DRV(cuMemFreeAsync_ptsz):
         if (enter)
-            release_enter("cuMemFreeAsync", free_async_mask, (uintptr_t)P(cuMemFreeAsync)->dptr);
+            free_async_enter("cuMemFreeAsync", (uintptr_t)P(cuMemFreeAsync)->dptr,
+                             P(cuMemFreeAsync)->hStream, id == DRV(cuMemFreeAsync_ptsz));
         else
             release_exit(cd, dom);
         break;
@@ -562,7 +794,15 @@ static const CUpti_CallbackId runtime_ids[] = {
     RT(cudaFreeAsync_v11020), RT(cudaFreeAsync_ptsz_v11020), RT(cudaHostUnregister_v4000),
     RT(cudaDeviceReset_v3020), RT(cudaMallocArray_v3020), RT(cudaMalloc3DArray_v3020),
     RT(cudaMallocMipmappedArray_v5000), RT(cudaFreeArray_v3020), RT(cudaFreeMipmappedArray_v5000),
-    RT(cudaGraphAddMemAllocNode_v11040), RT(cudaGraphAddMemFreeNode_v11040)};
+    RT(cudaGraphAddMemAllocNode_v11040), RT(cudaGraphAddMemFreeNode_v11040),
+#if CUDA_VERSION >= 12030
+    RT(cudaGraphAddNode_v12030),
+#endif
+    RT(cudaStreamEndCapture_v10000), RT(cudaStreamEndCapture_ptsz_v10000),
+    RT(cudaGraphInstantiate_v10000), RT(cudaGraphInstantiate_v12000),
+    RT(cudaGraphInstantiateWithFlags_v11040), RT(cudaGraphInstantiateWithParams_v12000),
+    RT(cudaGraphInstantiateWithParams_ptsz_v12000), RT(cudaGraphLaunch_v10000),
+    RT(cudaGraphLaunch_ptsz_v10000), RT(cudaGraphExecDestroy_v10000), RT(cudaGraphDestroy_v10000)};
 
 static const CUpti_CallbackId driver_ids[] = {
     DRV(cuMemAlloc_v2), DRV(cuMemAllocPitch_v2), DRV(cuMemAllocHost_v2), DRV(cuMemHostAlloc),
@@ -573,7 +813,14 @@ static const CUpti_CallbackId driver_ids[] = {
     DRV(cuMemUnmap), DRV(cuDevicePrimaryCtxReset_v2), DRV(cuCtxDestroy_v2),
     DRV(cuArrayCreate_v2), DRV(cuArray3DCreate_v2), DRV(cuMipmappedArrayCreate),
     DRV(cuArrayDestroy), DRV(cuMipmappedArrayDestroy), DRV(cuMemAddressReserve),
-    DRV(cuMemAddressFree), DRV(cuGraphAddMemAllocNode), DRV(cuGraphAddMemFreeNode)};
+    DRV(cuMemAddressFree), DRV(cuGraphAddMemAllocNode), DRV(cuGraphAddMemFreeNode),
+#if CUDA_VERSION >= 12030
+    DRV(cuGraphAddNode), DRV(cuGraphAddNode_v2),
+#endif
+    DRV(cuStreamEndCapture), DRV(cuStreamEndCapture_ptsz), DRV(cuGraphInstantiate),
+    DRV(cuGraphInstantiate_v2), DRV(cuGraphInstantiateWithFlags), DRV(cuGraphInstantiateWithParams),
+    DRV(cuGraphInstantiateWithParams_ptsz), DRV(cuGraphLaunch), DRV(cuGraphLaunch_ptsz),
+    DRV(cuGraphExecDestroy), DRV(cuGraphDestroy)};
 
 /* ---- the process's end ---- */
 

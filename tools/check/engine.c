@@ -597,6 +597,22 @@ void check_release_end(uintptr_t p, int succeeded)
     check_tls_busy--;
 }
 
+int check_release_if_live(const char *call, unsigned kind_mask, uintptr_t p, uint32_t stack)
+{
+    check_setup();
+    check_tls_busy++;
+    gpumem__rec r;
+    int mismatch = 0, taken = 0;
+    if (gpumem__reg_take((const void *)p, (gpumem_site){NULL, call, 0}, kind_mask, &mismatch,
+                         &r) == GPUMEM__TAKEN) {
+        gpumem__reg_set_freed_stack((const void *)p, stack);
+        forget(&r);
+        taken = 1;
+    }
+    check_tls_busy--;
+    return taken;
+}
+
 int check_host_lookup(uintptr_t p, uintptr_t *base, size_t *bytes)
 {
     if (!check_hostmap_may_hold(p))

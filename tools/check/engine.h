@@ -67,6 +67,12 @@ void check_release_end(uintptr_t p, int succeeded);
 /* The release call of a CHECK_UNKNOWN returned: an invalid-free finding unless it succeeded. */
 void check_release_unknown_end(const char *call, uintptr_t p, uint32_t stack, int succeeded);
 
+/* A release CUDA makes by itself (a graph relaunched with cudaGraphInstantiateFlagAutoFreeOnLaunch
+ * frees what its last launch allocated): p, if it is a live allocation of a kind in kind_mask,
+ * leaves the registry as released by call at stack. No finding either way. Returns 1 when p
+ * was released. */
+int check_release_if_live(const char *call, unsigned kind_mask, uintptr_t p, uint32_t stack);
+
 /* cuMemUnmap of [p, p + bytes) succeeded: every other mapping inside the range is gone too
  * (the one at p went through check_release_begin). */
 void check_unmap_rest(uintptr_t p, size_t bytes);
