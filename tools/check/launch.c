@@ -43,9 +43,10 @@ static void usage(FILE *out)
             "  --leak-check=no|summary|full  leaks at exit: none, one summary line, or each\n"
             "                                with its allocation stack (default: full)\n"
             "  --show-leak-kinds=KINDS       leaks to list: definite (no pointer reaches them),\n"
-            "                                reachable (a pointer still does), all, none; comma-\n"
-            "                                separated (default: definite)\n"
-            "  --errors-for-leak-kinds=KINDS leaks that count as errors (default: definite)\n"
+            "                                reachable (a pointer still does: where is said),\n"
+            "                                all, none; comma-separated (default: all)\n"
+            "  --errors-for-leak-kinds=KINDS leaks that count as errors (default: all; definite\n"
+            "                                for valgrind's rule, reachable memory no error)\n"
             "  --error-exitcode=N            exit with N when errors were found (default: exit\n"
             "                                as PROGRAM did)\n"
             "  --log-file=PATH               write the report to PATH instead of stderr; %%p is the\n"
@@ -336,7 +337,7 @@ int gpumem_check_main(int argc, char **argv)
 {
     const char *leak = "full", *log = NULL, *json = NULL, *gen = "no", *trace = NULL;
     char trace_abs[PATH_MAX * 2];
-    const char *show_kinds = "definite", *error_kinds = "definite";
+    const char *show_kinds = "all", *error_kinds = "all";
     int default_supp = 1;
     long error_exitcode = 0;
     int quiet = 0;
