@@ -262,14 +262,17 @@ static void write_killed_json(const char *pattern, pid_t pid, int sig, const cha
 }
 
 /* Sums the status files, and lists the processes when there were several; returns the number
- * of processes that reported. */
-static int read_status(const char *dir, long *errors, int *unchecked)
+ * of processes that reported, and in *root_reported whether the program's own process (root)
+ * was one of them. */
+static int read_status(const char *dir, long root, long *errors, int *unchecked,
+                       int *root_reported)
 {
     DIR *d = opendir(dir);
     int n = 0, cap = 0;
     proc_status *procs = NULL;
     *errors = 0;
     *unchecked = 0;
+    *root_reported = 0;
     if (!d)
         return 0;
     struct dirent *e;
@@ -302,6 +305,7 @@ static int read_status(const char *dir, long *errors, int *unchecked)
             continue;
         *errors += ps.errors;
         *unchecked += strcmp(ps.status, "unchecked") == 0;
+        *root_reported |= ps.pid == root;
         if (n == cap) {
             int ncap = cap ? cap * 2 : 16;
             proc_status *grown = realloc(procs, (size_t)ncap * sizeof *grown);
@@ -564,8 +568,8 @@ int gpumem_check_main(int argc, char **argv)
             return 1;
         }
     long errors;
-    int unchecked;
-    int reported = read_status(status_dir, &errors, &unchecked);
+    int unchecked, root_reported;
+    int reported = read_status(status_dir, (long)child, &errors, &unchecked, &root_reported);
     if (WIFEXITED(st) && WEXITSTATUS(st) == 127 && reported == 0)
         return 127;
     if (reported == 0 && WIFSIGNALED(st)) {
@@ -584,6 +588,12 @@ int gpumem_check_main(int argc, char **argv)
             write_killed_json(json, child, sig, argv[i]);
     } else if (reported == 0 && !quiet) {
         fprintf(stderr, "gpumem check: %s used no CUDA, so there was nothing to check\n", argv[i]);
+    } else if (!root_reported && !quiet) {
+        /* A launcher, or a parent that forks its workers: only they were checked. */
+        fprintf(stderr, "gpumem check: %s (pid %ld) used no CUDA; %d process%s it started %s\n",
+                argv[i], (long)child, reported, reported == 1 ? "" : "es",
+                reported == 1 ? "was checked, with its report above"
+                              : "were checked, each with its report above");
     }
     if (WIFSIGNALED(st))
         return 128 + WTERMSIG(st);
