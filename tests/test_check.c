@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <link.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -798,6 +799,34 @@ static void thread_leaks(void)
     free(log);
 }
 
+/* A thread that runs (spins) at exit has no stack pointer the kernel gives: the stacks no
+ * other thread owns are read whole then, as one of them is its, and the address in its live
+ * frame makes the allocation still reachable. */
+static atomic_int spinning;
+
+static void *spinning_thread(void *arg)
+{
+    (void)arg;
+    volatile uintptr_t live = THREADS + 0x300000;
+    atomic_store(&spinning, 1);
+    while (atomic_load(&spinning) == 1)
+        ;
+    return (void *)(uintptr_t)live;
+}
+
+static void running_thread(void)
+{
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, THREADS + 0x300000, 16384, 0, 0, 0);
+    pthread_t t;
+    if (pthread_create(&t, NULL, spinning_thread, NULL) != 0)
+        return;
+    while (atomic_load(&spinning) != 1)
+        usleep(100);
+    check_finish("exited", 0);
+    atomic_store(&spinning, 2);
+    pthread_join(t, NULL);
+}
+
 static void test_thread_leaks(void)
 {
     EXPECT_EQ(run_scenario("threads", thread_leaks, NULL), 3);
@@ -817,6 +846,11 @@ static void test_thread_leaks(void)
     log = log_of("threads_definite");
     EXPECT_CONTAINS(log, "262,144 bytes in 1 device allocation by cudaMalloc() is definitely lost");
     EXPECT_CONTAINS(log, "ERROR SUMMARY: 1 error (1 leak)");
+    free(log);
+    EXPECT_EQ(run_scenario("running", running_thread, NULL), 1);
+    log = log_of("running");
+    EXPECT_CONTAINS(log, "16,384 bytes in 1 device allocation by cudaMalloc() is still reachable");
+    EXPECT_CONTAINS(log, "It is referenced from the stack of a thread that was running");
     free(log);
 }
 

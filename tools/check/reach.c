@@ -321,17 +321,19 @@ static size_t live_threads(live_thread *t, size_t cap, uintptr_t self_sp, size_t
         return n;
     }
     struct dirent *e;
-    while (n < cap && (e = readdir(d)) != NULL) {
+    while ((e = readdir(d)) != NULL) {
         char *end;
         long tid = strtol(e->d_name, &end, 10);
         if (e->d_name[0] < '0' || e->d_name[0] > '9' || *end || tid == self)
             continue;
-        uintptr_t sp;
-        int state = thread_sp(tid, &sp);
+        uintptr_t sp = 0;
+        /* Past cap, a thread counts as one whose stack pointer could not be had. */
+        int state = n < cap ? thread_sp(tid, &sp) : THREAD_RUNNING;
         if (state == THREAD_GONE)
             continue;
         *running += state == THREAD_RUNNING;
-        t[n++] = (live_thread){tid, sp, 0};
+        if (n < cap)
+            t[n++] = (live_thread){tid, sp, 0};
     }
     closedir(d);
     return n;
