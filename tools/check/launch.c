@@ -43,7 +43,7 @@ static void usage(FILE *out)
             "  --leak-check=no|summary|full  leaks at exit: none, one summary line, or each\n"
             "                                with its allocation stack (default: full)\n"
             "  --show-leak-kinds=KINDS       leaks to list: definite (no pointer reaches them),\n"
-            "                                reachable (a pointer still does: where is said),\n"
+            "                                reachable (a pointer does; the report says where),\n"
             "                                all, none; comma-separated (default: all)\n"
             "  --errors-for-leak-kinds=KINDS leaks that count as errors (default: all; definite\n"
             "                                for valgrind's rule, reachable memory no error)\n"
