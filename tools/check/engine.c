@@ -872,8 +872,8 @@ static void say_reached_from(const gpumem__rec *r, uintptr_t at)
 }
 
 /* Where a still reachable allocation's reference was found, in words: "the global d_A in
- * /path/prog", "a live frame of the main thread's stack", "a live frame of the stack of thread
- * 1234", "a thread-local variable of /path/lib.so (thread 1234)". */
+ * /path/prog", "a live frame of the stack of the main thread", "a live frame of the stack of
+ * thread 1234", "a thread-local variable of /path/lib.so (thread 1234)". */
 static void describe_reach(const check_reach_found *f, char *buf, size_t n)
 {
     const char *object = NULL, *name = NULL;
