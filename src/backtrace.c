@@ -636,6 +636,53 @@ static const pc_info *lookup(uintptr_t pc, int *reported)
     return &pcs.val[j];
 }
 
+/* A variable's symbol from the symbol table (static ones too), when one holds addr. */
+#if defined(GPUMEM_HAVE_LIBDW)
+static void symbol_libdw(uintptr_t addr, pc_info *p, pc_func *f)
+{
+    if (!dwfl && !dwfl_failed && dwfl_report() != 0)
+        dwfl_failed = 1;
+    Dwfl_Module *mod = dwfl ? dwfl_addrmodule(dwfl, (Dwarf_Addr)addr) : NULL;
+    if (!mod && dwfl) {
+        dwfl_report(); /* an object loaded since */
+        mod = dwfl_addrmodule(dwfl, (Dwarf_Addr)addr);
+    }
+    /* The modules cover the objects' file-backed mappings only; a bss past the file's last
+     * page is anonymous memory: its module is the one that starts where dladdr says. */
+    Dl_info info;
+    if (!mod && dwfl && dladdr((void *)addr, &info) && info.dli_fbase)
+        mod = dwfl_addrmodule(dwfl, (Dwarf_Addr)(uintptr_t)info.dli_fbase);
+    if (!mod)
+        return;
+    const char *path = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+    if (path && path[0] == '/')
+        p->object = intern(path);
+    GElf_Sym sym;
+    GElf_Off off = 0;
+    const char *name = dwfl_module_addrinfo(mod, (GElf_Addr)addr, &off, &sym, NULL, NULL, NULL);
+    const char *kept = name && off < sym.st_size ? intern(name) : NULL;
+    if (kept)
+        f->func = kept;
+}
+#endif
+
+const char *gpumem__symbol_of(uintptr_t addr, const char **object)
+{
+    pc_info info = {.n = 1};
+    pc_func f = {.func = unknown_func};
+    pthread_mutex_lock(&sym_lock);
+#if defined(GPUMEM_HAVE_LIBDW)
+    symbol_libdw(addr, &info, &f);
+#endif
+    if (f.func == unknown_func || !info.object)
+        lookup_dladdr(addr, &info, &f);
+    if (f.func != unknown_func)
+        demangle(&f);
+    pthread_mutex_unlock(&sym_lock);
+    *object = info.object;
+    return f.func == unknown_func ? NULL : f.func;
+}
+
 /* One function of a stack before trimming: a return address's function (or one of them). */
 typedef struct {
     pc_func f;

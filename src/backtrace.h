@@ -70,6 +70,17 @@ int gpumem__stack_frames_cached(uint32_t id, gpumem__frame *out, int max);
 void gpumem__stack_print(uint32_t id, FILE *out, const char *indent);
 
 /**
+ * The symbol that holds @p addr (a global or static variable, or a function) and, in
+ * @p object, the path of the executable or shared object it is in (NULL when unknown).
+ *
+ * From the symbol table with libdw (static variables too), else from the dynamic symbol table
+ * (dladdr: exported names only); a symbol holds addr only when addr lies inside its size. C++
+ * names are demangled. Strings as gpumem__stack_frames's. Thread-safe; safe at exit.
+ * @return the name, or NULL when no symbol holds addr.
+ */
+const char *gpumem__symbol_of(uintptr_t addr, const char **object);
+
+/**
  * What this build captures and symbolizes with, e.g. "libunwind, libdw (file:line)" or
  * "backtrace(), dladdr (names only)", or "unavailable"; for `gpumem info` and tests.
  */

@@ -5,9 +5,10 @@
 # write its report (SIGKILL) is said to have been killed (in the JSON report too), and a machine
 # without the NVIDIA driver gives 77. FAKE_LIBCUDA is a stand-in driver (tests/fake_libcuda.c)
 # so that the launcher runs the program here; the checked program itself never loads it.
-# usage: check_cli.sh GPUMEM FAKE_LIBCUDA
+# usage: check_cli.sh GPUMEM FAKE_LIBCUDA [FORK_NOCUDA FAKE_SONAME_LIBCUDA]
 gpumem=$1
 GPUMEM_LIBCUDA=$2
+fork_nocuda=${3:-} soname_libcuda=${4:-}
 export GPUMEM_LIBCUDA
 fails=0
 expect() { # expect STATUS PATTERN -- ARGS...
@@ -57,7 +58,9 @@ expect 2 "--log-file needs a path" -- --log-file= -- true
 expect 2 "--show-leak-kinds takes definite, reachable, all or none (comma-separated), not 'lost'" -- --show-leak-kinds=lost -- true
 expect 2 "--errors-for-leak-kinds takes definite, reachable, all or none (comma-separated), not 'definite,x'" -- --errors-for-leak-kinds=definite,x -- true
 expect 0 "true used no CUDA" -- --show-leak-kinds=definite,reachable --errors-for-leak-kinds=all -- true
-expect 0 "sh used no CUDA" -- -- sh -c 'test "$GPUMEM_CHECK_SHOW_LEAK_KINDS" = definite && test "$GPUMEM_CHECK_ERRORS_FOR_LEAK_KINDS" = definite'
+# Every leak is listed and counted by default; valgrind's rule on request.
+expect 0 "sh used no CUDA" -- -- sh -c 'test "$GPUMEM_CHECK_SHOW_LEAK_KINDS" = all && test "$GPUMEM_CHECK_ERRORS_FOR_LEAK_KINDS" = all'
+expect 0 "sh used no CUDA" -- --errors-for-leak-kinds=definite -- sh -c 'test "$GPUMEM_CHECK_ERRORS_FOR_LEAK_KINDS" = definite'
 expect 0 "sh used no CUDA" -- --show-leak-kinds=all -- sh -c 'test "$GPUMEM_CHECK_SHOW_LEAK_KINDS" = all'
 # The default suppressions beside the library are read (passed on to the program's processes)
 # unless --default-suppressions=no; missing, they are warned about; broken, an error.
@@ -95,4 +98,15 @@ GPUMEM_CHECK_LIBRARY=$tmp/none expect 2 "GPUMEM_CHECK_LIBRARY=$tmp/none cannot b
 CUDA_INJECTION64_PATH=/opt/other/libinject.so expect 0 "CUDA_INJECTION64_PATH=/opt/other/libinject.so is replaced by gpumem check's own" -- -- true
 echo "not a library" > "$tmp/libbroken.so"
 GPUMEM_CHECK_LIBRARY=$tmp/libbroken.so expect 2 "cannot load $tmp/libbroken.so" -- -- true
+# A process that loads the driver without initializing it, and its forked worker, used no
+# CUDA: neither is said to have run unchecked. Another tool's CUDA_INJECTION64_PATH is.
+if [ -n "$fork_nocuda" ]; then
+  expect 0 "check_fork_nocuda used no CUDA, so there was nothing to check" -- -- "$fork_nocuda" "$soname_libcuda"
+  if printf '%s\n' "$out" | grep -q "not injected"; then
+    echo "FAIL: a process that never initialized CUDA is said to be unchecked"
+    fails=$((fails + 1))
+  fi
+  expect 0 "CUDA_INJECTION64_PATH names another tool's library, /opt/other/libinject.so" -- -- \
+    env CUDA_INJECTION64_PATH=/opt/other/libinject.so "$fork_nocuda" "$soname_libcuda"
+fi
 [ "$fails" -eq 0 ] || { echo "$fails failed"; exit 1; }

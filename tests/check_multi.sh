@@ -29,5 +29,10 @@ want "^gpumem check: device 2: 3 leaks \(3,145,728 bytes\) in 1 process, 3 alloc
 n=$(ls "$tmp" | grep -c '^log\.')
 [ "$n" -eq 4 ] || { echo "FAIL: $n logs, not 4"; fails=$((fails + 1)); }
 grep -l "ERROR SUMMARY: 3 errors (3 leaks)" "$tmp"/log.* >/dev/null || { echo "FAIL: no worker 3 report"; fails=$((fails + 1)); }
+# A launcher that used no CUDA itself: said so, with the workers' lines.
+out=$(cd "$tmp" && GPUMEM_CHECK_STACKS=0 "$gpumem" check --log-file="$tmp/nocuda.%p" -- "$prog" nocuda 2>&1)
+printf '%s\n' "$out"
+want "^gpumem check: 3 processes checked, each with its report above:$"
+want "^gpumem check: .*check_multi \(pid [0-9]+\) used no CUDA; 3 processes it started were checked, each with its report above$"
 [ "$fails" -eq 0 ] && echo "check multi: ok"
 [ "$fails" -eq 0 ]

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <link.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -500,9 +501,9 @@ static void leak_kinds(void)
 
 static void test_leak_kinds(void)
 {
-    /* Default: only definitely lost memory is listed and is an error: the unreferenced one and
-     * the one referenced from the heap only. */
-    EXPECT_EQ(run_scenario("kinds", leak_kinds, NULL), 2);
+    /* Default: every leak is listed and is an error, whatever its kind; still reachable memory
+     * says where its pointer is. */
+    EXPECT_EQ(run_scenario("kinds", leak_kinds, NULL), 3);
     char *log = log_of("kinds");
     EXPECT_CONTAINS(log, "20,480 bytes in 1 device-async allocation by cudaMallocAsync() is "
                          "definitely lost");
@@ -510,25 +511,54 @@ static void test_leak_kinds(void)
     EXPECT_CONTAINS(log, "LEAK SUMMARY: definitely lost: 24,576 bytes in 2 allocations from 2 "
                          "call sites (device 4,096 in 1, device-async 20,480 in 1)");
     /* 8 + 12 + 16 KiB from one call site (no stacks here): one still reachable group. */
+    EXPECT_CONTAINS(log, "36,864 bytes in 3 device allocations by cudaMalloc() are still reachable");
+    EXPECT_CONTAINS(log, "The first of them is referenced from the global reach_global in ");
+    EXPECT_CONTAINS(log, "LEAK SUMMARY: still reachable: 36,864 bytes in 3 allocations from 1 "
+                         "call site (device 36,864 in 3)\n");
+    EXPECT_CONTAINS(log, "ERROR SUMMARY: 3 errors (3 leaks)");
+    free(log);
+#ifdef GPUMEM_HAVE_JANSSON
+    json_t *doc = json_of("kinds");
+    ASSERT_NOT_NULL(doc);
+    json_t *fs = json_object_get(doc, "findings");
+    EXPECT_EQ(json_array_size(fs), 3);
+    for (size_t i = 0; i < json_array_size(fs); i++) {
+        json_t *f = json_array_get(fs, i);
+        const char *lk = json_string_value(json_object_get(f, "leak_kind"));
+        EXPECT_TRUE(json_object_get(f, "error") == NULL);
+        if (lk && strcmp(lk, "reachable") == 0)
+            EXPECT_CONTAINS(json_string_value(json_object_get(f, "reachable_from")),
+                            "the global reach_global in ");
+    }
+    json_decref(doc);
+#endif
+
+    /* valgrind's rule: only definitely lost memory is an error and listed; the summary says
+     * how to list the rest. */
+    EXPECT_EQ(run_scenario("kinds_valgrind", leak_kinds,
+                           "GPUMEM_CHECK_SHOW_LEAK_KINDS=definite;"
+                           "GPUMEM_CHECK_ERRORS_FOR_LEAK_KINDS=definite"), 2);
+    log = log_of("kinds_valgrind");
     EXPECT_CONTAINS(log, "LEAK SUMMARY: still reachable: 36,864 bytes in 3 allocations from 1 "
                          "call site (device 36,864 in 3); --show-leak-kinds=all lists them");
     EXPECT_EQ(strstr(log, "is still reachable") == NULL && strstr(log, "are still reachable") == NULL, 1);
     EXPECT_CONTAINS(log, "ERROR SUMMARY: 2 errors (2 leaks)");
     free(log);
 #ifdef GPUMEM_HAVE_JANSSON
-    json_t *doc = json_of("kinds");
+    doc = json_of("kinds_valgrind");
     ASSERT_NOT_NULL(doc);
-    json_t *fs = json_object_get(doc, "findings");
+    fs = json_object_get(doc, "findings");
     EXPECT_EQ(json_array_size(fs), 2);
     EXPECT_STR_EQ(json_string_value(json_object_get(json_array_get(fs, 0), "leak_kind")), "definite");
     json_decref(doc);
 #endif
 
-    /* All listed, reachable ones not counted; then counted too. */
-    EXPECT_EQ(run_scenario("kinds_all", leak_kinds, "GPUMEM_CHECK_SHOW_LEAK_KINDS=all"), 2);
+    /* --errors-for-leak-kinds=definite alone: all listed, reachable ones not counted. */
+    EXPECT_EQ(run_scenario("kinds_all", leak_kinds, "GPUMEM_CHECK_ERRORS_FOR_LEAK_KINDS=definite"), 2);
     log = log_of("kinds_all");
     EXPECT_CONTAINS(log, "36,864 bytes in 3 device allocations by cudaMalloc() are still reachable");
     EXPECT_CONTAINS(log, "is definitely lost");
+    EXPECT_CONTAINS(log, "ERROR SUMMARY: 2 errors (2 leaks)");
     EXPECT_EQ(strstr(log, "lists them") == NULL, 1);
     free(log);
 #ifdef GPUMEM_HAVE_JANSSON
@@ -592,21 +622,14 @@ static void *dead_frame_thread(void *arg)
     return (void *)(uintptr_t)live;
 }
 
-static void dead_frame(void)
+/* Waits until the thread whose id *tid will hold waits in a system call ('S' in its stat), so
+ * that the kernel has its stack pointer. */
+static void wait_sleeping(_Atomic long *tid)
 {
-    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEAD, 8192, 0, 0, 0);
-    check_alloc("cudaMallocAsync", GPUMEM_KIND_DEVICE_ASYNC, DEAD + 0x100000, 12288, 0, 0, 0);
-    if (pipe(dead_pipe) != 0)
-        return;
-    pthread_t t;
-    if (pthread_create(&t, NULL, dead_frame_thread, NULL) != 0)
-        return;
-    /* Until the thread waits in read(2) ('S' in its stat), so that the kernel has its stack
-     * pointer. */
-    while (!dead_tid)
+    while (!*tid)
         usleep(100);
     char path[96], st[512];
-    snprintf(path, sizeof path, "/proc/self/task/%ld/stat", dead_tid);
+    snprintf(path, sizeof path, "/proc/self/task/%ld/stat", (long)*tid);
     for (int i = 0; i < 2000; i++) {
         FILE *f = fopen(path, "r");
         size_t got = f ? fread(st, 1, sizeof st - 1, f) : 0;
@@ -618,6 +641,18 @@ static void dead_frame(void)
             break;
         usleep(1000);
     }
+}
+
+static void dead_frame(void)
+{
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEAD, 8192, 0, 0, 0);
+    check_alloc("cudaMallocAsync", GPUMEM_KIND_DEVICE_ASYNC, DEAD + 0x100000, 12288, 0, 0, 0);
+    if (pipe(dead_pipe) != 0)
+        return;
+    pthread_t t;
+    if (pthread_create(&t, NULL, dead_frame_thread, NULL) != 0)
+        return;
+    wait_sleeping(&dead_tid);
     check_finish("exited", 0);
     if (write(dead_pipe[1], "x", 1) != 1)
         return;
@@ -628,7 +663,7 @@ static void dead_frame(void)
 
 static void test_dead_frames(void)
 {
-    EXPECT_EQ(run_scenario("dead", dead_frame, "GPUMEM_CHECK_SHOW_LEAK_KINDS=all"), 1);
+    EXPECT_EQ(run_scenario("dead", dead_frame, "GPUMEM_CHECK_ERRORS_FOR_LEAK_KINDS=definite"), 1);
     char *log = log_of("dead");
     EXPECT_CONTAINS(log, "8,192 bytes in 1 device allocation by cudaMalloc() is definitely lost");
     EXPECT_CONTAINS(log, "12,288 bytes in 1 device-async allocation by cudaMallocAsync() is "
@@ -693,7 +728,7 @@ static void beside_data(void)
 
 static void test_data_is_segments(void)
 {
-    EXPECT_EQ(run_scenario("beside", beside_data, "GPUMEM_CHECK_SHOW_LEAK_KINDS=all"), 2);
+    EXPECT_EQ(run_scenario("beside", beside_data, "GPUMEM_CHECK_ERRORS_FOR_LEAK_KINDS=definite"), 2);
     char *log = log_of("beside");
     EXPECT_CONTAINS(log, "4,096 bytes in 1 device allocation by cudaMalloc() is definitely lost");
     EXPECT_CONTAINS(log, "8,192 bytes in 1 pinned allocation by cudaMallocHost() is still "
@@ -702,6 +737,120 @@ static void test_data_is_segments(void)
                          "reachable");
     EXPECT_CONTAINS(log, "16,384 bytes in 1 device-async allocation by cudaMallocAsync() is "
                          "definitely lost");
+    EXPECT_CONTAINS(log, "It is referenced from the global beside_bss in ");
+    EXPECT_CONTAINS(log, "It is referenced from a thread-local variable of ");
+    EXPECT_CONTAINS(log, "libcheck_tls_word.so (the main thread)");
+    free(log);
+}
+
+/* Threads at exit: a thread that allocated, kept the address in a local and ended (joined)
+ * leaves the word in its stack, which glibc keeps mapped for the next thread: definitely lost,
+ * since no thread can use that stack's words any more. A detached thread still blocked at exit
+ * with the address in a live frame: still reachable, from its stack. A global: still
+ * reachable, by the global's name. By default all three are errors; with
+ * --errors-for-leak-kinds=definite only the first. Addresses no other test uses. */
+#define THREADS 0x6c0000000000ull
+static volatile uintptr_t threads_global;
+static int threads_pipe[2];
+static _Atomic long threads_blocked_tid;
+
+static void *finished_thread(void *arg)
+{
+    (void)arg;
+    /* Deep enough (4 KiB) that what start_thread calls after the thread's function returned
+     * does not overwrite it, as in a std::thread's frames. */
+    leave_in_dead_frame(THREADS);
+    return NULL;
+}
+
+static void *blocked_thread(void *arg)
+{
+    (void)arg;
+    volatile uintptr_t live = THREADS + 0x100000;
+    threads_blocked_tid = (long)syscall(SYS_gettid);
+    char c;
+    while (read(threads_pipe[0], &c, 1) < 0) /* waits in read(2) until the process ends */
+        ;
+    return (void *)(uintptr_t)live;
+}
+
+static void thread_leaks(void)
+{
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, THREADS, 262144, 0, 0, 0);
+    check_alloc("cudaMallocAsync", GPUMEM_KIND_DEVICE_ASYNC, THREADS + 0x100000, 8192, 0, 0, 0);
+    check_alloc("cudaMallocManaged", GPUMEM_KIND_MANAGED, THREADS + 0x200000, 4096, 0, 0, 0);
+    if (pipe(threads_pipe) != 0)
+        return;
+    /* The blocked thread first: a thread made after the finished one ended would get its
+     * cached stack, stale words and all. */
+    pthread_t t;
+    if (pthread_create(&t, NULL, blocked_thread, NULL) != 0 || pthread_detach(t) != 0)
+        return;
+    wait_sleeping(&threads_blocked_tid);
+    if (pthread_create(&t, NULL, finished_thread, NULL) != 0 || pthread_join(t, NULL) != 0)
+        return;
+    threads_global = THREADS + 0x200000;
+    check_finish("exited", 0); /* with the blocked thread still in read(2) */
+    /* Its stack is named by its thread id, which only this process knows. */
+    char *log = read_file(getenv("GPUMEM_CHECK_LOG")), want[96];
+    snprintf(want, sizeof want, "It is referenced from a live frame of the stack of thread %ld\n",
+             (long)threads_blocked_tid);
+    EXPECT_CONTAINS(log, want);
+    free(log);
+}
+
+/* A thread that runs (spins) at exit has no stack pointer the kernel gives: the stacks no
+ * other thread owns are read whole then, as one of them is its, and the address in its live
+ * frame makes the allocation still reachable. */
+static atomic_int spinning;
+
+static void *spinning_thread(void *arg)
+{
+    (void)arg;
+    volatile uintptr_t live = THREADS + 0x300000;
+    atomic_store(&spinning, 1);
+    while (atomic_load(&spinning) == 1)
+        ;
+    return (void *)(uintptr_t)live;
+}
+
+static void running_thread(void)
+{
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, THREADS + 0x300000, 16384, 0, 0, 0);
+    pthread_t t;
+    if (pthread_create(&t, NULL, spinning_thread, NULL) != 0)
+        return;
+    while (atomic_load(&spinning) != 1)
+        usleep(100);
+    check_finish("exited", 0);
+    atomic_store(&spinning, 2);
+    pthread_join(t, NULL);
+}
+
+static void test_thread_leaks(void)
+{
+    EXPECT_EQ(run_scenario("threads", thread_leaks, NULL), 3);
+    char *log = log_of("threads");
+    EXPECT_CONTAINS(log, "262,144 bytes in 1 device allocation by cudaMalloc() is definitely lost");
+    EXPECT_CONTAINS(log, "8,192 bytes in 1 device-async allocation by cudaMallocAsync() is still "
+                         "reachable");
+    EXPECT_CONTAINS(log, "It is referenced from a live frame of the stack of thread ");
+    EXPECT_CONTAINS(log, "4,096 bytes in 1 managed allocation by cudaMallocManaged() is still "
+                         "reachable");
+    EXPECT_CONTAINS(log, "It is referenced from the global threads_global in ");
+    EXPECT_CONTAINS(log, "ERROR SUMMARY: 3 errors (3 leaks)");
+    free(log);
+    /* valgrind's counting, on request. */
+    EXPECT_EQ(run_scenario("threads_definite", thread_leaks,
+                           "GPUMEM_CHECK_ERRORS_FOR_LEAK_KINDS=definite"), 1);
+    log = log_of("threads_definite");
+    EXPECT_CONTAINS(log, "262,144 bytes in 1 device allocation by cudaMalloc() is definitely lost");
+    EXPECT_CONTAINS(log, "ERROR SUMMARY: 1 error (1 leak)");
+    free(log);
+    EXPECT_EQ(run_scenario("running", running_thread, NULL), 1);
+    log = log_of("running");
+    EXPECT_CONTAINS(log, "16,384 bytes in 1 device allocation by cudaMalloc() is still reachable");
+    EXPECT_CONTAINS(log, "It is referenced from the stack of a thread that was running");
     free(log);
 }
 
@@ -1092,6 +1241,7 @@ int main(void)
     RUN(test_leak_kinds);
     RUN(test_dead_frames);
     RUN(test_data_is_segments);
+    RUN(test_thread_leaks);
     RUN(test_default_suppressions);
     RUN(test_suppressions);
     RUN(test_suppression_files);

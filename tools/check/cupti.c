@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backtrace.h"
@@ -856,25 +857,47 @@ static void catch_fatal_signals(void)
     }
 }
 
-/* Processes that load CUDA without InitializeInjection: another tool replaced
+/* CUDA_INJECTION64_PATH named this library when the process started: the driver then calls
+ * InitializeInjection when it initializes, so a process that was never injected never
+ * initialized CUDA, whatever it loaded. libcuda.so.1 is loaded without being initialized by
+ * programs that only ask for the driver's version, that link it and never call it, or whose
+ * work is done by the children they fork; such a process used no CUDA. */
+static int injection_is_ours;
+
+static int names_this_library(const char *path)
+{
+    Dl_info self;
+    struct stat a, b;
+    return path && *path && dladdr((const void *)&injection_is_ours, &self) && self.dli_fname &&
+           stat(path, &a) == 0 && stat(self.dli_fname, &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
+}
+
+/* Processes that initialize CUDA without InitializeInjection: another tool replaced
  * CUDA_INJECTION64_PATH (Nsight Systems, compute-sanitizer). Say so rather than report a
  * clean run. */
 static void not_injected_at_exit(int status, void *arg)
 {
     (void)arg;
-    if (injected)
-        return;
+    if (injected || injection_is_ours)
+        return; /* injected, or CUDA never initialized: nothing to say */
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     if (!h)
         return; /* no CUDA in this process: nothing to say */
     dlclose(h);
-    check_unchecked("CUDA was used, but gpumem check was not injected (another tool set "
-                    "CUDA_INJECTION64_PATH)");
+    static char why[512];
+    const char *other = getenv("CUDA_INJECTION64_PATH");
+    snprintf(why, sizeof why, "the CUDA driver was loaded, but gpumem check was not injected: "
+             "CUDA_INJECTION64_PATH %s%s, so what CUDA did here was not watched (run the two "
+             "tools one at a time)", other && *other ? "names another tool's library, " : "is unset",
+             other && *other ? other : "");
+    check_unchecked(why);
     check_finish("exited", status);
 }
 
 void check_front_preloaded(void)
 {
+    injection_is_ours = names_this_library(getenv("CUDA_INJECTION64_PATH"));
     on_exit(not_injected_at_exit, NULL);
 }
 

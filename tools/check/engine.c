@@ -79,8 +79,8 @@ static void setup(void)
     const char *leak = env_or("GPUMEM_CHECK_LEAK", "full");
     opt.leak = strcmp(leak, "no") == 0 ? LEAK_NO : strcmp(leak, "summary") == 0 ? LEAK_SUMMARY
                                                                                 : LEAK_FULL;
-    opt.show_kinds = (unsigned)check_leak_kinds_parse(env_or("GPUMEM_CHECK_SHOW_LEAK_KINDS", "definite"));
-    opt.error_kinds = (unsigned)check_leak_kinds_parse(env_or("GPUMEM_CHECK_ERRORS_FOR_LEAK_KINDS", "definite"));
+    opt.show_kinds = (unsigned)check_leak_kinds_parse(env_or("GPUMEM_CHECK_SHOW_LEAK_KINDS", "all"));
+    opt.error_kinds = (unsigned)check_leak_kinds_parse(env_or("GPUMEM_CHECK_ERRORS_FOR_LEAK_KINDS", "all"));
     opt.gen_supp = strcmp(env_or("GPUMEM_CHECK_GEN_SUPPRESSIONS", "no"), "yes") == 0;
     opt.stacks = strcmp(env_or("GPUMEM_CHECK_STACKS", "1"), "0") != 0;
     opt.quiet = strcmp(env_or("GPUMEM_CHECK_QUIET", "0"), "1") == 0;
@@ -277,6 +277,7 @@ typedef struct {
     int leak_kind;          /* a leak's: LEAK_DEFINITE or LEAK_REACHABLE */
     int counted;            /* a leak: an error (its kind is in --errors-for-leak-kinds) */
     int device;             /* a leak's or failed allocation's device (the context's) */
+    const char *reached_from; /* a still reachable leak: where a pointer to it was found */
 } finding;
 
 static pthread_mutex_t findings_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -810,11 +811,13 @@ typedef struct {
     int memory, leak_kind, device;
     uint32_t stack;
     uint64_t count, bytes, first_seq;
+    check_reach_found from; /* still reachable: where the first allocation was reached from */
 } leak_group;
 
 typedef struct {
     const gpumem__rec *r;
     int leak_kind;
+    const check_reach_found *from;
 } rec_kind;
 
 static int same_call(const char *a, const char *b)
@@ -866,65 +869,93 @@ static void say_reached_from(const gpumem__rec *r, uintptr_t at)
         (void *)key_shown(r->base), (void *)at, line);
 }
 
-/* The live allocations, grouped by call, memory kind, stack and leak kind, largest first.
- * With scan, the process's memory is scanned for pointers into them (reach.c); without (after a
- * signal), or when the scan cannot run, every one is definitely lost (*scanned is then -1). */
-static long leak_groups(int scan, leak_group **out, int *skipped, long long *scanned)
+/* Where a still reachable allocation's reference was found, in words: "the global d_A in
+ * /path/prog", "a live frame of the stack of the main thread", "a live frame of the stack of
+ * thread 1234", "a thread-local variable of /path/lib.so (thread 1234)". */
+static void describe_reach(const check_reach_found *f, char *buf, size_t n)
 {
-    rec_list l = {0};
-    *out = NULL;
-    *skipped = gpumem__reg_foreach(collect_rec, &l, 1);
-    check_span *targets = l.n ? grow_mapping(NULL, 0, l.n * sizeof *targets) : NULL;
-    unsigned char *reached = l.n ? calloc(l.n, 1) : NULL;
-    rec_kind *rk = l.n ? malloc(l.n * sizeof *rk) : NULL;
-    leak_group *g = l.n ? malloc(l.n * sizeof *g) : NULL;
-    if (l.n && (!targets || !reached || !rk || !g || l.oom)) {
-        if (l.r)
-            munmap(l.r, l.cap * sizeof *l.r);
-        if (targets)
-            munmap(targets, l.n * sizeof *targets);
-        free(reached), free(rk), free(g);
-        return 0;
+    const char *object = NULL, *name = NULL;
+    char thread[48];
+    if (f->tid == (long)getpid())
+        snprintf(thread, sizeof thread, "the main thread");
+    else
+        snprintf(thread, sizeof thread, "thread %ld", f->tid);
+    switch (f->where) {
+    case CHECK_REACH_DATA:
+        name = gpumem__symbol_of(f->at, &object);
+        if (name)
+            snprintf(buf, n, "the global %s in %s", name, object ? object : "?");
+        else
+            snprintf(buf, n, "the data of %s at %p (no symbol holds it)", object ? object : "?",
+                     (void *)f->at);
+        break;
+    case CHECK_REACH_TLS:
+        snprintf(buf, n, "a thread-local variable of %s (%s)",
+                 f->object && *f->object ? f->object : "the program", thread);
+        break;
+    case CHECK_REACH_STACK:
+        if (f->tid)
+            snprintf(buf, n, "a live frame of the stack of %s", thread);
+        else
+            snprintf(buf, n, "the stack of a thread that was running (which one could not be "
+                             "told)");
+        break;
+    default:
+        snprintf(buf, n, "?");
     }
-    *scanned = -1;
-    if (scan && l.n) {
-        span_list skip = {0};
-        for (size_t i = 0; i < l.n; i++) {
-            const gpumem__rec *r = &l.r[i];
-            uintptr_t shown = key_shown(r->base);
-            int handle = (r->base >> 62) >= 2; /* cuMemCreate handles and arrays: the value */
-            targets[i] = (check_span){shown, shown + (handle || !r->bytes ? 1 : r->bytes)};
-            /* CUDA's own host memory is not read: managed memory would migrate. */
-            if (r->kind == GPUMEM_KIND_PINNED || r->kind == GPUMEM_KIND_HOST ||
-                r->kind == GPUMEM_KIND_MANAGED)
-                add_span((const void *)r->base, r->bytes, &skip);
-        }
-        /* Everything of gpumem check's that holds the allocations' addresses. */
-        gpumem__reg_storage(add_span, &skip);
-        add_span(l.r, l.cap * sizeof *l.r, &skip);
-        add_span(targets, l.n * sizeof *targets, &skip);
-        add_span(findings, findings_cap * sizeof *findings, &skip);
-        add_span(&skip, sizeof skip, &skip);
-        add_span(skip.s, (skip.cap + 1) * sizeof *skip.s, &skip); /* +1: if this add grows it */
-        add_span(skip.s, skip.cap * sizeof *skip.s, &skip);
-        uintptr_t from = atomic_load(&main_frame);
-        if (!from)
-            from = (uintptr_t)__builtin_frame_address(0);
-        /* GPUMEM_CHECK_REACH_WHY=1: where each reached allocation was reached from. */
-        uintptr_t *found_at = getenv("GPUMEM_CHECK_REACH_WHY") ? calloc(l.n, sizeof *found_at) : NULL;
-        *scanned = check_reach_scan(targets, l.n, reached, found_at, skip.s, skip.n, from);
-        munmap(skip.s, skip.cap * sizeof *skip.s);
-        for (size_t i = 0; found_at && i < l.n; i++)
-            if (reached[i])
-                say_reached_from(&l.r[i], found_at[i]);
-        free(found_at);
+}
+
+/* The live allocations, taken out of the registry into a mapping of their own. */
+static int leak_records(rec_list *l, int *skipped)
+{
+    *skipped = gpumem__reg_foreach(collect_rec, l, 1);
+    return l->oom ? -1 : 0;
+}
+
+/* The scan (reach.c): reached[i] and found[i] for each record. Everything of gpumem check's
+ * that holds the allocations' addresses is left out. Returns the bytes read, or -1. */
+static long long leak_scan(const rec_list *l, check_span *targets, unsigned char *reached,
+                           check_reach_found *found)
+{
+    span_list skip = {0};
+    for (size_t i = 0; i < l->n; i++) {
+        const gpumem__rec *r = &l->r[i];
+        uintptr_t shown = key_shown(r->base);
+        int handle = (r->base >> 62) >= 2; /* cuMemCreate handles and arrays: the value */
+        targets[i] = (check_span){shown, shown + (handle || !r->bytes ? 1 : r->bytes)};
+        /* CUDA's own host memory is not read: managed memory would migrate. */
+        if (r->kind == GPUMEM_KIND_PINNED || r->kind == GPUMEM_KIND_HOST ||
+            r->kind == GPUMEM_KIND_MANAGED)
+            add_span((const void *)r->base, r->bytes, &skip);
     }
-    for (size_t i = 0; i < l.n; i++)
-        rk[i] = (rec_kind){&l.r[i], *scanned >= 0 && reached[i] ? LEAK_REACHABLE : LEAK_DEFINITE};
-    if (l.n)
-        qsort(rk, l.n, sizeof *rk, by_group_key);
+    gpumem__reg_storage(add_span, &skip);
+    add_span(l->r, l->cap * sizeof *l->r, &skip);
+    add_span(targets, l->n * sizeof *targets, &skip);
+    add_span(found, l->n * sizeof *found, &skip);
+    add_span(findings, findings_cap * sizeof *findings, &skip);
+    add_span(&skip, sizeof skip, &skip);
+    add_span(skip.s, (skip.cap + 1) * sizeof *skip.s, &skip); /* +1: if this add grows it */
+    add_span(skip.s, skip.cap * sizeof *skip.s, &skip);
+    uintptr_t from = atomic_load(&main_frame);
+    if (!from)
+        from = (uintptr_t)__builtin_frame_address(0);
+    long long scanned = check_reach_scan(targets, l->n, reached, found, skip.s, skip.n, from);
+    munmap(skip.s, skip.cap * sizeof *skip.s);
+    /* GPUMEM_CHECK_REACH_WHY=1: where each reached allocation was reached from. */
+    for (size_t i = 0; getenv("GPUMEM_CHECK_REACH_WHY") && i < l->n; i++)
+        if (reached[i])
+            say_reached_from(&l->r[i], found[i].at);
+    return scanned;
+}
+
+/* Groups the records by leak kind, stack, memory kind, device and call into g; returns how
+ * many groups, largest first. */
+static long group_records(rec_kind *rk, size_t n, leak_group *g)
+{
+    if (n)
+        qsort(rk, n, sizeof *rk, by_group_key);
     long ng = 0;
-    for (size_t i = 0; i < l.n; i++) {
+    for (size_t i = 0; i < n; i++) {
         const gpumem__rec *r = rk[i].r;
         leak_group *last = ng ? &g[ng - 1] : NULL;
         if (!last || last->leak_kind != rk[i].leak_kind || last->stack != r->stack ||
@@ -934,20 +965,55 @@ static long leak_groups(int scan, leak_group **out, int *skipped, long long *sca
                                    .leak_kind = rk[i].leak_kind, .device = r->device,
                                    .stack = r->stack, .first_seq = r->seq};
             last = &g[ng - 1];
+            if (rk[i].from)
+                last->from = *rk[i].from;
         }
         last->count++;
         last->bytes += r->bytes;
     }
     if (ng)
         qsort(g, (size_t)ng, sizeof *g, by_bytes_desc);
-    /* rk pointed into the records: wiped with the rest of what holds addresses. */
-    if (l.n) {
-        memset(rk, 0, l.n * sizeof *rk);
-        munmap(l.r, l.cap * sizeof *l.r);
-        munmap(targets, l.n * sizeof *targets);
+    return ng;
+}
+
+/* The live allocations, grouped by call, memory kind, stack and leak kind, largest first.
+ * With scan, the process's memory is scanned for pointers into them (reach.c); without (after a
+ * signal), or when the scan cannot run, every one is definitely lost (*scanned is then -1). */
+static long leak_groups(int scan, leak_group **out, int *skipped, long long *scanned)
+{
+    rec_list l = {0};
+    *out = NULL;
+    *scanned = -1;
+    int failed = leak_records(&l, skipped);
+    size_t n = l.n;
+    check_span *targets = n ? grow_mapping(NULL, 0, n * sizeof *targets) : NULL;
+    check_reach_found *found = n ? grow_mapping(NULL, 0, n * sizeof *found) : NULL;
+    unsigned char *reached = n ? calloc(n, 1) : NULL;
+    rec_kind *rk = n ? malloc(n * sizeof *rk) : NULL;
+    leak_group *g = n ? malloc(n * sizeof *g) : NULL;
+    long ng = 0;
+    if (n && !failed && targets && found && reached && rk && g) {
+        if (scan)
+            *scanned = leak_scan(&l, targets, reached, found);
+        for (size_t i = 0; i < n; i++) {
+            int reach = *scanned >= 0 && reached[i];
+            rk[i] = (rec_kind){&l.r[i], reach ? LEAK_REACHABLE : LEAK_DEFINITE,
+                               reach ? &found[i] : NULL};
+        }
+        ng = group_records(rk, n, g);
+        *out = g;
+        g = NULL;
     }
-    free(reached), free(rk);
-    *out = g;
+    /* rk pointed into the records: wiped with the rest of what holds addresses. */
+    if (rk)
+        memset(rk, 0, n * sizeof *rk);
+    if (l.r)
+        munmap(l.r, l.cap * sizeof *l.r);
+    if (targets)
+        munmap(targets, n * sizeof *targets);
+    if (found)
+        munmap(found, n * sizeof *found);
+    free(reached), free(rk), free(g);
     return ng;
 }
 
@@ -1029,6 +1095,8 @@ static json_t *finding_json(const finding *f)
         json_object_set_new(o, "leak_kind", json_string(check_leak_kind_name(f->leak_kind)));
         if (!f->counted)
             json_object_set_new(o, "error", json_false()); /* listed, not counted */
+        if (f->reached_from)
+            json_object_set_new(o, "reachable_from", json_string(f->reached_from));
     } else {
         json_object_set_new(o, "call", json_string(f->call));
     }
@@ -1728,39 +1796,47 @@ static void finish_signaled(int sig)
     gpumem__group_unmap(g, map_bytes);
 }
 
-void check_finish(const char *status, int code)
-{
-    if (atomic_exchange(&finished, 1))
-        return;
-    check_setup();
-    check_tls_busy++;
-    if (strcmp(status, "signaled") == 0) {
-        finish_signaled(code);
-        check_tls_busy--;
-        return;
-    }
-    int locked = pthread_mutex_lock(&out_lock) == 0;
-    fflush(NULL);
-    if (unchecked_why)
-        status = "unchecked";
-
-    leak_group *g = NULL;
-    int skipped = 0;
-    long long scanned = -1;
-    long ng = opt.leak == LEAK_NO ? 0 : leak_groups(1, &g, &skipped, &scanned);
-    gpumem_stats_t st;
-    gpumem_stats(&st);
-    /* With more than one device, leaks name their device and each device gets a line. */
-    int devices_used = 0;
-    for (int d = 0; d < GPUMEM_STATS_DEVICES; d++)
-        devices_used += st.device_count[d].total != 0;
-    int per_device = devices_used > 1;
+/* What the leaks at exit add up to, by leak kind (1 definite, 2 reachable). */
+typedef struct {
     device_sums dev;
-    memset(&dev, 0, sizeof dev);
-    uint64_t leaks = 0, leaked_bytes = 0;
-    uint64_t sum_bytes[3] = {0}, sum_blocks[3] = {0}, sum_sites[3] = {0};
-    uint64_t by_kind_bytes[3][GPUMEM_KIND_COUNT_] = {{0}}, by_kind_count[3][GPUMEM_KIND_COUNT_] = {{0}};
-    char b1[32], b2[32];
+    uint64_t leaks, leaked_bytes; /* the ones that are errors */
+    uint64_t bytes[3], blocks[3], sites[3];
+    uint64_t by_kind_bytes[3][GPUMEM_KIND_COUNT_], by_kind_count[3][GPUMEM_KIND_COUNT_];
+} leak_sums;
+
+static void add_leak(leak_sums *s, const leak_group *g)
+{
+    int lk = g->leak_kind, slot = gpumem__dev_slot(g->device);
+    s->dev.bytes[lk][slot] += g->bytes;
+    s->dev.count[lk][slot] += g->count;
+    s->bytes[lk] += g->bytes;
+    s->blocks[lk] += g->count;
+    s->sites[lk]++;
+    s->by_kind_bytes[lk][g->memory] += g->bytes;
+    s->by_kind_count[lk][g->memory] += g->count;
+}
+
+/* One leak, with its stack and, for still reachable memory, where a pointer to it is. */
+static void say_leak(const leak_group *g, const finding *f, int per_device)
+{
+    char b1[32], on[32] = "";
+    if (per_device)
+        snprintf(on, sizeof on, " on device %d", g->device);
+    say("%s bytes in %llu %s allocation%s%s by %s() %s %s", grouped(g->bytes, b1, sizeof b1),
+        (unsigned long long)g->count, gpumem_kind_name(g->memory), g->count == 1 ? "" : "s", on,
+        f->call, g->count == 1 ? "is" : "are",
+        g->leak_kind == LEAK_DEFINITE ? "definitely lost" : "still reachable");
+    say_stack(g->stack);
+    if (f->reached_from)
+        say(" %s referenced from %s", g->count == 1 ? "It is" : "The first of them is",
+            f->reached_from);
+    gen_suppression(f);
+    say("%s", "");
+}
+
+/* Reports each leak group (unless suppressed) and adds them up. */
+static void report_leaks(const leak_group *g, long ng, int per_device, leak_sums *s)
+{
     for (long i = 0; i < ng; i++) {
         int lk = g[i].leak_kind;
         finding f = {.kind = CHECK_LEAK, .call = g[i].call ? g[i].call : "?",
@@ -1769,110 +1845,90 @@ void check_finish(const char *status, int code)
                      .counted = (opt.error_kinds & (unsigned)lk) != 0, .device = g[i].device};
         int shown = (opt.show_kinds & (unsigned)lk) != 0;
         if (!shown && !f.counted) {
-            /* Neither listed nor an error: only the summary counts it. */
-            dev.bytes[lk][gpumem__dev_slot(g[i].device)] += g[i].bytes;
-            dev.count[lk][gpumem__dev_slot(g[i].device)] += g[i].count;
-            sum_bytes[lk] += g[i].bytes;
-            sum_blocks[lk] += g[i].count;
-            sum_sites[lk]++;
-            by_kind_bytes[lk][g[i].memory] += g[i].bytes;
-            by_kind_count[lk][g[i].memory] += g[i].count;
+            add_leak(s, &g[i]); /* neither listed nor an error: only the summary counts it */
             continue;
+        }
+        if (g[i].from.where) {
+            char text[512];
+            describe_reach(&g[i].from, text, sizeof text);
+            f.reached_from = strdup(text); /* kept with the finding, for the JSON */
         }
         int quiet = suppress(&f);
         keep(&f);
         if (quiet)
             continue;
         if (f.counted) {
-            leaks++;
-            leaked_bytes += g[i].bytes;
-            dev.leaks[gpumem__dev_slot(g[i].device)]++;
-            dev.leaked_bytes[gpumem__dev_slot(g[i].device)] += g[i].bytes;
+            s->leaks++;
+            s->leaked_bytes += g[i].bytes;
+            s->dev.leaks[gpumem__dev_slot(g[i].device)]++;
+            s->dev.leaked_bytes[gpumem__dev_slot(g[i].device)] += g[i].bytes;
         }
-        dev.bytes[lk][gpumem__dev_slot(g[i].device)] += g[i].bytes;
-        dev.count[lk][gpumem__dev_slot(g[i].device)] += g[i].count;
-        sum_bytes[lk] += g[i].bytes;
-        sum_blocks[lk] += g[i].count;
-        sum_sites[lk]++;
-        by_kind_bytes[lk][g[i].memory] += g[i].bytes;
-        by_kind_count[lk][g[i].memory] += g[i].count;
-        if (opt.leak == LEAK_FULL && shown) {
-            char on[32] = "";
-            if (per_device)
-                snprintf(on, sizeof on, " on device %d", g[i].device);
-            say("%s bytes in %llu %s allocation%s%s by %s() %s %s",
-                grouped(g[i].bytes, b1, sizeof b1), (unsigned long long)g[i].count,
-                gpumem_kind_name(g[i].memory), g[i].count == 1 ? "" : "s", on, f.call,
-                g[i].count == 1 ? "is" : "are",
-                lk == LEAK_DEFINITE ? "definitely lost" : "still reachable");
-            say_stack(g[i].stack);
-            gen_suppression(&f);
-            say("%s", "");
-        }
+        add_leak(s, &g[i]);
+        if (opt.leak == LEAK_FULL && shown)
+            say_leak(&g[i], &f, per_device);
     }
-    if (opt.leak != LEAK_NO) {
-        static const char *const names[3] = {"", "definitely lost", "still reachable"};
-        for (int lk = LEAK_DEFINITE; lk <= LEAK_REACHABLE; lk++) {
-            if (!sum_sites[lk] || (opt.quiet && !(opt.error_kinds & (unsigned)lk)))
-                continue; /* -q: only what counts as errors */
-            char kinds[512];
-            kind_list(kinds, sizeof kinds, by_kind_count[lk], by_kind_bytes[lk], by_kind_count[lk],
-                      grouped);
-            say("LEAK SUMMARY: %s: %s bytes in %llu allocation%s from %llu call site%s (%s)%s",
-                names[lk], grouped(sum_bytes[lk], b2, sizeof b2), (unsigned long long)sum_blocks[lk],
-                sum_blocks[lk] == 1 ? "" : "s", (unsigned long long)sum_sites[lk],
-                sum_sites[lk] == 1 ? "" : "s", kinds,
-                (opt.show_kinds & (unsigned)lk) || opt.leak != LEAK_FULL
-                    ? ""
-                    : lk == LEAK_REACHABLE ? "; --show-leak-kinds=all lists them"
-                                           : "; --show-leak-kinds=definite lists them");
-        }
-        if (!sum_sites[LEAK_DEFINITE] && !sum_sites[LEAK_REACHABLE]) {
-            if (!opt.quiet)
-                say("LEAK SUMMARY: no CUDA memory left allocated at exit");
-        } else if (opt.leak == LEAK_SUMMARY)
-            say("   --leak-check=full shows where each was allocated");
-        if (ng > 0 && scanned < 0)
-            say("   (no pointer scan, it could not run: every allocation left is counted as "
-                "definitely lost)");
-        if (skipped)
-            say("   (incomplete: %d registry shards were held by a thread)", skipped);
+}
+
+/* The LEAK SUMMARY lines. */
+static void say_leak_summary(const leak_sums *s, long ng, long long scanned, int skipped)
+{
+    static const char *const names[3] = {"", "definitely lost", "still reachable"};
+    char b[32];
+    for (int lk = LEAK_DEFINITE; lk <= LEAK_REACHABLE; lk++) {
+        if (!s->sites[lk] || (opt.quiet && !(opt.error_kinds & (unsigned)lk)))
+            continue; /* -q: only what counts as errors */
+        char kinds[512];
+        kind_list(kinds, sizeof kinds, s->by_kind_count[lk], s->by_kind_bytes[lk],
+                  s->by_kind_count[lk], grouped);
+        say("LEAK SUMMARY: %s: %s bytes in %llu allocation%s from %llu call site%s (%s)%s",
+            names[lk], grouped(s->bytes[lk], b, sizeof b), (unsigned long long)s->blocks[lk],
+            s->blocks[lk] == 1 ? "" : "s", (unsigned long long)s->sites[lk],
+            s->sites[lk] == 1 ? "" : "s", kinds,
+            (opt.show_kinds & (unsigned)lk) || opt.leak != LEAK_FULL
+                ? ""
+                : lk == LEAK_REACHABLE ? "; --show-leak-kinds=all lists them"
+                                       : "; --show-leak-kinds=definite lists them");
     }
+    if (!s->sites[LEAK_DEFINITE] && !s->sites[LEAK_REACHABLE]) {
+        if (!opt.quiet)
+            say("LEAK SUMMARY: no CUDA memory left allocated at exit");
+    } else if (opt.leak == LEAK_SUMMARY)
+        say("   --leak-check=full shows where each was allocated");
+    if (ng > 0 && scanned < 0)
+        say("   (no pointer scan, it could not run: every allocation left is counted as "
+            "definitely lost)");
+    if (skipped)
+        say("   (incomplete: %d registry shards were held by a thread)", skipped);
+}
+
+/* The leak report: each leak, the summary and, with several devices, a line for each. */
+static void finish_leaks(const gpumem_stats_t *st, leak_sums *s)
+{
+    leak_group *g = NULL;
+    int skipped = 0;
+    long long scanned = -1;
+    long ng = opt.leak == LEAK_NO ? 0 : leak_groups(1, &g, &skipped, &scanned);
+    /* With more than one device, leaks name their device and each device gets a line. */
+    int devices_used = 0;
+    for (int d = 0; d < GPUMEM_STATS_DEVICES; d++)
+        devices_used += st->device_count[d].total != 0;
+    int per_device = devices_used > 1;
+    memset(s, 0, sizeof *s);
+    report_leaks(g, ng, per_device, s);
+    if (opt.leak != LEAK_NO)
+        say_leak_summary(s, ng, scanned, skipped);
     free(g);
     if (per_device && !opt.quiet)
-        say_devices(&st, &dev);
+        say_devices(st, &s->dev);
+}
 
-    char peaks[512];
-    uint64_t made[GPUMEM_KIND_COUNT_], peak[GPUMEM_KIND_COUNT_];
-    for (int k = 0; k < GPUMEM_KIND_COUNT_; k++) {
-        made[k] = st.count[k].total;
-        peak[k] = st.bytes[k].peak;
-    }
-    kind_list(peaks, sizeof peaks, made, peak, NULL, gpumem_format_bytes);
-    if (!opt.quiet)
-        say("PEAK: %s", *peaks ? peaks : "no CUDA memory allocated");
-    long errors = atomic_load(&error_count), supp = atomic_load(&suppressed_count);
-    if (!opt.quiet)
-        check_supp_print_used(out(), prefix);
-    if (!opt.quiet || errors || leaks)
-        say("ERROR SUMMARY: %ld error%s (%llu leak%s), %ld suppressed", errors, errors == 1 ? "" : "s",
-        (unsigned long long)leaks, leaks == 1 ? "" : "s", supp);
-    fflush(out());
-#ifdef GPUMEM_HAVE_JANSSON
-    if (opt.json)
-        write_json(status, code, &st, &dev, leaks, leaked_bytes);
-#else
-    if (opt.json)
-        say("gpumem check: warning: --json needs gpumem built with jansson (libjansson-dev)");
-#endif
-    if (opt.status)
-        write_status(status, code, &st, &dev, leaks, leaked_bytes);
+/* The log's end: a full disk fails a write only when the buffer goes out, so the stream and the
+ * close are checked, and a failure is said where it can be read. */
+static void close_log(void)
+{
     errno = 0;
-    /* a process killed by its signal next writes nothing more */
     int flush_errno = fflush(out()) != 0 ? errno : 0;
     if (out_file && out_file != stderr) {
-        /* A full disk fails a write only when the buffer goes out: check the stream and the
-         * close, and say so where it can be read. */
         int failed = ferror(out_file);
         int e = flush_errno ? flush_errno : log_errno;
         if (fclose(out_file) != 0 && !e)
@@ -1888,6 +1944,53 @@ void check_finish(const char *status, int code)
         }
     }
     out_file = NULL;
+}
+
+void check_finish(const char *status, int code)
+{
+    if (atomic_exchange(&finished, 1))
+        return;
+    check_setup();
+    check_tls_busy++;
+    if (strcmp(status, "signaled") == 0) {
+        finish_signaled(code);
+        check_tls_busy--;
+        return;
+    }
+    int locked = pthread_mutex_lock(&out_lock) == 0;
+    fflush(NULL);
+    if (unchecked_why)
+        status = "unchecked";
+    gpumem_stats_t st;
+    gpumem_stats(&st);
+    leak_sums s;
+    finish_leaks(&st, &s);
+    char peaks[512];
+    uint64_t made[GPUMEM_KIND_COUNT_], peak[GPUMEM_KIND_COUNT_];
+    for (int k = 0; k < GPUMEM_KIND_COUNT_; k++) {
+        made[k] = st.count[k].total;
+        peak[k] = st.bytes[k].peak;
+    }
+    kind_list(peaks, sizeof peaks, made, peak, NULL, gpumem_format_bytes);
+    if (!opt.quiet)
+        say("PEAK: %s", *peaks ? peaks : "no CUDA memory allocated");
+    long errors = atomic_load(&error_count), supp = atomic_load(&suppressed_count);
+    if (!opt.quiet)
+        check_supp_print_used(out(), prefix);
+    if (!opt.quiet || errors || s.leaks)
+        say("ERROR SUMMARY: %ld error%s (%llu leak%s), %ld suppressed", errors,
+            errors == 1 ? "" : "s", (unsigned long long)s.leaks, s.leaks == 1 ? "" : "s", supp);
+    fflush(out());
+#ifdef GPUMEM_HAVE_JANSSON
+    if (opt.json)
+        write_json(status, code, &st, &s.dev, s.leaks, s.leaked_bytes);
+#else
+    if (opt.json)
+        say("gpumem check: warning: --json needs gpumem built with jansson (libjansson-dev)");
+#endif
+    if (opt.status)
+        write_status(status, code, &st, &s.dev, s.leaks, s.leaked_bytes);
+    close_log(); /* a process killed by its signal next writes nothing more */
     if (locked)
         pthread_mutex_unlock(&out_lock);
     check_tls_busy--;

@@ -43,9 +43,10 @@ static void usage(FILE *out)
             "  --leak-check=no|summary|full  leaks at exit: none, one summary line, or each\n"
             "                                with its allocation stack (default: full)\n"
             "  --show-leak-kinds=KINDS       leaks to list: definite (no pointer reaches them),\n"
-            "                                reachable (a pointer still does), all, none; comma-\n"
-            "                                separated (default: definite)\n"
-            "  --errors-for-leak-kinds=KINDS leaks that count as errors (default: definite)\n"
+            "                                reachable (a pointer does; the report says where),\n"
+            "                                all, none; comma-separated (default: all)\n"
+            "  --errors-for-leak-kinds=KINDS leaks that count as errors (default: all; definite\n"
+            "                                for valgrind's rule, reachable memory no error)\n"
             "  --error-exitcode=N            exit with N when errors were found (default: exit\n"
             "                                as PROGRAM did)\n"
             "  --log-file=PATH               write the report to PATH instead of stderr; %%p is the\n"
@@ -261,14 +262,17 @@ static void write_killed_json(const char *pattern, pid_t pid, int sig, const cha
 }
 
 /* Sums the status files, and lists the processes when there were several; returns the number
- * of processes that reported. */
-static int read_status(const char *dir, long *errors, int *unchecked)
+ * of processes that reported, and in *root_reported whether the program's own process (root)
+ * was one of them. */
+static int read_status(const char *dir, long root, long *errors, int *unchecked,
+                       int *root_reported)
 {
     DIR *d = opendir(dir);
     int n = 0, cap = 0;
     proc_status *procs = NULL;
     *errors = 0;
     *unchecked = 0;
+    *root_reported = 0;
     if (!d)
         return 0;
     struct dirent *e;
@@ -301,6 +305,7 @@ static int read_status(const char *dir, long *errors, int *unchecked)
             continue;
         *errors += ps.errors;
         *unchecked += strcmp(ps.status, "unchecked") == 0;
+        *root_reported |= ps.pid == root;
         if (n == cap) {
             int ncap = cap ? cap * 2 : 16;
             proc_status *grown = realloc(procs, (size_t)ncap * sizeof *grown);
@@ -332,186 +337,167 @@ static int set_env(const char *name, const char *value)
     return 0;
 }
 
-int gpumem_check_main(int argc, char **argv)
-{
-    const char *leak = "full", *log = NULL, *json = NULL, *gen = "no", *trace = NULL;
+/* What the command line asked for. */
+typedef struct {
+    const char *leak, *log, *json, *gen, *trace, *show_kinds, *error_kinds;
     char trace_abs[PATH_MAX * 2];
-    const char *show_kinds = "definite", *error_kinds = "definite";
-    int default_supp = 1;
-    long error_exitcode = 0;
-    int quiet = 0;
-    char *supp = NULL; /* newline-separated */
-    size_t supp_len = 0;
-    enum { OPT_LEAK, OPT_EXITCODE, OPT_LOG, OPT_JSON, OPT_SUPP, OPT_GEN, OPT_QUIET, OPT_TRACE,
-           OPT_SHOW_KINDS, OPT_ERROR_KINDS, OPT_DEFAULT_SUPP };
-    static const cli_opt opts[] = {
-        {"--leak-check", 0, CLI_VALUE, OPT_LEAK},     {"--error-exitcode", 0, CLI_VALUE, OPT_EXITCODE},
-        {"--log-file", 0, CLI_VALUE, OPT_LOG},        {"--json", 0, CLI_VALUE, OPT_JSON},
-        {"--suppressions", 0, CLI_VALUE, OPT_SUPP},   {"--gen-suppressions", 0, CLI_VALUE, OPT_GEN},
-        {"--quiet", 'q', CLI_FLAG, OPT_QUIET},        {"--trace", 0, CLI_VALUE, OPT_TRACE},
-        {"--show-leak-kinds", 0, CLI_VALUE, OPT_SHOW_KINDS},
-        {"--errors-for-leak-kinds", 0, CLI_VALUE, OPT_ERROR_KINDS},
-        {"--default-suppressions", 0, CLI_VALUE, OPT_DEFAULT_SUPP}};
-    static const cli_cmd cmd = {"check", opts, CLI_COUNT(opts), usage, CLI_STOP_OPERAND};
-    cli c;
-    cli_start(&c, &cmd, argc, argv);
-    for (int id; (id = cli_next(&c)) != CLI_DONE;) {
-        const char *v = c.value;
-        int bad = 0;
-        switch (id) {
-        case CLI_EXIT:
-            free(supp);
-            return c.status;
-        case OPT_LEAK:
-            if (strcmp(v, "no") && strcmp(v, "summary") && strcmp(v, "full"))
-                bad = cli_usage_error(&c, "--leak-check takes no, summary or full, not '%s'", v);
-            leak = v;
-            break;
-        case OPT_SHOW_KINDS:
-        case OPT_ERROR_KINDS:
-            if (check_leak_kinds_parse(v) < 0)
-                bad = cli_usage_error(&c, "%s takes definite, reachable, all or none "
-                                          "(comma-separated), not '%s'", c.opt, v);
-            *(id == OPT_SHOW_KINDS ? &show_kinds : &error_kinds) = v;
-            break;
-        case OPT_EXITCODE: {
-            char *end;
-            errno = 0;
-            error_exitcode = strtol(v, &end, 10);
-            if (!*v || *end || errno || error_exitcode < 0 || error_exitcode > 255)
-                bad = cli_usage_error(&c, "--error-exitcode takes a number from 0 to 255, not '%s'", v);
-            break;
-        }
-        case OPT_LOG:
-        case OPT_JSON:
-            if (!*v)
-                bad = cli_usage_error(&c, "%s needs a path", c.opt);
-            *(id == OPT_LOG ? &log : &json) = v;
-            break;
-        case OPT_TRACE: { /* absolute: the program may change its folder */
-            char cwd[PATH_MAX];
-            if (!*v)
-                bad = cli_usage_error(&c, "%s needs a path", c.opt);
-            else if (v[0] != '/' && getcwd(cwd, sizeof cwd))
-                snprintf(trace_abs, sizeof trace_abs, "%s/%s", cwd, v);
-            else
-                snprintf(trace_abs, sizeof trace_abs, "%s", v);
-            trace = trace_abs;
-            break;
-        }
-        case OPT_SUPP: {
-            char err[512];
-            if (check_supp_load(v, err, sizeof err) != 0) {
-                fprintf(stderr, "gpumem check: error: %s\n", err);
-                bad = 2;
-                break;
-            }
-            char full[PATH_MAX];
-            if (!realpath(v, full))
-                snprintf(full, sizeof full, "%s", v);
-            size_t add = strlen(full) + 1;
-            char *grown = realloc(supp, supp_len + add + 1);
-            if (!grown) {
-                bad = cli_usage_error(&c, "%s", "out of memory");
-                break;
-            }
-            supp = grown;
-            snprintf(supp + supp_len, add + 1, "%s\n", full);
-            supp_len += add;
-            break;
-        }
-        case OPT_GEN:
-            if (strcmp(v, "no") && strcmp(v, "yes") && strcmp(v, "all"))
-                bad = cli_usage_error(&c, "--gen-suppressions takes no or yes, not '%s'", v);
-            gen = strcmp(v, "no") ? "yes" : "no";
-            break;
-        case OPT_DEFAULT_SUPP:
-            if (strcmp(v, "yes") && strcmp(v, "no"))
-                bad = cli_usage_error(&c, "--default-suppressions takes yes or no, not '%s'", v);
-            default_supp = strcmp(v, "yes") == 0;
-            break;
-        case OPT_QUIET:
-            quiet = 1;
-            break;
-        }
-        if (bad) {
-            free(supp);
-            return bad;
-        }
-    }
-    int i = c.next;
-    check_supp_clear();
-    if (trace) { /* a trace that cannot be written is found out before the program runs */
-        char folder[PATH_MAX * 2];
-        snprintf(folder, sizeof folder, "%s", trace);
-        char *slash = strrchr(folder, '/');
-        if (slash)
-            *(slash == folder ? slash + 1 : slash) = '\0';
-        if (access(folder, W_OK | X_OK) != 0) {
-            free(supp);
-            fprintf(stderr, "gpumem check: error: --trace=%s cannot be written: %s: %s\n",
-                    trace, folder, strerror(errno));
-            return 2;
-        }
-    }
-    if (i >= argc) {
-        free(supp);
-        return cli_usage_error(&c, "%s",
-                               "no PROGRAM to run (gpumem check [options] -- PROGRAM [ARGS...])");
-    }
-    if (!cli_have_driver("check", "gpumem check needs a GPU to run a program")) {
-        free(supp);
-        return CLI_EXIT_UNAVAILABLE;
-    }
-    char lib[PATH_MAX];
-    if (find_library(lib) != 0) {
-        free(supp);
+    int default_supp, quiet;
+    long error_exitcode;
+    char *supp; /* the suppression files, newline-separated */
+    size_t supp_len;
+} check_opts;
+
+enum { OPT_LEAK, OPT_EXITCODE, OPT_LOG, OPT_JSON, OPT_SUPP, OPT_GEN, OPT_QUIET, OPT_TRACE,
+       OPT_SHOW_KINDS, OPT_ERROR_KINDS, OPT_DEFAULT_SUPP };
+
+static const cli_opt check_opt_table[] = {
+    {"--leak-check", 0, CLI_VALUE, OPT_LEAK},     {"--error-exitcode", 0, CLI_VALUE, OPT_EXITCODE},
+    {"--log-file", 0, CLI_VALUE, OPT_LOG},        {"--json", 0, CLI_VALUE, OPT_JSON},
+    {"--suppressions", 0, CLI_VALUE, OPT_SUPP},   {"--gen-suppressions", 0, CLI_VALUE, OPT_GEN},
+    {"--quiet", 'q', CLI_FLAG, OPT_QUIET},        {"--trace", 0, CLI_VALUE, OPT_TRACE},
+    {"--show-leak-kinds", 0, CLI_VALUE, OPT_SHOW_KINDS},
+    {"--errors-for-leak-kinds", 0, CLI_VALUE, OPT_ERROR_KINDS},
+    {"--default-suppressions", 0, CLI_VALUE, OPT_DEFAULT_SUPP}};
+
+/* Appends path and a newline to the suppression files passed on. Returns 0, or -1 without
+ * memory. */
+static int add_supp_path(check_opts *o, const char *path)
+{
+    size_t add = strlen(path) + 1;
+    char *grown = realloc(o->supp, o->supp_len + add + 1);
+    if (!grown)
+        return -1;
+    o->supp = grown;
+    snprintf(o->supp + o->supp_len, add + 1, "%s\n", path);
+    o->supp_len += add;
+    return 0;
+}
+
+/* --suppressions=FILE: checked here, passed on by its full path. */
+static int option_supp(cli *c, check_opts *o, const char *v)
+{
+    char err[512];
+    if (check_supp_load(v, err, sizeof err) != 0) {
+        fprintf(stderr, "gpumem check: error: %s\n", err);
         return 2;
     }
-    /* The default suppressions lie beside the library (build tree and installation alike). */
-    if (default_supp) {
-        char path[PATH_MAX + 32];
-        snprintf(path, sizeof path, "%s", lib);
-        char *slash = strrchr(path, '/');
-        snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0),
-                 "default.supp");
-        char err[512];
-        if (access(path, R_OK) != 0) {
-            fprintf(stderr, "gpumem check: warning: the default suppressions (%s) are missing: "
-                            "leaks of frameworks' caching allocators will be reported; "
-                            "--default-suppressions=no silences this\n", path);
-        } else if (check_supp_load(path, err, sizeof err) != 0) {
-            fprintf(stderr, "gpumem check: error: %s\n", err);
-            free(supp);
-            return 2;
-        } else {
-            size_t add = strlen(path) + 1;
-            char *grown = realloc(supp, supp_len + add + 1);
-            if (!grown) {
-                fprintf(stderr, "gpumem check: error: out of memory\n");
-                free(supp);
-                return 1;
-            }
-            supp = grown;
-            snprintf(supp + supp_len, add + 1, "%s\n", path);
-            supp_len += add;
-        }
-        check_supp_clear(); /* only checked here; the program's processes read it */
+    char full[PATH_MAX];
+    if (!realpath(v, full))
+        snprintf(full, sizeof full, "%s", v);
+    return add_supp_path(o, full) == 0 ? 0 : cli_usage_error(c, "%s", "out of memory");
+}
+
+/* --trace=PATH, made absolute: the program may change its folder. */
+static int option_trace(cli *c, check_opts *o, const char *v)
+{
+    char cwd[PATH_MAX];
+    if (!*v)
+        return cli_usage_error(c, "%s needs a path", c->opt);
+    if (v[0] != '/' && getcwd(cwd, sizeof cwd))
+        snprintf(o->trace_abs, sizeof o->trace_abs, "%s/%s", cwd, v);
+    else
+        snprintf(o->trace_abs, sizeof o->trace_abs, "%s", v);
+    o->trace = o->trace_abs;
+    return 0;
+}
+
+/* One option of check_opt_table with its value. Returns 0, or the exit status of a usage
+ * error. */
+static int option(cli *c, int id, check_opts *o)
+{
+    const char *v = c->value;
+    switch (id) {
+    case OPT_LEAK:
+        o->leak = v;
+        if (strcmp(v, "no") && strcmp(v, "summary") && strcmp(v, "full"))
+            return cli_usage_error(c, "--leak-check takes no, summary or full, not '%s'", v);
+        return 0;
+    case OPT_SHOW_KINDS:
+    case OPT_ERROR_KINDS:
+        *(id == OPT_SHOW_KINDS ? &o->show_kinds : &o->error_kinds) = v;
+        if (check_leak_kinds_parse(v) < 0)
+            return cli_usage_error(c, "%s takes definite, reachable, all or none "
+                                      "(comma-separated), not '%s'", c->opt, v);
+        return 0;
+    case OPT_EXITCODE: {
+        char *end;
+        errno = 0;
+        o->error_exitcode = strtol(v, &end, 10);
+        if (!*v || *end || errno || o->error_exitcode < 0 || o->error_exitcode > 255)
+            return cli_usage_error(c, "--error-exitcode takes a number from 0 to 255, not '%s'", v);
+        return 0;
     }
-    /* A library the loader cannot load (CUPTI missing, say) would be skipped with a warning
-     * and the program would run unchecked: find out here. It stays loaded in this process,
-     * where it only waits to see whether CUDA was used, which it is not. */
-    if (!dlopen(lib, RTLD_NOW | RTLD_LOCAL)) {
-        fprintf(stderr, "gpumem check: error: cannot load %s: %s\n", lib, dlerror());
-        free(supp);
+    case OPT_LOG:
+    case OPT_JSON:
+        *(id == OPT_LOG ? &o->log : &o->json) = v;
+        return *v ? 0 : cli_usage_error(c, "%s needs a path", c->opt);
+    case OPT_TRACE:
+        return option_trace(c, o, v);
+    case OPT_SUPP:
+        return option_supp(c, o, v);
+    case OPT_GEN:
+        o->gen = strcmp(v, "no") ? "yes" : "no";
+        if (strcmp(v, "no") && strcmp(v, "yes") && strcmp(v, "all"))
+            return cli_usage_error(c, "--gen-suppressions takes no or yes, not '%s'", v);
+        return 0;
+    case OPT_DEFAULT_SUPP:
+        o->default_supp = strcmp(v, "yes") == 0;
+        if (strcmp(v, "yes") && strcmp(v, "no"))
+            return cli_usage_error(c, "--default-suppressions takes yes or no, not '%s'", v);
+        return 0;
+    case OPT_QUIET:
+        o->quiet = 1;
+        return 0;
+    }
+    return 0;
+}
+
+/* A trace that cannot be written is found out before the program runs. Returns 0, or 2. */
+static int trace_writable(const char *trace)
+{
+    char folder[PATH_MAX * 2];
+    snprintf(folder, sizeof folder, "%s", trace);
+    char *slash = strrchr(folder, '/');
+    if (slash)
+        *(slash == folder ? slash + 1 : slash) = '\0';
+    if (access(folder, W_OK | X_OK) == 0)
+        return 0;
+    fprintf(stderr, "gpumem check: error: --trace=%s cannot be written: %s: %s\n", trace, folder,
+            strerror(errno));
+    return 2;
+}
+
+/* The default suppressions lie beside the library (build tree and installation alike).
+ * Returns 0, or an exit status. */
+static int add_default_supp(check_opts *o, const char *lib)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s", lib);
+    char *slash = strrchr(path, '/');
+    snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0),
+             "default.supp");
+    char err[512];
+    if (access(path, R_OK) != 0) {
+        fprintf(stderr, "gpumem check: warning: the default suppressions (%s) are missing: "
+                        "leaks of frameworks' caching allocators will be reported; "
+                        "--default-suppressions=no silences this\n", path);
+        return 0;
+    }
+    if (check_supp_load(path, err, sizeof err) != 0) {
+        fprintf(stderr, "gpumem check: error: %s\n", err);
         return 2;
     }
-    char status_dir[] = "/tmp/gpumem-check.XXXXXX";
-    if (!mkdtemp(status_dir)) {
-        fprintf(stderr, "gpumem check: error: cannot make a folder in /tmp: %s\n", strerror(errno));
-        free(supp);
+    if (add_supp_path(o, path) != 0) {
+        fprintf(stderr, "gpumem check: error: out of memory\n");
         return 1;
     }
+    return 0;
+}
+
+/* The variables that inject the library into the program's processes and tell it what was
+ * asked (read by the engine's setup, engine.c). Returns 0, or -1 (said). */
+static int set_program_env(const check_opts *o, const char *lib, const char *status_dir)
+{
     const char *old_injection = getenv("CUDA_INJECTION64_PATH");
     if (old_injection && *old_injection && strcmp(old_injection, lib) != 0)
         fprintf(stderr, "gpumem check: warning: CUDA_INJECTION64_PATH=%s is replaced by gpumem "
@@ -520,20 +506,23 @@ int gpumem_check_main(int argc, char **argv)
     const char *old_preload = getenv("LD_PRELOAD");
     snprintf(preload, sizeof preload, "%s%s%s", lib, old_preload && *old_preload ? ":" : "",
              old_preload ? old_preload : "");
-    char exitcode_text[16];
-    snprintf(exitcode_text, sizeof exitcode_text, "%ld", error_exitcode);
     if (set_env("CUDA_INJECTION64_PATH", lib) || set_env("LD_PRELOAD", preload) ||
-        set_env("GPUMEM_CHECK_LEAK", leak) || set_env("GPUMEM_CHECK_GEN_SUPPRESSIONS", gen) ||
-        set_env("GPUMEM_CHECK_SHOW_LEAK_KINDS", show_kinds) ||
-        set_env("GPUMEM_CHECK_ERRORS_FOR_LEAK_KINDS", error_kinds) ||
+        set_env("GPUMEM_CHECK_LEAK", o->leak) || set_env("GPUMEM_CHECK_GEN_SUPPRESSIONS", o->gen) ||
+        set_env("GPUMEM_CHECK_SHOW_LEAK_KINDS", o->show_kinds) ||
+        set_env("GPUMEM_CHECK_ERRORS_FOR_LEAK_KINDS", o->error_kinds) ||
         set_env("GPUMEM_CHECK_STATUS", status_dir) ||
-        (quiet && set_env("GPUMEM_CHECK_QUIET", "1")) || (log && set_env("GPUMEM_CHECK_LOG", log)) || (json && set_env("GPUMEM_CHECK_JSON", json)) ||
-        (trace && set_env("GPUMEM_CHECK_TRACE", trace)) ||
-        (supp && set_env("GPUMEM_CHECK_SUPPRESSIONS", supp))) {
-        free(supp);
-        return 1;
-    }
-    free(supp);
+        (o->quiet && set_env("GPUMEM_CHECK_QUIET", "1")) ||
+        (o->log && set_env("GPUMEM_CHECK_LOG", o->log)) ||
+        (o->json && set_env("GPUMEM_CHECK_JSON", o->json)) ||
+        (o->trace && set_env("GPUMEM_CHECK_TRACE", o->trace)) ||
+        (o->supp && set_env("GPUMEM_CHECK_SUPPRESSIONS", o->supp)))
+        return -1;
+    return 0;
+}
+
+/* Runs the program, signals forwarded to it; its wait status in *st. Returns 0, or 1. */
+static int run_program(char **argv, int *st)
+{
     fflush(NULL);
     child = fork();
     if (child < 0) {
@@ -544,8 +533,8 @@ int gpumem_check_main(int argc, char **argv)
         char root[32];
         snprintf(root, sizeof root, "%ld", (long)getpid());
         setenv("GPUMEM_CHECK_ROOT", root, 1);
-        execvp(argv[i], argv + i);
-        fprintf(stderr, "gpumem check: error: cannot run %s: %s\n", argv[i], strerror(errno));
+        execvp(argv[0], argv);
+        fprintf(stderr, "gpumem check: error: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
     struct sigaction sa;
@@ -556,15 +545,21 @@ int gpumem_check_main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     sigaction(SIGQUIT, &sa, NULL);
-    int st;
-    while (waitpid(child, &st, 0) < 0)
+    while (waitpid(child, st, 0) < 0)
         if (errno != EINTR) {
             fprintf(stderr, "gpumem check: error: waitpid: %s\n", strerror(errno));
             return 1;
         }
+    return 0;
+}
+
+/* After the program: the processes' status files summed up, what is said of a program that
+ * reported nothing, and gpumem check's exit status. */
+static int finish(const check_opts *o, const char *status_dir, const char *program, int st)
+{
     long errors;
-    int unchecked;
-    int reported = read_status(status_dir, &errors, &unchecked);
+    int unchecked, root_reported;
+    int reported = read_status(status_dir, (long)child, &errors, &unchecked, &root_reported);
     if (WIFEXITED(st) && WEXITSTATUS(st) == 127 && reported == 0)
         return 127;
     if (reported == 0 && WIFSIGNALED(st)) {
@@ -576,17 +571,90 @@ int gpumem_check_main(int argc, char **argv)
         fprintf(stderr, "gpumem check: %s was killed by signal %d (SIG%s) and left no report: "
                         "either it used no CUDA, or the signal ended it before its report could "
                         "be written%s\n",
-                argv[i], sig, abbrev ? abbrev : "?",
+                program, sig, abbrev ? abbrev : "?",
                 sig == SIGKILL ? " (SIGKILL cannot be caught); what it did with CUDA is unknown"
                                : "");
-        if (json)
-            write_killed_json(json, child, sig, argv[i]);
-    } else if (reported == 0 && !quiet) {
-        fprintf(stderr, "gpumem check: %s used no CUDA, so there was nothing to check\n", argv[i]);
+        if (o->json)
+            write_killed_json(o->json, child, sig, program);
+    } else if (reported == 0 && !o->quiet) {
+        fprintf(stderr, "gpumem check: %s used no CUDA, so there was nothing to check\n", program);
+    } else if (!root_reported && !o->quiet) {
+        /* A launcher, or a parent that forks its workers: only they were checked. */
+        fprintf(stderr, "gpumem check: %s (pid %ld) used no CUDA; %d process%s it started %s\n",
+                program, (long)child, reported, reported == 1 ? "" : "es",
+                reported == 1 ? "was checked, with its report above"
+                              : "were checked, each with its report above");
     }
     if (WIFSIGNALED(st))
         return 128 + WTERMSIG(st);
-    if (errors > 0 && error_exitcode)
-        return (int)error_exitcode;
+    if (errors > 0 && o->error_exitcode)
+        return (int)o->error_exitcode;
     return WEXITSTATUS(st);
+}
+
+/* Reads the options; returns -1 to go on (the program is argv[*next]), else the exit status. */
+static int parse_options(int argc, char **argv, check_opts *o, int *next)
+{
+    static const cli_cmd cmd = {"check", check_opt_table, CLI_COUNT(check_opt_table), usage,
+                                CLI_STOP_OPERAND};
+    cli c;
+    cli_start(&c, &cmd, argc, argv);
+    for (int id; (id = cli_next(&c)) != CLI_DONE;) {
+        if (id == CLI_EXIT)
+            return c.status;
+        int bad = option(&c, id, o);
+        if (bad)
+            return bad;
+    }
+    *next = c.next;
+    check_supp_clear();
+    if (o->trace && trace_writable(o->trace) != 0)
+        return 2;
+    if (*next >= argc)
+        return cli_usage_error(&c, "%s",
+                               "no PROGRAM to run (gpumem check [options] -- PROGRAM [ARGS...])");
+    return -1;
+}
+
+/* Prepares the library, the suppressions and the status folder. Returns -1 to go on, else the
+ * exit status. */
+static int prepare(check_opts *o, char *lib, char *status_dir)
+{
+    if (!cli_have_driver("check", "gpumem check needs a GPU to run a program"))
+        return CLI_EXIT_UNAVAILABLE;
+    if (find_library(lib) != 0)
+        return 2;
+    int rc = o->default_supp ? add_default_supp(o, lib) : 0;
+    if (rc)
+        return rc;
+    check_supp_clear(); /* only checked here; the program's processes read them */
+    /* A library the loader cannot load (CUPTI missing, say) would be skipped with a warning
+     * and the program would run unchecked: find out here. It stays loaded in this process,
+     * where it only waits to see whether CUDA was used, which it is not. */
+    if (!dlopen(lib, RTLD_NOW | RTLD_LOCAL)) {
+        fprintf(stderr, "gpumem check: error: cannot load %s: %s\n", lib, dlerror());
+        return 2;
+    }
+    if (!mkdtemp(status_dir)) {
+        fprintf(stderr, "gpumem check: error: cannot make a folder in /tmp: %s\n", strerror(errno));
+        return 1;
+    }
+    return set_program_env(o, lib, status_dir) == 0 ? -1 : 1;
+}
+
+int gpumem_check_main(int argc, char **argv)
+{
+    check_opts o = {.leak = "full", .gen = "no", .show_kinds = "all", .error_kinds = "all",
+                    .default_supp = 1};
+    char lib[PATH_MAX], status_dir[] = "/tmp/gpumem-check.XXXXXX";
+    int next = 0, st = 0;
+    int rc = parse_options(argc, argv, &o, &next);
+    if (rc < 0)
+        rc = prepare(&o, lib, status_dir);
+    free(o.supp);
+    if (rc >= 0)
+        return rc;
+    if (run_program(argv + next, &st) != 0)
+        return 1;
+    return finish(&o, status_dir, argv[next], st);
 }

@@ -3,15 +3,20 @@
  * At exit, every pointer-sized, aligned word of the process's writable data and stacks is
  * read: the data and bss of every loaded object (but the CUDA libraries'), exactly as its
  * program headers give them (dl_iterate_phdr: the writable PT_LOAD segments), the exiting
- * thread's thread-local variables (each object's PT_TLS block, but the checker's own), the main
- * stack and the threads' stacks (an anonymous mapping right above a guard page), each from its
- * live frames up: the exiting thread's from the caller's frame, every other thread's from the stack
- * pointer the kernel reports for it while it waits in a system call
- * (/proc/self/task/TID/syscall). The frames below a stack pointer are dead: they keep the values
- * of calls that returned, and an allocation's address left there by, say, a driver thread that
- * once passed it on would make a lost allocation look still reachable. A thread that is running
- * (not in a system call) when the scan reads it, or whose file cannot be read, has its whole
- * stack read. Not by /proc/self/maps alone: an anonymous mapping right after an object's bss
+ * thread's thread-local variables (each object's PT_TLS block, but the checker's own), and the
+ * stacks of the threads that exist now (/proc/self/task), each from its live frames up to the
+ * end of the mapping its stack pointer lies in: the exiting thread's from the caller's frame,
+ * every other thread's from the stack pointer the kernel reports for it while it waits in a
+ * system call (/proc/self/task/TID/syscall), less the red zone. The frames below a stack
+ * pointer are dead: they keep the values of calls that returned, and an allocation's address
+ * left there by, say, a driver thread that once passed it on would make a lost allocation look
+ * still reachable. The stack of a thread that ended is not read at all: glibc keeps it mapped,
+ * whole, for the next thread, and on an H200 the word left in a joined std::thread's stack made
+ * the 256 KiB it had allocated and dropped still reachable. A thread that is running each time
+ * it is asked (five tries, 1 ms apart) has no stack pointer to go by (kstkesp, stat's field 29,
+ * is 0 on most kernels): then every stack-shaped mapping no other thread owns (an anonymous
+ * mapping right above a small guard page) is read whole, as one of them is its. Data is not
+ * told by /proc/self/maps alone: an anonymous mapping right after an object's bss
  * is not always more of it (under AddressSanitizer, 1 test run in 20 here had a 1.8 MB anonymous
  * mapping right after libstdc++'s bss, whose stale words made lost allocations look
  * still reachable). Not the heap, nor other anonymous memory: measured on an H200 with
@@ -102,13 +107,20 @@ SIFT(sort_ix, span_ix)
 HEAP_SORT(sort_ix, span_ix)
 SIFT(sort_spans, check_span)
 HEAP_SORT(sort_spans, check_span)
+typedef struct {
+    uintptr_t lo, hi;
+    const char *tls_of; /* a PT_TLS block: its object's path ("": the program); NULL: data */
+} segment;
+SIFT(sort_segments, segment)
+HEAP_SORT(sort_segments, segment)
 
 typedef struct {
     span_ix *ix;
     size_t n;
     uint64_t *bitmap;
     unsigned char *reached;
-    uintptr_t *found_at; /* where each target was first reached; NULL: not kept */
+    check_reach_found *found; /* where each target was first reached; NULL: not kept */
+    check_reach_found origin; /* what is being read now */
     size_t left; /* targets not reached yet: the scan stops early at 0 */
     uintptr_t min_lo, width; /* every range lies in [min_lo, min_lo + width) */
 } scan_state;
@@ -127,8 +139,10 @@ static void mark(scan_state *st, uintptr_t v, const uintptr_t *at)
     for (size_t j = lo; j-- > 0 && st->ix[j].maxhi > v;) {
         if (v < st->ix[j].hi && !st->reached[st->ix[j].index]) {
             st->reached[st->ix[j].index] = 1;
-            if (st->found_at)
-                st->found_at[st->ix[j].index] = (uintptr_t)at;
+            if (st->found) {
+                st->found[st->ix[j].index] = st->origin;
+                st->found[st->ix[j].index].at = (uintptr_t)at;
+            }
             st->left--;
         }
     }
@@ -208,68 +222,140 @@ NO_ASAN static uint64_t scan_range(scan_state *st, uintptr_t a, uintptr_t b, uns
     return done;
 }
 
-/* The stack pointers of the process's other threads that wait in a system call, from
- * /proc/self/task/TID/syscall ("NR ARG1 ... ARG6 SP PC"; "running" for a thread on a CPU, which
- * is asked again a few times, 1 ms apart). Same-process threads may read each other's file
- * without ptrace rights. Returns how many were stored in sp[0..cap). Reads through read(2) into
- * the caller's stack, below the part of it the scan reads. */
-static size_t other_threads_sp(uintptr_t *sp, size_t cap)
+/* The process's threads, each with where its stack's live part begins. */
+typedef struct {
+    long tid;
+    uintptr_t sp; /* its stack pointer; 0: not known (it ran each time it was asked) */
+    int self;     /* the calling thread: sp is where its live frames begin, no red zone */
+} live_thread;
+
+enum { THREAD_SP, THREAD_RUNNING, THREAD_GONE };
+
+/* Reads /proc/self/task/TID/FILE into text, NUL-terminated. Returns its length, or -1. Reads
+ * through read(2) into the caller's stack, below the part of it the scan reads. */
+static ssize_t read_task_file(long tid, const char *file, char *text, size_t cap)
 {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%ld/%s", tid, file);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t got = read(fd, text, cap - 1);
+    close(fd);
+    if (got < 0)
+        return -1;
+    text[got] = '\0';
+    return got;
+}
+
+/* The stack pointer in a syscall file: its next-to-last field ("NR ARG1 ... ARG6 SP PC", or
+ * "-1 SP PC" for a thread stopped outside a system call); 0 when there is none. */
+static uintptr_t syscall_sp(char *text)
+{
+    char *f[10], *save = NULL;
+    int nf = 0;
+    for (char *t = strtok_r(text, " \n", &save); t && nf < 10; t = strtok_r(NULL, " \n", &save))
+        f[nf++] = t;
+    return nf >= 3 ? (uintptr_t)strtoull(f[nf - 2], NULL, 16) : 0;
+}
+
+/* A stat file's state letter (after the command's closing parenthesis) and its field 29,
+ * kstkesp, the stack pointer (0 from most kernels for a thread that is not exiting). */
+static char stat_state(char *text, uintptr_t *kstkesp)
+{
+    char *p = strrchr(text, ')'), *save = NULL;
+    *kstkesp = 0;
+    if (!p || p[1] != ' ')
+        return '?';
+    char state = p[2];
+    int field = 3;
+    for (char *t = strtok_r(p + 2, " ", &save); t; t = strtok_r(NULL, " ", &save), field++) {
+        if (field == 29) {
+            *kstkesp = (uintptr_t)strtoull(t, NULL, 10);
+            break;
+        }
+    }
+    return state;
+}
+
+/* Thread tid's stack pointer: the kernel gives it while the thread waits in a system call, as
+ * threads mostly do at exit (same-process threads may read each other's files without ptrace
+ * rights); a running thread is asked five times, 1 ms apart, then kstkesp is tried. THREAD_GONE:
+ * the thread has ended (the main thread after pthread_exit stays listed as a zombie). */
+static int thread_sp(long tid, uintptr_t *sp)
+{
+    char text[512];
+    *sp = 0;
+    if (read_task_file(tid, "stat", text, sizeof text) <= 0)
+        return THREAD_GONE;
+    uintptr_t kstkesp;
+    char state = stat_state(text, &kstkesp);
+    if (state == 'Z' || state == 'X' || state == 'x')
+        return THREAD_GONE;
+    for (int tries = 0; tries < 5; tries++) {
+        if (read_task_file(tid, "syscall", text, sizeof text) <= 0)
+            break;
+        if (strncmp(text, "running", 7) != 0) {
+            *sp = syscall_sp(text);
+            break;
+        }
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    if (!*sp)
+        *sp = kstkesp;
+    return *sp ? THREAD_SP : THREAD_RUNNING;
+}
+
+/* The threads that exist now (/proc/self/task), the caller first with self_sp. Returns how many
+ * were stored in t[0..cap); *running counts those whose stack pointer could not be had. */
+static size_t live_threads(live_thread *t, size_t cap, uintptr_t self_sp, size_t *running)
+{
+    long self = (long)syscall(SYS_gettid);
     size_t n = 0;
+    *running = 0;
+    t[n++] = (live_thread){self, self_sp, 1};
     DIR *d = opendir("/proc/self/task");
-    if (!d)
-        return 0;
-    pid_t self = (pid_t)syscall(SYS_gettid);
+    if (!d) {
+        *running = 1; /* no /proc: which stacks are live cannot be told, all are read */
+        return n;
+    }
     struct dirent *e;
-    while (n < cap && (e = readdir(d)) != NULL) {
+    while ((e = readdir(d)) != NULL) {
         char *end;
         long tid = strtol(e->d_name, &end, 10);
         if (e->d_name[0] < '0' || e->d_name[0] > '9' || *end || tid == self)
             continue;
-        char path[64], text[512];
-        snprintf(path, sizeof path, "/proc/self/task/%ld/syscall", tid);
-        for (int tries = 0; tries < 5; tries++) {
-            int fd = open(path, O_RDONLY | O_CLOEXEC);
-            if (fd < 0)
-                break;
-            ssize_t got = read(fd, text, sizeof text - 1);
-            close(fd);
-            if (got <= 0)
-                break;
-            text[got] = '\0';
-            if (strncmp(text, "running", 7) == 0) {
-                struct timespec ms = {0, 1000000};
-                nanosleep(&ms, NULL);
-                continue;
-            }
-            /* The stack pointer is the next-to-last field. */
-            char *f[10];
-            int nf = 0;
-            for (char *t = strtok_r(text, " \n", &end); t && nf < 10; t = strtok_r(NULL, " \n", &end))
-                f[nf++] = t;
-            uintptr_t v = nf >= 3 ? (uintptr_t)strtoull(f[nf - 2], NULL, 16) : 0;
-            if (v)
-                sp[n++] = v;
-            break;
-        }
+        uintptr_t sp = 0;
+        /* Past cap, a thread counts as one whose stack pointer could not be had. */
+        int state = n < cap ? thread_sp(tid, &sp) : THREAD_RUNNING;
+        if (state == THREAD_GONE)
+            continue;
+        *running += state == THREAD_RUNNING;
+        if (n < cap)
+            t[n++] = (live_thread){tid, sp, 0};
     }
     closedir(d);
     return n;
 }
 
-/* Where the live part of the stack mapping [a, b) starts, given the other threads' stack
- * pointers: the lowest one in it, less the 128 bytes below the stack pointer that x86-64 code
- * may use without moving it (the red zone); a when none is in it. */
-static uintptr_t live_from(uintptr_t a, uintptr_t b, const uintptr_t *sp, size_t nsp)
+/* Where the live part of the mapping [a, b) begins: at the lowest stack pointer of a thread in
+ * it, less the 128 bytes below it that x86-64 code may use without moving it (the red zone;
+ * none for the caller, whose sp is a frame's). b when no thread's stack pointer is in it; *tid
+ * is the thread's. */
+static uintptr_t live_from(uintptr_t a, uintptr_t b, const live_thread *t, size_t nt, long *tid)
 {
     uintptr_t from = b;
-    for (size_t i = 0; i < nsp; i++)
-        if (sp[i] >= a && sp[i] < b && sp[i] < from)
-            from = sp[i];
-    if (from == b)
-        return a;
-    from = from - a > 128 ? from - 128 : a;
-    return from & ~(uintptr_t)7;
+    for (size_t i = 0; i < nt; i++) {
+        if (!t[i].sp || t[i].sp < a || t[i].sp >= b)
+            continue;
+        uintptr_t f = t[i].self ? t[i].sp : t[i].sp - a > 128 ? t[i].sp - 128 : a;
+        if (f < from) {
+            from = f;
+            *tid = t[i].tid;
+        }
+    }
+    return from == b ? b : from & ~(uintptr_t)7;
 }
 
 /* Mappings not to read: devices' (a GPU's memory mapped into the process), the kernel's, and
@@ -290,7 +376,7 @@ static int skipped_mapping(const char *path)
 
 /* The loaded objects' writable memory, as their program headers give it (reach.c's comment). */
 typedef struct {
-    check_span *v;
+    segment *v;
     size_t n, cap;
     uintptr_t self; /* an address in the checker's own code: its object's thread-local variables
                      * are the checker's bookkeeping, not the program's */
@@ -312,17 +398,18 @@ static int add_object(struct dl_phdr_info *info, size_t size, void *arg)
     for (size_t i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         uintptr_t lo;
+        const char *tls_of = NULL;
         if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W))
             lo = info->dlpi_addr + ph->p_vaddr;
         else if (ph->p_type == PT_TLS && tls)
-            lo = (uintptr_t)info->dlpi_tls_data;
+            lo = (uintptr_t)info->dlpi_tls_data, tls_of = info->dlpi_name ? info->dlpi_name : "";
         else
             continue;
         if (ph->p_memsz == 0)
             continue;
         if (s->n == s->cap)
             return 1; /* more than were counted (an object loaded meanwhile): stop */
-        s->v[s->n++] = (check_span){lo & ~(uintptr_t)7, (lo + ph->p_memsz + 7) & ~(uintptr_t)7};
+        s->v[s->n++] = (segment){lo & ~(uintptr_t)7, (lo + ph->p_memsz + 7) & ~(uintptr_t)7, tls_of};
     }
     return 0;
 }
@@ -353,76 +440,123 @@ static uint64_t scan_between(scan_state *st, uintptr_t a, uintptr_t b, const che
     return done;
 }
 
-long long check_reach_scan(const check_span *targets, size_t n, unsigned char *reached,
-                           uintptr_t *found_at, const check_span *skip_in, size_t nskip,
-                           uintptr_t stack_from)
+/* What check_reach_scan holds: mappings of its own, left out of what it reads. */
+typedef struct {
+    span_ix *ix;
+    uint64_t *bitmap;
+    unsigned char *vec;
+    check_span *skip;
+    seg_list segs;
+    size_t n, nskip, ix_bytes, skip_bytes;
+} scan_mem;
+
+#define VEC_PAGES ((size_t)1 << 14)
+
+/* The targets sorted by start, with the bitmap of the granules they cover; the objects'
+ * writable segments (counted first), sorted: what of the mappings is data; the spans not to
+ * read, sorted: the caller's and the scan's own memory. Returns 0, or -1 without memory. */
+static int scan_prepare(scan_mem *m, const check_span *targets, size_t n,
+                        const check_span *skip_in, size_t nskip)
 {
-    memset(reached, 0, n);
-    if (n == 0)
-        return 0;
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    const size_t vec_pages = 1u << 14;
-    size_t ix_bytes = n * sizeof(span_ix), skip_bytes = (nskip + 8) * sizeof(check_span);
-    span_ix *ix = map_anon(ix_bytes);
-    uint64_t *bitmap = map_anon(BITMAP_WORDS * sizeof(uint64_t));
-    unsigned char *vec = map_anon(vec_pages);
-    check_span *skip = map_anon(skip_bytes);
-    /* The objects' writable segments (counted first), sorted: what of the mappings is data. */
+    m->n = n;
+    m->ix_bytes = n * sizeof(span_ix);
+    m->skip_bytes = (nskip + 8) * sizeof(check_span);
+    m->ix = map_anon(m->ix_bytes);
+    m->bitmap = map_anon(BITMAP_WORDS * sizeof(uint64_t));
+    m->vec = map_anon(VEC_PAGES);
+    m->skip = map_anon(m->skip_bytes);
     size_t nheaders = 0;
     dl_iterate_phdr(count_headers, &nheaders);
-    seg_list segs = {NULL, 0, nheaders + 16, (uintptr_t)&check_reach_scan};
-    segs.v = map_anon(segs.cap * sizeof *segs.v);
-    long long total = -1;
-    if (!ix || !bitmap || !vec || !skip || !segs.v)
-        goto out;
-    dl_iterate_phdr(add_object, &segs);
-    sort_spans(segs.v, segs.n);
+    m->segs = (seg_list){NULL, 0, nheaders + 16, (uintptr_t)&check_reach_scan};
+    m->segs.v = map_anon(m->segs.cap * sizeof *m->segs.v);
+    if (!m->ix || !m->bitmap || !m->vec || !m->skip || !m->segs.v)
+        return -1;
+    dl_iterate_phdr(add_object, &m->segs);
+    sort_segments(m->segs.v, m->segs.n);
     for (size_t i = 0; i < n; i++)
-        ix[i] = (span_ix){.lo = targets[i].lo, .hi = targets[i].hi, .index = i};
-    sort_ix(ix, n);
+        m->ix[i] = (span_ix){.lo = targets[i].lo, .hi = targets[i].hi, .index = i};
+    sort_ix(m->ix, n);
     uintptr_t maxhi = 0;
     for (size_t i = 0; i < n; i++) {
-        maxhi = ix[i].hi > maxhi ? ix[i].hi : maxhi;
-        ix[i].maxhi = maxhi;
-        uintptr_t g0 = ix[i].lo >> GRANULE_SHIFT, g1 = (ix[i].hi - 1) >> GRANULE_SHIFT;
-        if (ix[i].hi <= ix[i].lo)
+        maxhi = m->ix[i].hi > maxhi ? m->ix[i].hi : maxhi;
+        m->ix[i].maxhi = maxhi;
+        uintptr_t g0 = m->ix[i].lo >> GRANULE_SHIFT, g1 = (m->ix[i].hi - 1) >> GRANULE_SHIFT;
+        if (m->ix[i].hi <= m->ix[i].lo)
             continue;
         if (g1 - g0 >= (1u << BITMAP_BITS)) {
-            memset(bitmap, 0xff, BITMAP_WORDS * sizeof(uint64_t));
+            memset(m->bitmap, 0xff, BITMAP_WORDS * sizeof(uint64_t));
             continue;
         }
         for (uintptr_t g = g0; g <= g1; g++) {
             size_t b = granule_bit(g << GRANULE_SHIFT);
-            bitmap[b >> 6] |= (uint64_t)1 << (b & 63);
+            m->bitmap[b >> 6] |= (uint64_t)1 << (b & 63);
         }
     }
-    /* What is not read: the caller's list, and the scan's own memory. */
-    memcpy(skip, skip_in, nskip * sizeof *skip);
-    skip[nskip++] = (check_span){(uintptr_t)ix, (uintptr_t)ix + ix_bytes};
-    skip[nskip++] = (check_span){(uintptr_t)bitmap, (uintptr_t)bitmap + BITMAP_WORDS * 8};
-    skip[nskip++] = (check_span){(uintptr_t)vec, (uintptr_t)vec + vec_pages};
-    skip[nskip++] = (check_span){(uintptr_t)skip, (uintptr_t)skip + skip_bytes};
-    skip[nskip++] = (check_span){(uintptr_t)segs.v, (uintptr_t)(segs.v + segs.cap)};
-    sort_spans(skip, nskip);
+    memcpy(m->skip, skip_in, nskip * sizeof *m->skip);
+    m->skip[nskip++] = (check_span){(uintptr_t)m->ix, (uintptr_t)m->ix + m->ix_bytes};
+    m->skip[nskip++] = (check_span){(uintptr_t)m->bitmap, (uintptr_t)m->bitmap + BITMAP_WORDS * 8};
+    m->skip[nskip++] = (check_span){(uintptr_t)m->vec, (uintptr_t)m->vec + VEC_PAGES};
+    m->skip[nskip++] = (check_span){(uintptr_t)m->skip, (uintptr_t)m->skip + m->skip_bytes};
+    m->skip[nskip++] = (check_span){(uintptr_t)m->segs.v, (uintptr_t)(m->segs.v + m->segs.cap)};
+    sort_spans(m->skip, nskip);
+    m->nskip = nskip;
+    return 0;
+}
 
-    scan_state st = {ix, n, bitmap, reached, found_at, n, ix[0].lo, maxhi - ix[0].lo};
+static void scan_release(scan_mem *m)
+{
+    if (m->segs.v)
+        munmap(m->segs.v, m->segs.cap * sizeof *m->segs.v);
+    if (m->ix)
+        munmap(m->ix, m->ix_bytes);
+    if (m->bitmap)
+        munmap(m->bitmap, BITMAP_WORDS * sizeof(uint64_t));
+    if (m->vec)
+        munmap(m->vec, VEC_PAGES);
+    if (m->skip)
+        munmap(m->skip, m->skip_bytes);
+}
+
+/* Reads the stacks in the mapping [a, b) (see reach.c's comment). Returns 1 when it is a
+ * stack: the live part of it was read, or nothing of it when no live thread uses it (the
+ * cached stack of a thread that ended), unless some thread's stack pointer could not be had:
+ * then a stack no other thread owns may be that thread's and is read whole. */
+static int scan_stack_mapping(scan_state *st, const scan_mem *m, uintptr_t a, uintptr_t b,
+                              int stack_shaped, const live_thread *t, size_t nt, size_t running,
+                              long long *total)
+{
+    long tid = 0;
+    uintptr_t from = live_from(a, b, t, nt, &tid);
+    if (from == b && !stack_shaped)
+        return 0;
+    if (from == b && !running)
+        return 1;
+    if (from == b)
+        from = a;
+    st->origin = (check_reach_found){0, CHECK_REACH_STACK, tid, NULL};
+    *total += (long long)scan_between(st, from, b, m->skip, m->nskip, m->vec, VEC_PAGES,
+                                      (size_t)sysconf(_SC_PAGESIZE));
+    return stack_shaped;
+}
+
+/* Reads the data and stacks /proc/self/maps lists; the data: the parts of the mappings the
+ * objects' segments cover (the heap and other anonymous memory are not read: see the comment
+ * at the top). floor: the lowest address of the caller's stack that may be read (the scan's
+ * own frames below it hold the ranges). Returns the bytes read, or -1. */
+static long long scan_mappings(scan_state *st, const scan_mem *m, live_thread *t, size_t nt,
+                               size_t running, uintptr_t floor)
+{
     FILE *maps = fopen("/proc/self/maps", "re");
     if (!maps)
-        goto out;
-    /* The exiting thread's stack: only from stack_from up (the frames below are dead). */
-    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
-    if (stack_from < here)
-        stack_from = here; /* never this function's own locals, which hold the ranges */
-    uintptr_t sp[1024];
-    size_t nsp = other_threads_sp(sp, sizeof sp / sizeof sp[0]);
+        return -1;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    long long total = 0;
     char line[4096];
-    total = 0;
-    /* The mapping before, for what an anonymous mapping is: a thread's stack right above its
-     * guard page. */
+    /* The mapping before: a thread's stack is an anonymous mapping right above its guard page. */
     unsigned long prev_end = 0;
     int prev_guard = 0;
     size_t si = 0; /* the first segment that may end above the mappings to come */
-    while (st.left && fgets(line, sizeof line, maps)) {
+    while (st->left && fgets(line, sizeof line, maps)) {
         unsigned long a, b;
         char perms[8] = "";
         int path_at = 0;
@@ -430,43 +564,59 @@ long long check_reach_scan(const check_span *targets, size_t n, unsigned char *r
             continue;
         char *path = path_at ? line + path_at : line + strlen(line);
         path[strcspn(path, "\n")] = '\0';
-        int adjacent = a == prev_end, was_guard = prev_guard;
+        int after_guard = a == prev_end && prev_guard;
         prev_end = b;
-        /* A thread's guard page: small (glibc's default is one page); the larger reserved
-         * regions of other allocators (a sanitizer's heap) are not. */
+        /* A guard page is small (glibc's default is one page); the larger reserved regions of
+         * other allocators (a sanitizer's heap) are not guard pages. */
         prev_guard = !path[0] && strncmp(perms, "---", 3) == 0 && b - a <= ((unsigned long)64 << 10);
         if (perms[0] != 'r' || perms[1] != 'w' || skipped_mapping(path))
             continue;
-        if (strcmp(path, "[stack]") == 0 || (!path[0] && adjacent && was_guard)) {
-            if (here >= a && here < b && stack_from < b)
-                a = stack_from & ~(uintptr_t)7;
-            else
-                a = live_from(a, b, sp, nsp);
-            total += (long long)scan_between(&st, a, b, skip, nskip, vec, vec_pages, page);
+        if (floor >= a && floor < b && t[0].sp >= b)
+            t[0].sp = floor; /* the caller's frames are in this stack, not above it */
+        int stack_shaped = strcmp(path, "[stack]") == 0 || (!path[0] && after_guard);
+        if (scan_stack_mapping(st, m, a, b, stack_shaped, t, nt, running, &total))
             continue;
-        }
-        /* Data: the parts of the mapping the objects' segments cover; the heap and other
-         * anonymous memory are not read (see the comment at the top). */
-        while (si < segs.n && segs.v[si].hi <= a)
+        while (si < m->segs.n && m->segs.v[si].hi <= a)
             si++;
-        for (size_t k = si; k < segs.n && segs.v[k].lo < b; k++) {
-            uintptr_t lo = segs.v[k].lo > a ? segs.v[k].lo : a;
-            uintptr_t hi = segs.v[k].hi < b ? segs.v[k].hi : b;
+        for (size_t k = si; k < m->segs.n && m->segs.v[k].lo < b; k++) {
+            uintptr_t lo = m->segs.v[k].lo > a ? m->segs.v[k].lo : a;
+            uintptr_t hi = m->segs.v[k].hi < b ? m->segs.v[k].hi : b;
+            st->origin = m->segs.v[k].tls_of
+                             ? (check_reach_found){0, CHECK_REACH_TLS, t[0].tid, m->segs.v[k].tls_of}
+                             : (check_reach_found){0, CHECK_REACH_DATA, 0, NULL};
             if (lo < hi)
-                total += (long long)scan_between(&st, lo, hi, skip, nskip, vec, vec_pages, page);
+                total += (long long)scan_between(st, lo, hi, m->skip, m->nskip, m->vec,
+                                                 VEC_PAGES, page);
         }
     }
     fclose(maps);
-out:
-    if (segs.v)
-        munmap(segs.v, segs.cap * sizeof *segs.v);
-    if (ix)
-        munmap(ix, ix_bytes);
-    if (bitmap)
-        munmap(bitmap, BITMAP_WORDS * sizeof(uint64_t));
-    if (vec)
-        munmap(vec, vec_pages);
-    if (skip)
-        munmap(skip, skip_bytes);
+    return total;
+}
+
+long long check_reach_scan(const check_span *targets, size_t n, unsigned char *reached,
+                           check_reach_found *found, const check_span *skip_in, size_t nskip,
+                           uintptr_t stack_from)
+{
+    memset(reached, 0, n);
+    if (found)
+        memset(found, 0, n * sizeof *found);
+    if (n == 0)
+        return 0;
+    scan_mem m;
+    memset(&m, 0, sizeof m);
+    long long total = -1;
+    if (scan_prepare(&m, targets, n, skip_in, nskip) == 0) {
+        scan_state st = {m.ix, n, m.bitmap, reached, found, {0, 0, 0, NULL}, n, m.ix[0].lo,
+                         m.ix[n - 1].maxhi - m.ix[0].lo};
+        /* The caller's stack: only from stack_from up (the frames below are dead), and never
+         * this function's own locals, which hold the ranges. */
+        uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+        live_thread t[1024];
+        size_t running;
+        size_t nt = live_threads(t, sizeof t / sizeof t[0], stack_from > here ? stack_from : here,
+                                 &running);
+        total = scan_mappings(&st, &m, t, nt, running, here);
+    }
+    scan_release(&m);
     return total;
 }

@@ -7,7 +7,8 @@
 // block pointed at (inside) only from a heap block, which the scan does not read (definitely
 // lost too); and two blocks the program still points at where the scan reads: a stream-ordered
 // one from a global, a managed one from the stack of a thread that is still running (still
-// reachable). By default only the first two are errors.
+// reachable). By default all four are errors; with --errors-for-leak-kinds=definite, the
+// first two.
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
