@@ -19,7 +19,28 @@ test -x "$prefix/bin/gpumem"
 ls "$prefix"/lib*/gpumem/libgpumem_check.so >/dev/null
 test -f "$prefix/share/bash-completion/completions/gpumem"
 test -f "$prefix/share/zsh/site-functions/_gpumem"
-test -f "$prefix/share/doc/gpumem/README.md" && test -f "$prefix/share/doc/gpumem/check.md"
+test -f "$prefix/share/doc/gpumem/README.md" && test -f "$prefix/share/doc/gpumem/docs/check.md"
+# Every relative link and image of the installed docs leads to an installed file.
+python3 - "$prefix/share/doc/gpumem" <<'PYTHON'
+import os, re, sys
+root, broken, seen = sys.argv[1], [], 0
+for folder, _, files in os.walk(root):
+    for name in files:
+        if not name.endswith(".md"):
+            continue
+        page = os.path.join(folder, name)
+        text = re.sub(r"```.*?```", "", open(page, encoding="utf-8").read(), flags=re.S)
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue
+            seen += 1
+            path = os.path.normpath(os.path.join(folder, target.split("#")[0]))
+            if not os.path.exists(path):
+                broken.append(f"{os.path.relpath(page, root)}: {target}")
+if broken or seen < 50:
+    sys.exit(f"installed docs: {len(broken)} of {seen} links broken:\n" + "\n".join(broken))
+print(f"installed docs: {seen} links and images, all there")
+PYTHON
 if [ -n "${GPUMEM_EXPECT_MAN:-}" ]; then
   for page in gpumem gpumem-check gpumem-bench gpumem-info; do test -s "$prefix/share/man/man1/$page.1"; done
   MANPATH=$prefix/share/man man -w gpumem-check >/dev/null
