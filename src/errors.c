@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,10 +150,19 @@ void gpumem_set_error_handler(gpumem_error_handler fn, void *arg)
     pthread_mutex_unlock(&handler_lock);
 }
 
+/* "No usable CUDA device" is the same news for every call that meets it: the first says why
+ * and what to do, and later ones only their first line (the record keeps the whole message). */
+static atomic_int nodev_said;
+
 void gpumem_default_error_handler(const gpumem_error *err, void *arg)
 {
     (void)arg;
-    fprintf(stderr, "%s\n", err->message);
+    const char *nl = strchr(err->message, '\n');
+    if (err->code == GPUMEM_ENODEV && nl && atomic_exchange(&nodev_said, 1))
+        fprintf(stderr, "%.*s (why: the first such error above)\n", (int)(nl - err->message),
+                err->message);
+    else
+        fprintf(stderr, "%s\n", err->message);
     fflush(stderr);
     if (err->checked || gpumem__opt_bool(GPUMEM__OPT_ABORT_ON_ERROR))
         abort();

@@ -1,6 +1,10 @@
 /* No usable device: every call fails cleanly with GPUMEM_ENODEV and CUDA's (or the
  * loader's) reason; nothing crashes. argv[1] is the driver library to load, argv[2] the text
  * the reason must contain. */
+#define _POSIX_C_SOURCE 200809L
+#include <string.h>
+#include <unistd.h>
+
 #include "gpumem.h"
 #include "harness.h"
 
@@ -39,6 +43,41 @@ static void test_every_call_reports_enodev(void)
     EXPECT_CONTAINS(last, "CUDA could not say what it is");
 }
 
+static int count_of(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)) != NULL; p += strlen(what))
+        n++;
+    return n;
+}
+
+/* The default handler says why and what to do once; later calls that meet no device say their
+ * own first line and point up. */
+static void test_default_handler_says_why_once(void)
+{
+    FILE *out = tmpfile();
+    ASSERT_NOT_NULL(out);
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(fileno(out), 2);
+    gpumem_set_error_handler(NULL, NULL);
+    for (int i = 0; i < 3; i++)
+        EXPECT_NULL(gpumem_device_alloc(1, 1));
+    gpumem_set_error_handler(capture, NULL);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char text[8192] = {0};
+    rewind(out);
+    size_t n = fread(text, 1, sizeof text - 1, out);
+    fclose(out);
+    text[n] = '\0';
+    EXPECT_EQ(count_of(text, "no usable CUDA device"), 3);
+    EXPECT_EQ(count_of(text, "hint: "), 1);
+    EXPECT_EQ(count_of(text, expected), 1);
+    EXPECT_EQ(count_of(text, "(why: the first such error above)"), 2);
+}
+
 /* After a failed backend, the simulated device may be chosen explicitly; then it is fixed. */
 static void test_fallback_to_sim(void)
 {
@@ -63,6 +102,7 @@ int main(int argc, char **argv)
     expected = argv[2];
     gpumem_set_error_handler(capture, NULL);
     RUN(test_every_call_reports_enodev);
+    RUN(test_default_handler_says_why_once);
     RUN(test_fallback_to_sim);
     return harness_exit();
 }
