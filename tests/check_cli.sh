@@ -50,6 +50,7 @@ else
 fi
 # No driver: one message and the status of "cannot run here".
 GPUMEM_LIBCUDA=$tmp/libcuda.so.1 expect 77 "no NVIDIA driver here ($tmp/libcuda.so.1 not found); gpumem check needs a GPU to run a program" -- -- true
+GPUMEM_LIBCUDA=$tmp/libcuda.so.1 expect 77 "without a GPU: gpumem lint works, and the library runs on its simulated device (GPUMEM_BACKEND=sim)" -- -- true
 expect 2 "--leak-check takes no, summary or full, not 'some'" -- --leak-check=some -- true
 expect 2 "--error-exitcode takes a number from 0 to 255, not '300'" -- --error-exitcode=300 -- true
 expect 2 "--error-exitcode takes a number from 0 to 255, not 'x'" -- --error-exitcode=x -- true

@@ -139,5 +139,12 @@ int cli_have_driver(const char *cmd, const char *need)
     }
     fprintf(stderr, "gpumem %s: error: no NVIDIA driver here (%s not found); %s\n", cmd, path,
             need);
+    cli_say_without_gpu();
     return 0;
+}
+
+void cli_say_without_gpu(void)
+{
+    fprintf(stderr, "  without a GPU: gpumem lint works, and the library runs on its simulated "
+                    "device (GPUMEM_BACKEND=sim)\n");
 }

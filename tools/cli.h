@@ -79,6 +79,9 @@ __attribute__((format(printf, 2, 3))) int cli_usage_error(const cli *c, const ch
  * "gpumem CMD: error: no NVIDIA driver here (...)" ending with NEED and returns 0. */
 int cli_have_driver(const char *cmd, const char *need);
 
+/* The line every "cannot run here" message ends with: what does work without a GPU. */
+void cli_say_without_gpu(void);
+
 /* The closest of CANDIDATES to NAME (first LEN characters), or NULL: for "did you mean". */
 const char *cli_suggest(const char *name, size_t len, const char *const *candidates, size_t count);
 

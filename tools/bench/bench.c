@@ -206,6 +206,7 @@ int gpumem_bench_main(int argc, char **argv)
         else
             fprintf(stderr, "gpumem bench: error: no CUDA device (the driver found none); nothing "
                             "to measure\n");
+        cli_say_without_gpu();
         return CLI_EXIT_UNAVAILABLE;
     }
     if (ctx.device >= ndev) {
