@@ -540,8 +540,10 @@ typedef struct gpumem_count_t {
     uint64_t total;
 } gpumem_count_t;
 
-/** Devices with their own counters; allocations on ordinals beyond share the last entry. */
-#define GPUMEM_STATS_DEVICES 16
+/** Devices with their own counters: 64, as many as the simulated device makes and more GPUs
+ *  (MIG instances included) than one process sees on any node today; allocations on ordinals
+ *  beyond share the last entry. */
+#define GPUMEM_STATS_DEVICES 64
 
 typedef struct gpumem_stats_t {
     gpumem_counter_t bytes[GPUMEM_KIND_COUNT_]; /**< by gpumem_kind; index 0: every kind */
