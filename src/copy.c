@@ -414,6 +414,34 @@ static ring *ring_get(int dev, int dir)
     return g;
 }
 
+/* fork(): the rings' table, every ring (held by the copy that uses it, so the fork waits for
+ * staged copies in flight to end, and the child gets each ring idle), its workers' lock, and
+ * the buffer of copies between devices (fork.c). The child has none of the worker threads:
+ * its rings keep their slots, and its calling thread fills and drains them alone (job_post
+ * leaves every part to the caller when there are no workers). */
+static void rings_at_fork(int phase)
+{
+    for (int d = 0; d < MAX_DEVICES; d++) {
+        for (int dir = 0; dir < 2; dir++) {
+            ring *g = rings[d][dir];
+            if (!g)
+                continue;
+            if (phase == GPUMEM__FORK_PREPARE) {
+                pthread_mutex_lock(&g->lock);
+                pthread_mutex_lock(&g->w.lock);
+                continue;
+            }
+            if (phase == GPUMEM__FORK_CHILD) {
+                g->w.nthreads = 0;
+                atomic_store(&g->w.sleepers, 0u);
+                atomic_store(&g->w.active, 0u);
+            }
+            pthread_mutex_unlock(&g->w.lock);
+            pthread_mutex_unlock(&g->lock);
+        }
+    }
+}
+
 /* How much of a copy the slot at offset off carries. A pipeline of fill and transfer loses,
  * at its start, the time of filling the first chunk (nothing to transfer yet) and, at its end,
  * the time of transferring the last (nothing left to fill). So the chunks start small and
@@ -705,6 +733,19 @@ static struct {
     void *mem;
     size_t bytes;
 } peer_buffer = {PTHREAD_MUTEX_INITIALIZER, NULL, 0};
+
+void gpumem__copy_at_fork(int phase)
+{
+    if (phase == GPUMEM__FORK_PREPARE) {
+        pthread_mutex_lock(&rings_lock);
+        rings_at_fork(phase);
+        pthread_mutex_lock(&peer_buffer.lock);
+        return;
+    }
+    pthread_mutex_unlock(&peer_buffer.lock);
+    rings_at_fork(phase);
+    pthread_mutex_unlock(&rings_lock);
+}
 
 /* The device whose memory an end of a copy is: its allocation's, else what CUDA says. */
 static int device_of(const end *x, int *dev)

@@ -663,6 +663,27 @@ void gpumem__reg_storage(void (*fn)(const void *p, size_t bytes, void *arg), voi
         fn(large.base, large.cap * sizeof *large.base, arg);
 }
 
+/* fork(): every shard, then the table of large allocations (a shard takes it under its lock
+ * when a large allocation comes or goes). The child keeps every record: allocations it
+ * inherited (fork.c says how reports tell them apart). */
+void gpumem__reg_at_fork(int phase)
+{
+    if (phase == GPUMEM__FORK_PREPARE) {
+        for (unsigned i = 0; i < SHARDS; i++)
+            pthread_mutex_lock(&shards[i].lock);
+        pthread_rwlock_wrlock(&large.lock);
+        return;
+    }
+    /* glibc tells a writer's unlock from a reader's by the thread id, which the child's
+     * thread does not share with the parent's: the child starts the lock afresh. */
+    if (phase == GPUMEM__FORK_CHILD)
+        pthread_rwlock_init(&large.lock, NULL);
+    else
+        pthread_rwlock_unlock(&large.lock);
+    for (unsigned i = SHARDS; i-- > 0;)
+        pthread_mutex_unlock(&shards[i].lock);
+}
+
 void gpumem_live_get(gpumem_live *out)
 {
     if (out)
