@@ -96,8 +96,9 @@ static shard shards[SHARDS];
  * tests and users run programs, follows at most 64 locks held by one thread and aborts past
  * that. So fork's prepare raises on, then takes and releases each shard: a thread that held
  * one has left it, and one that takes it afterwards sees on (raised before the release its
- * acquisition follows) and steps out until the fork is done. Every shard lock pays one load
- * of a line only fork writes, and a branch never taken. */
+ * acquisition follows) and steps out until the fork is done, having changed nothing; the
+ * child initializes the shards' locks afresh. Every shard lock pays one load of a line only
+ * fork writes, and a branch never taken. */
 static struct {
     _Alignas(64) atomic_int on;
     char pad[64 - sizeof(atomic_int)];
@@ -715,8 +716,13 @@ void gpumem__reg_at_fork(int phase)
         }
         return;
     }
-    if (phase == GPUMEM__FORK_CHILD)
+    if (phase == GPUMEM__FORK_CHILD) {
+        /* A thread that took a shard after prepare passed it holds it for a moment, to see
+         * forking and leave, touching nothing: the fork may copy it holding the shard. */
+        for (unsigned i = 0; i < SHARDS; i++)
+            pthread_mutex_init(&shards[i].lock, NULL);
         pthread_rwlock_init(&large.lock, NULL);
+    }
     atomic_store_explicit(&forking.on, 0, memory_order_release);
 }
 
