@@ -20,9 +20,11 @@
  * lock (it only allocates under it). The thread caches: their list, then every cache held
  * still (an owner inside its cache may take a pool's lock). The pools: their list, then
  * each pool's lock (a pool takes registry locks and calls CUDA under it). The copy rings
- * (a copy holds its ring across its CUDA calls). The registry's shards, then its table of
- * large allocations. The backends' locks. The error handler's. Last the registration cache's,
- * which free() reaches from under any of the others (reghooks.c).
+ * (a copy holds its ring across its CUDA calls). The registry's shards, emptied of threads
+ * rather than held (registry.c: ThreadSanitizer aborts a thread holding more than 64 locks;
+ * the rest come to about 15, plus one a pool and two a copy ring). The backends' locks. The
+ * error handler's. Last the registration cache's, which free() reaches from under any of the
+ * others (reghooks.c).
  *
  * None of this costs the allocation and release paths anything: the handlers run only
  * around fork(). They are registered at initialization; a process that forks before using
