@@ -12,9 +12,9 @@
  * GPUMEM_LEAK_EXITCODE fires only for its own leaks.
  *
  * Measured 2026-12-02 on the 2-core development machine: before the library's fork handlers,
- * 18 and 26 of 40 children of `load` hung (two runs), and every child of `exit` reported the parent's 4
- * allocations as its own leaks (status 42); now 0 of 200 hang, and only its own leak is
- * reported. */
+ * 18 and 26 of 40 children of `load` hung (two runs), and every child of `exit` reported the
+ * parent's allocations as its own leaks (status 42); now 0 of 200 hang, and only its own leak
+ * is reported. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
