@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "backtrace.h"
+#include "internal.h"
 
 /* Under ThreadSanitizer, libunwind's per-thread cache is freed by a thread-specific-data
  * destructor that locks a mutex after TSan has torn the exiting thread's state down, which
@@ -790,6 +791,15 @@ static const sym_stack *stack_get(uint32_t id)
     }
     pthread_mutex_unlock(&sym_lock);
     return sym;
+}
+
+/* fork(): no thread may be symbolizing while the process is copied (fork.c). */
+void gpumem__backtrace_at_fork(int phase)
+{
+    if (phase == GPUMEM__FORK_PREPARE)
+        pthread_mutex_lock(&sym_lock);
+    else
+        pthread_mutex_unlock(&sym_lock);
 }
 
 int gpumem__stack_frames(uint32_t id, gpumem__frame *out, int max)

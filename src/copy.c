@@ -334,6 +334,10 @@ typedef struct ring {
 
 static pthread_mutex_t rings_lock = PTHREAD_MUTEX_INITIALIZER;
 static ring *rings[MAX_DEVICES][2];
+/* A process made by fork starts no copy workers: its rings' workers stayed in the parent, and
+ * threads started in the child of a threaded process are not supported everywhere
+ * (ThreadSanitizer refuses them). Its copies fill and drain the slots on the calling thread. */
+static int forked;
 static int ring_refused[MAX_DEVICES][2];
 
 static void ring_free(ring *g)
@@ -408,10 +412,39 @@ static ring *ring_get(int dev, int dir)
         return NULL;
     }
     pthread_mutex_init(&g->lock, NULL);
-    workers_start(&g->w, copy_threads() - 1u);
+    workers_start(&g->w, forked ? 0u : copy_threads() - 1u);
     rings[dev][dir] = g;
     pthread_mutex_unlock(&rings_lock);
     return g;
+}
+
+/* fork(): the rings' table, every ring (held by the copy that uses it, so the fork waits for
+ * staged copies in flight to end, and the child gets each ring idle), its workers' lock, and
+ * the buffer of copies between devices (fork.c). The child has none of the worker threads:
+ * its rings keep their slots, and its calling thread fills and drains them alone (job_post
+ * leaves every part to the caller when there are no workers); a ring it makes gets none
+ * either (forked). */
+static void rings_at_fork(int phase)
+{
+    for (int d = 0; d < MAX_DEVICES; d++) {
+        for (int dir = 0; dir < 2; dir++) {
+            ring *g = rings[d][dir];
+            if (!g)
+                continue;
+            if (phase == GPUMEM__FORK_PREPARE) {
+                pthread_mutex_lock(&g->lock);
+                pthread_mutex_lock(&g->w.lock);
+                continue;
+            }
+            if (phase == GPUMEM__FORK_CHILD) {
+                g->w.nthreads = 0;
+                atomic_store(&g->w.sleepers, 0u);
+                atomic_store(&g->w.active, 0u);
+            }
+            pthread_mutex_unlock(&g->w.lock);
+            pthread_mutex_unlock(&g->lock);
+        }
+    }
 }
 
 /* How much of a copy the slot at offset off carries. A pipeline of fill and transfer loses,
@@ -743,6 +776,21 @@ static struct {
     void *mem;
     size_t bytes;
 } peer_buffer = {PTHREAD_MUTEX_INITIALIZER, NULL, 0};
+
+void gpumem__copy_at_fork(int phase)
+{
+    if (phase == GPUMEM__FORK_CHILD)
+        forked = 1;
+    if (phase == GPUMEM__FORK_PREPARE) {
+        pthread_mutex_lock(&rings_lock);
+        rings_at_fork(phase);
+        pthread_mutex_lock(&peer_buffer.lock);
+        return;
+    }
+    pthread_mutex_unlock(&peer_buffer.lock);
+    rings_at_fork(phase);
+    pthread_mutex_unlock(&rings_lock);
+}
 
 /* The device whose memory an end of a copy is: its allocation's, else what CUDA says. */
 static int device_of(const end *x, int *dev)

@@ -154,6 +154,14 @@ void gpumem_set_error_handler(gpumem_error_handler fn, void *arg)
  * and what to do, and later ones only their first line (the record keeps the whole message). */
 static atomic_int nodev_said;
 
+void gpumem__err_at_fork(int phase)
+{
+    if (phase == GPUMEM__FORK_PREPARE)
+        pthread_mutex_lock(&handler_lock);
+    else
+        pthread_mutex_unlock(&handler_lock);
+}
+
 void gpumem_default_error_handler(const gpumem_error *err, void *arg)
 {
     (void)arg;

@@ -31,11 +31,28 @@ static void init_once(void)
     gpumem__report_at_exit_setup();
     if (*gpumem__opt_str(GPUMEM__OPT_TRACE))
         gpumem__trace_open(gpumem__opt_str(GPUMEM__OPT_TRACE), "gpumem", NULL);
+    gpumem__fork_setup(); /* the locks its handlers take are all set up now */
 }
 
 void gpumem__init_once(void)
 {
     pthread_once(&once, init_once);
+}
+
+void gpumem__init_at_fork(int phase)
+{
+    if (phase == GPUMEM__FORK_PREPARE)
+        pthread_mutex_lock(&backend_lock);
+    else
+        pthread_mutex_unlock(&backend_lock);
+}
+
+/* Both backends, whichever is in use: a program may have started one, seen it fail, and
+ * chosen the other. */
+void gpumem__be_at_fork(int phase)
+{
+    gpumem__backend_sim.at_fork(phase);
+    gpumem__backend_cuda.at_fork(phase);
 }
 
 int gpumem__backend_up(void)

@@ -108,6 +108,27 @@ int gpumem__backend_try(void);
 /* Small per-thread number, 1 for the first thread seen. */
 unsigned gpumem__thread_id(void);
 
+/* ---- fork.c: fork() while other threads are inside gpumem (docs/reliability.md) ---- */
+enum { GPUMEM__FORK_PREPARE, GPUMEM__FORK_PARENT, GPUMEM__FORK_CHILD };
+/* Registers the fork handlers; called once, by initialization. */
+void gpumem__fork_setup(void);
+/* In a process made by fork, the first sequence number it handed out itself: allocations
+ * numbered below it were inherited from the parent. 0 in a process not made by fork. */
+uint64_t gpumem__fork_inherited_seq(void);
+/* Each file's part of the handlers, called by fork.c in the library's lock order: PREPARE
+ * takes the file's locks, PARENT releases them, CHILD releases them and forgets what belonged
+ * to threads the child does not have. */
+void gpumem__trace_at_fork(int phase); /* trace.c */
+void gpumem__init_at_fork(int phase);
+void gpumem__be_at_fork(int phase); /* both backends' locks (init.c) */
+void gpumem__backtrace_at_fork(int phase);
+void gpumem__tc_at_fork(int phase);
+void gpumem__pool_at_fork(int phase);
+void gpumem__copy_at_fork(int phase);
+void gpumem__reg_at_fork(int phase);
+void gpumem__err_at_fork(int phase);
+void gpumem__regcache_at_fork(int phase);
+
 /* ---- registry.c: every live allocation, plus a quarantine of released ones ---- */
 typedef struct gpumem__rec {
     uintptr_t base;

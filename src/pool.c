@@ -101,7 +101,56 @@ struct gpumem_pool {
     gpumem_site site;       /* where the pool was made, for misuse messages */
     atomic_int users;       /* threads inside a call on this pool (destroy refuses while > 0) */
     atomic_int dying;       /* set by destroy: a call that starts now is refused */
+    struct gpumem_pool *prev, *next; /* every pool, for fork (all_pools) */
 };
+
+/* Every pool, so that fork() can take each one's lock (gpumem__pool_at_fork). Only creation
+ * and destruction take this lock; allocations and releases never do. */
+static struct {
+    pthread_mutex_t lock;
+    gpumem_pool *head;
+} all_pools = {PTHREAD_MUTEX_INITIALIZER, NULL};
+
+static void pools_link(gpumem_pool *pool)
+{
+    pthread_mutex_lock(&all_pools.lock);
+    pool->next = all_pools.head;
+    if (all_pools.head)
+        all_pools.head->prev = pool;
+    all_pools.head = pool;
+    pthread_mutex_unlock(&all_pools.lock);
+}
+
+static void pools_unlink(gpumem_pool *pool)
+{
+    pthread_mutex_lock(&all_pools.lock);
+    if (pool->prev)
+        pool->prev->next = pool->next;
+    else
+        all_pools.head = pool->next;
+    if (pool->next)
+        pool->next->prev = pool->prev;
+    pthread_mutex_unlock(&all_pools.lock);
+}
+
+/* fork(): the list, then every pool's lock (fork.c). In the child, no thread is inside a call
+ * on a pool any more: threads counted in users are the parent's, and would keep a destroy in
+ * the child refusing for ever. */
+void gpumem__pool_at_fork(int phase)
+{
+    if (phase == GPUMEM__FORK_PREPARE) {
+        pthread_mutex_lock(&all_pools.lock);
+        for (gpumem_pool *p = all_pools.head; p; p = p->next)
+            pthread_mutex_lock(&p->lock);
+        return;
+    }
+    for (gpumem_pool *p = all_pools.head; p; p = p->next) {
+        if (phase == GPUMEM__FORK_CHILD)
+            atomic_store(&p->users, 0);
+        pthread_mutex_unlock(&p->lock);
+    }
+    pthread_mutex_unlock(&all_pools.lock);
+}
 
 /* Entering and leaving a call on a pool, so that destroying it while another thread is
  * inside fails with GPUMEM_EBUSY rather than freeing the pool under that thread. A call that
@@ -735,6 +784,7 @@ gpumem_pool *gpumem_pool_create_at(int kind, int device, const gpumem_pool_optio
         chunk_bytes = (size_t)pool->limit; /* a chunk the limit forbids would refuse everything */
     chunk_bytes &= ~(size_t)255;
     pool->chunk_bytes = chunk_bytes < 4096 ? 4096 : chunk_bytes;
+    pools_link(pool);
     gpumem__err_clear();
     return pool;
 }
@@ -1132,6 +1182,7 @@ int gpumem_pool_destroy_at(gpumem_pool *pool, gpumem_site site)
     /* A call that started just now sees dying and leaves: let it, before the memory goes. */
     while (atomic_load(&pool->users))
         sched_yield();
+    pools_unlink(pool);
     for (stream_cache *c = pool->mru, *next; c; c = next) {
         next = c->next;
         free(c);

@@ -393,3 +393,30 @@ void gpumem__regcache_counts_get(gpumem__regcache_counts *out)
     out->off_reason = rc.off_reason;
     pthread_mutex_unlock(&rc.lock);
 }
+
+/* fork(): the cache's lock, last of the library's: free() takes it (reghooks.c) from under
+ * any other gpumem lock (fork.c). In the child, the copies and registrations of the parent's
+ * other threads are gone: entries they used are idle, a range they were registering or
+ * unregistering is forgotten (a later registration that overlaps it is refused, and that
+ * copy is staged), and the condition variable starts afresh, as its waiters did not come
+ * along. Without this, a free() in the child of memory a copy was using waited for ever. */
+void gpumem__regcache_at_fork(int phase)
+{
+    if (phase == GPUMEM__FORK_PREPARE) {
+        pthread_mutex_lock(&rc.lock);
+        return;
+    }
+    if (phase == GPUMEM__FORK_CHILD) {
+        for (int i = 0; i < MAX_ENTRIES; i++) {
+            entry *e = &rc.e[i];
+            if (e->state == E_BUSY)
+                rc.bytes -= e->end - e->base; /* retire() already took E_DYING's off */
+            if (e->state == E_BUSY || e->state == E_DYING)
+                e->state = E_FREE;
+            e->users = 0;
+        }
+        publish();
+        pthread_cond_init(&rc.idle, NULL);
+    }
+    pthread_mutex_unlock(&rc.lock);
+}

@@ -26,6 +26,7 @@
 #define _DEFAULT_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,42 @@ static void count_live(shard *s, const gpumem__rec *r, int sign)
 }
 
 static shard shards[SHARDS];
+
+/* fork(): the shards are emptied of threads rather than held across fork() (fork.c). The
+ * library's other locks come on top of 64 shards, and ThreadSanitizer, under which CI runs the
+ * tests and users run programs, follows at most 64 locks held by one thread and aborts past
+ * that. So fork's prepare raises on, then takes and releases each shard: a thread that held
+ * one has left it, and one that takes it afterwards sees on (raised before the release its
+ * acquisition follows) and steps out until the fork is done, having changed nothing; the
+ * child initializes the shards' locks afresh. Every shard lock pays one load of a line only
+ * fork writes, and a branch never taken. */
+static struct {
+    _Alignas(64) atomic_int on;
+    char pad[64 - sizeof(atomic_int)];
+} forking;
+
+static void shard_lock(shard *s)
+{
+    pthread_mutex_lock(&s->lock);
+    while (GPUMEM__UNLIKELY(atomic_load_explicit(&forking.on, memory_order_relaxed))) {
+        pthread_mutex_unlock(&s->lock);
+        while (atomic_load_explicit(&forking.on, memory_order_acquire))
+            sched_yield();
+        pthread_mutex_lock(&s->lock);
+    }
+}
+
+/* As shard_lock, for the exit-time report: gives up when the shard stays busy past the
+ * budget, or while a fork is under way (the report counts the shard as busy). */
+static int shard_trylock(shard *s, long *budget_ns)
+{
+    if (!gpumem__trylock_for(&s->lock, budget_ns))
+        return 0;
+    if (GPUMEM__LIKELY(!atomic_load_explicit(&forking.on, memory_order_relaxed)))
+        return 1;
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
 
 /* Allocations larger than SMALL_MAX, sorted by base, for interior lookups. */
 static struct {
@@ -348,7 +385,7 @@ int gpumem__reg_insert(const gpumem__rec *r)
 {
     reg_ensure();
     shard *s = shard_of(r->base);
-    pthread_mutex_lock(&s->lock);
+    shard_lock(s);
     /* An earlier release of the same address gives its slot to the new allocation; its ring
      * entry then finds nothing to forget. */
     size_t i = table_find(&s->t, r->base);
@@ -422,7 +459,7 @@ int gpumem__reg_find(const void *p, gpumem__rec *out)
     if (!(a & (GPUMEM_ALIGNMENT - 1))) {
         /* The common case, an allocation's own base: one shard, no global lock. */
         shard *s = shard_of(a);
-        pthread_mutex_lock(&s->lock);
+        shard_lock(s);
         size_t i = table_find(&s->t, a);
         int live = i != NONE && !(s->t.keys[i] & RELEASED);
         if (live)
@@ -438,7 +475,7 @@ int gpumem__reg_find(const void *p, gpumem__rec *out)
         cand = large_base; /* allocations do not overlap: nothing else can contain a */
     for (;;) {
         shard *s = shard_of(cand);
-        pthread_mutex_lock(&s->lock);
+        shard_lock(s);
         size_t i = table_find(&s->t, cand);
         if (i != NONE && !(s->t.keys[i] & RELEASED)) {
             const gpumem__rec *r = &s->t.recs[i];
@@ -468,7 +505,7 @@ static int walk_down(uintptr_t a, int (*judge)(uintptr_t a, uintptr_t key, const
     for (uintptr_t cand = a & ~(uintptr_t)(GPUMEM_ALIGNMENT - 1);;
          cand -= GPUMEM_ALIGNMENT) {
         shard *s = shard_of(cand);
-        pthread_mutex_lock(&s->lock);
+        shard_lock(s);
         size_t i = cand ? table_find(&s->t, cand) : NONE;
         int verdict = i == NONE ? 0 : judge(a, s->t.keys[i], &s->t.recs[i]);
         if (verdict > 0)
@@ -513,7 +550,7 @@ gpumem__take_result gpumem__reg_take(const void *p, gpumem_site site, unsigned k
     uintptr_t a = (uintptr_t)p;
     shard *s = shard_of(a);
     *kind_mismatch = 0;
-    pthread_mutex_lock(&s->lock);
+    shard_lock(s);
     size_t i = table_find(&s->t, a);
     if (i != NONE && (s->t.keys[i] & RELEASED)) {
         *out = s->t.recs[i]; /* a released base cannot lie inside a live allocation */
@@ -546,7 +583,7 @@ void gpumem__reg_set_freed_stack(const void *p, uint32_t stack)
 {
     uintptr_t a = (uintptr_t)p;
     shard *s = shard_of(a);
-    pthread_mutex_lock(&s->lock);
+    shard_lock(s);
     size_t i = table_find(&s->t, a);
     if (i != NONE && (s->t.keys[i] & RELEASED))
         s->t.recs[i].freed_stack = stack;
@@ -557,7 +594,7 @@ void gpumem__reg_untake(const void *p)
 {
     uintptr_t a = (uintptr_t)p;
     shard *s = shard_of(a);
-    pthread_mutex_lock(&s->lock);
+    shard_lock(s);
     size_t i = table_find(&s->t, a);
     if (i != NONE && (s->t.keys[i] & RELEASED)) { /* its ring entry finds nothing later */
         gpumem__rec *r = &s->t.recs[i];
@@ -578,7 +615,7 @@ void gpumem__reg_live(gpumem_live *out)
     memset(out, 0, sizeof *out);
     for (unsigned i = 0; i < SHARDS; i++) {
         shard *s = &shards[i];
-        pthread_mutex_lock(&s->lock);
+        shard_lock(s);
         for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
             out->count[k] += s->live_count[k];
             out->bytes[k] += s->live_bytes[k];
@@ -597,7 +634,7 @@ void gpumem__reg_counts(gpumem__counts *out)
     memset(out, 0, sizeof *out);
     for (unsigned i = 0; i < SHARDS; i++) {
         shard *s = &shards[i];
-        pthread_mutex_lock(&s->lock);
+        shard_lock(s);
         for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
             out->count[k].current += s->live_count[k];
             out->count[k].total += s->total_count[k];
@@ -631,12 +668,12 @@ int gpumem__reg_foreach(int (*fn)(const gpumem__rec *r, void *arg), void *arg, i
         shard *s = &shards[i];
         int stop = 0;
         if (try_only) {
-            if (!gpumem__trylock_for(&s->lock, &budget_ns)) {
+            if (!shard_trylock(s, &budget_ns)) {
                 skipped++;
                 continue;
             }
         } else {
-            pthread_mutex_lock(&s->lock);
+            shard_lock(s);
         }
         for (size_t j = 0; s->t.keys && j <= s->t.mask && !stop; j++)
             if (s->t.keys[j] && !(s->t.keys[j] & RELEASED))
@@ -661,6 +698,32 @@ void gpumem__reg_storage(void (*fn)(const void *p, size_t bytes, void *arg), voi
     }
     if (large.base)
         fn(large.base, large.cap * sizeof *large.base, arg);
+}
+
+/* fork(): every shard emptied of threads (see forking). The table of large allocations needs
+ * no lock of its own then: it changes only under a shard's lock or a pool's, and fork holds
+ * every pool's (fork.c). A thread may still have been reading it, so the child starts its
+ * lock afresh (unlocking would not do: glibc tells a writer's unlock from a reader's by the
+ * thread id, which the child's thread does not share with the parent's). The child keeps
+ * every record: allocations it inherited (fork.c says how reports tell them apart). */
+void gpumem__reg_at_fork(int phase)
+{
+    if (phase == GPUMEM__FORK_PREPARE) {
+        atomic_store_explicit(&forking.on, 1, memory_order_relaxed);
+        for (unsigned i = 0; i < SHARDS; i++) {
+            pthread_mutex_lock(&shards[i].lock);
+            pthread_mutex_unlock(&shards[i].lock);
+        }
+        return;
+    }
+    if (phase == GPUMEM__FORK_CHILD) {
+        /* A thread that took a shard after prepare passed it holds it for a moment, to see
+         * forking and leave, touching nothing: the fork may copy it holding the shard. */
+        for (unsigned i = 0; i < SHARDS; i++)
+            pthread_mutex_init(&shards[i].lock, NULL);
+        pthread_rwlock_init(&large.lock, NULL);
+    }
+    atomic_store_explicit(&forking.on, 0, memory_order_release);
 }
 
 void gpumem_live_get(gpumem_live *out)

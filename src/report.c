@@ -460,6 +460,14 @@ static void write_json(gpumem__sink *o, const gpumem_live *live, const gpumem__g
     json_close(o, 0, 0, "}\n");
 }
 
+/* At exit, a child made by fork() reports only its own allocations: those it inherited are
+ * its parent's to release and to report (fork.c). The largest sequence number to leave out. */
+static uint64_t inherited_below(void)
+{
+    uint64_t first_own = gpumem__fork_inherited_seq();
+    return first_own ? first_own - 1 : 0;
+}
+
 /* The one report both paths print. Returns the live count, or a negative status. With
  * try_only the registry is read without waiting long and the grouping uses mmap: the exit
  * path, which may run in a signal handler. */
@@ -469,6 +477,7 @@ static int report(gpumem__sink *o, unsigned flags, int try_only, const char *whe
     memset(&gr, 0, sizeof gr);
     gr.mapped = try_only;
     gr.group = (flags & (GPUMEM_REPORT_FULL | GPUMEM_REPORT_JSON)) != 0;
+    gr.min_seq = strcmp(when, "exit") == 0 ? inherited_below() : 0;
     int skipped = grouping_run(&gr, try_only);
     const gpumem_live *live = &gr.live;
     int oom = gr.oom;
@@ -612,6 +621,7 @@ static void report_at_exit(void)
     /* A clean process writes nothing, not even an empty report file: count first. */
     grouping probe;
     memset(&probe, 0, sizeof probe);
+    probe.min_seq = inherited_below();
     int busy = grouping_run(&probe, 1);
     if (!probe.live.count[0] && !busy)
         return;

@@ -111,14 +111,22 @@ static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static _Thread_local tcache *mine;
 static _Thread_local int gone; /* the thread is ending: no new cache after its destructor */
-static int asymmetric;          /* membarrier is registered: owners need no fence */
+/* membarrier is registered: owners need no fence. Set once, by the first thread that makes a
+ * cache (make_key); read by owners on every push and pop and by visitors. Atomic, relaxed: a
+ * visitor may be a thread that never made a cache, reading it while the first cache's
+ * thread sets it (a data race ThreadSanitizer reported whenever a trim or statistics call
+ * raced a pool's first allocation). Relaxed order is enough: the value matters to a visitor
+ * only for the caches in the list, and a cache joins the list under the list's lock after
+ * its thread set the value, so a visitor holding that lock reads it; a relaxed load costs
+ * the owners what the plain one did (one mov on x86-64 and arm64). */
+static atomic_int asymmetric;
 
 /* The owner's side: marks t active unless a visitor is in it (then waits for it to go). */
 static inline void enter(tcache *t)
 {
     for (;;) {
         atomic_store_explicit(&t->active, 1, TC_STORE);
-        if (GPUMEM__LIKELY(asymmetric))
+        if (GPUMEM__LIKELY(atomic_load_explicit(&asymmetric, memory_order_relaxed)))
             atomic_signal_fence(memory_order_seq_cst); /* the visitor's membarrier fences */
         else
             tc_full_fence();
@@ -140,7 +148,7 @@ static void visit_begin(void)
 {
     for (tcache *t = list_head; t; t = t->next)
         atomic_store_explicit(&t->remote, 1, memory_order_seq_cst);
-    if (asymmetric)
+    if (atomic_load_explicit(&asymmetric, memory_order_relaxed))
         syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
     else
         tc_full_fence();
@@ -209,11 +217,17 @@ static void at_thread_exit(void *arg)
     mine = NULL;
 }
 
+/* Whether owners may rely on the visitors' membarrier: registered for this process. */
+static int register_membarrier(void)
+{
+    return !TC_TSAN &&
+           syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
 static void make_key(void)
 {
     pthread_key_create(&exit_key, at_thread_exit);
-    asymmetric = !TC_TSAN &&
-                 syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+    atomic_store_explicit(&asymmetric, register_membarrier(), memory_order_relaxed);
 }
 
 /* The calling thread's cache, made on first use; NULL when out of host memory or ending. */
@@ -403,6 +417,45 @@ void gpumem__tc_sum_begin(struct gpumem_pool *pool, gpumem__tc_counts *out)
 
 void gpumem__tc_sum_end(void)
 {
+    visit_end();
+    pthread_mutex_unlock(&list_lock);
+}
+
+/* In a child made by fork: the caches of the threads the child does not have. Their blocks go
+ * back to their pools, to which they were in use (a pool could not be destroyed in the
+ * child otherwise), and the caches go: no thread of the child would ever use them, nor end
+ * and drain them. The pools' locks are free again by now (fork.c). */
+static void forget_other_threads(void)
+{
+    for (tcache *t = list_head, *next; t; t = next) {
+        next = t->next;
+        if (t == mine)
+            continue;
+        for (unsigned i = 0; i < TC_BINS; i++)
+            if (t->bins[i].pool)
+                drain_bin(t, &t->bins[i], 1);
+        free(t);
+    }
+    list_head = mine;
+    if (mine)
+        mine->prev = mine->next = NULL;
+    /* The child is a process of its own to membarrier; registering again is harmless where
+     * the kernel kept the parent's registration, and required where it did not. */
+    if (atomic_load_explicit(&asymmetric, memory_order_relaxed))
+        atomic_store_explicit(&asymmetric, register_membarrier(), memory_order_relaxed);
+}
+
+/* fork(): the list, and every cache held still as a visitor holds them, so that none is
+ * copied in the middle of a push or pop (fork.c). */
+void gpumem__tc_at_fork(int phase)
+{
+    if (phase == GPUMEM__FORK_PREPARE) {
+        pthread_mutex_lock(&list_lock);
+        visit_begin();
+        return;
+    }
+    if (phase == GPUMEM__FORK_CHILD)
+        forget_other_threads();
     visit_end();
     pthread_mutex_unlock(&list_lock);
 }

@@ -678,6 +678,20 @@ static void in_child(void)
     pthread_mutex_unlock(&lock);
 }
 
+/* fork.c's handlers call the trace's first: the trace frees buffers under its lock, and free
+ * may take the registration cache's lock (reghooks.c), which comes last. */
+void gpumem__trace_at_fork(int phase)
+{
+    if (phase == GPUMEM__FORK_PREPARE)
+        before_fork();
+    else if (phase == GPUMEM__FORK_PARENT)
+        in_parent();
+    else if (opened)
+        in_child();
+    else
+        pthread_mutex_unlock(&lock); /* no trace in the parent: the child may open its own */
+}
+
 static void expand_pid(const char *pattern, char *out, size_t n)
 {
     size_t o = 0;
@@ -760,7 +774,7 @@ int gpumem__trace_open(const char *path, const char *tool, void (*writer_init)(v
                         "be recorded in %s\n", path_text);
         return -1;
     }
-    pthread_atfork(before_fork, in_parent, in_child);
+    gpumem__fork_setup(); /* fork.c calls the handlers above, in the library's lock order */
     atexit(finish_at_exit);
     atomic_store(&gpumem__trace_on, 1);
     pthread_mutex_unlock(&lock);

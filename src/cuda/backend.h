@@ -74,6 +74,9 @@ typedef struct gpumem__backend {
      * memory, and cuMemHostUnregister of its start. */
     int (*host_register)(void *p, size_t bytes);
     int (*host_unregister)(void *p);
+    /* fork(): takes (GPUMEM__FORK_PREPARE) and releases (PARENT, CHILD) the backend's own
+     * locks, so that a child never finds one held by a thread it does not have (fork.c). */
+    void (*at_fork)(int phase);
 } gpumem__backend;
 
 extern const gpumem__backend gpumem__backend_cuda;

@@ -76,6 +76,16 @@ static struct {
 static CUcontext primary[MAX_DEVICES];
 static pthread_mutex_t primary_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* A CUDA context does not survive fork() (CUDA's own rule: a child may not use the parent's
+ * CUDA); the lock is still taken so that the child's copy of the table is whole. */
+static void cuda_at_fork(int phase)
+{
+    if (phase == GPUMEM__FORK_PREPARE)
+        pthread_mutex_lock(&primary_lock);
+    else
+        pthread_mutex_unlock(&primary_lock);
+}
+
 static CUresult primary_ctx(int ordinal, CUcontext *out)
 {
     if (ordinal < 0 || ordinal >= MAX_DEVICES)
@@ -535,4 +545,5 @@ const gpumem__backend gpumem__backend_cuda = {
     cuda_event_destroy,
     cuda_host_register,
     cuda_host_unregister,
+    cuda_at_fork,
 };

@@ -727,6 +727,19 @@ static int sim_host_unregister(void *p)
     return cudaErrorHostMemoryNotRegistered;
 }
 
+/* fork(): a child gets the simulated device as the parent left it, with no allocation half
+ * made (fork.c). The two locks never nest. */
+static void sim_at_fork(int phase)
+{
+    if (phase == GPUMEM__FORK_PREPARE) {
+        pthread_mutex_lock(&sim.lock);
+        pthread_mutex_lock(&reg.lock);
+    } else {
+        pthread_mutex_unlock(&reg.lock);
+        pthread_mutex_unlock(&sim.lock);
+    }
+}
+
 const gpumem__backend gpumem__backend_sim = {
     "sim",
     sim_init,
@@ -763,4 +776,5 @@ const gpumem__backend gpumem__backend_sim = {
     sim_event_destroy,
     sim_host_register,
     sim_host_unregister,
+    sim_at_fork,
 };
