@@ -150,10 +150,6 @@ void gpumem_set_error_handler(gpumem_error_handler fn, void *arg)
     pthread_mutex_unlock(&handler_lock);
 }
 
-/* "No usable CUDA device" is the same news for every call that meets it: the first says why
- * and what to do, and later ones only their first line (the record keeps the whole message). */
-static atomic_int nodev_said;
-
 void gpumem__err_at_fork(int phase)
 {
     if (phase == GPUMEM__FORK_PREPARE)
@@ -161,6 +157,10 @@ void gpumem__err_at_fork(int phase)
     else
         pthread_mutex_unlock(&handler_lock);
 }
+
+/* "No usable CUDA device" is the same news for every call that meets it: the first says why
+ * and what to do, and later ones only their first line (the record keeps the whole message). */
+static atomic_int nodev_said;
 
 void gpumem_default_error_handler(const gpumem_error *err, void *arg)
 {
