@@ -67,6 +67,8 @@ static int release_error(const char *fn, gpumem__take_result res, const void *p,
 {
     gpumem_error *e;
     gpumem__rec near;
+    int pool_kind = 0;
+    gpumem_site pool_site;
     if (res == GPUMEM__INTERIOR) {
         size_t off = (size_t)((uintptr_t)p - r->base);
         e = gpumem__err_begin(GPUMEM_EINTERIOR, fn, site);
@@ -117,6 +119,17 @@ static int release_error(const char *fn, gpumem__take_result res, const void *p,
         gpumem__err_append(e, "\n  hint: pass the pointer the allocation returned (%p); "
                               "nothing was released",
                            (void *)near.base);
+    } else if (gpumem__pool_chunk_holding(p, &pool_kind, &pool_site)) {
+        /* In a pool's own memory but no live block: CUDA would call it a raw cudaMallocHost. */
+        char where[256], made[256];
+        e = gpumem__err_begin(GPUMEM_EFOREIGN, fn, site);
+        gpumem__err_append(e, "%s of %p, which lies in memory a %s pool holds to carve blocks "
+                              "from, in no live block\n    %-18s %s\n    the pool was made at "
+                              "%s\n  hint: release only pointers gpumem_pool_alloc returned; "
+                              "nothing was released",
+                           fn, p, gpumem_kind_name(pool_kind), "released at",
+                           gpumem__site_str(site, where, sizeof where),
+                           gpumem__site_str(pool_site, made, sizeof made));
     } else {
         char where[256];
         e = gpumem__err_begin(GPUMEM_EFOREIGN, fn, site);

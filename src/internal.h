@@ -214,6 +214,9 @@ int gpumem__pool_release(struct gpumem_pool *pool, const gpumem__rec *r, int asy
                          cudaStream_t stream);
 /* The size-class bytes of the pool's block at base (0 when there is none). */
 size_t gpumem__pool_block_size(struct gpumem_pool *pool, uintptr_t base);
+/* Whether p lies in memory a pool holds to carve blocks from (not in a live block): its kind
+ * and where the pool was made. Error paths only: walks every pool's chunks under its lock. */
+int gpumem__pool_chunk_holding(const void *p, int *kind, gpumem_site *made);
 
 /* Pool side of the thread caches (tcache.c), each taking the pool's mutex. Returns n cached
  * blocks of class cls from a thread cache to the pool's cache of stream. */

@@ -133,6 +133,24 @@ static void pools_unlink(gpumem_pool *pool)
     pthread_mutex_unlock(&all_pools.lock);
 }
 
+int gpumem__pool_chunk_holding(const void *p, int *kind, gpumem_site *made)
+{
+    int found = 0;
+    pthread_mutex_lock(&all_pools.lock);
+    for (gpumem_pool *pool = all_pools.head; pool && !found; pool = pool->next) {
+        pthread_mutex_lock(&pool->lock);
+        for (const chunk *c = pool->chunks; c && !found; c = c->next)
+            found = (uintptr_t)p - c->base < c->bytes;
+        if (found) {
+            *kind = pool->kind;
+            *made = pool->site;
+        }
+        pthread_mutex_unlock(&pool->lock);
+    }
+    pthread_mutex_unlock(&all_pools.lock);
+    return found;
+}
+
 /* fork(): the list, then every pool's lock (fork.c). In the child, no thread is inside a call
  * on a pool any more: threads counted in users are the parent's, and would keep a destroy in
  * the child refusing for ever. */

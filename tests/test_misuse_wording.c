@@ -92,6 +92,25 @@ static void test_free_in_alignment_padding(void)
     EXPECT_EQ(gpumem_free(p), GPUMEM_OK);
 }
 
+/* A pinned pool's chunk beyond the blocks carved from it: no allocation of the program's. */
+static void test_free_in_pool_chunk(void)
+{
+    gpumem_pool *pool = gpumem_pool_create(GPUMEM_KIND_PINNED, 0, NULL);
+    ASSERT_NOT_NULL(pool);
+    char *b = gpumem_pool_alloc(pool, 1, 256, NULL);
+    ASSERT_NOT_NULL(b);
+    EXPECT_EQ(gpumem_free(b + 65536), GPUMEM_EFOREIGN);
+    const char *m = gpumem_last_error()->message;
+    EXPECT_CONTAINS(m, "which lies in memory a pinned pool holds to carve blocks from, in no "
+                       "live block");
+    EXPECT_CONTAINS(m, "the pool was made at ");
+    EXPECT_CONTAINS(m, "test_misuse_wording.c:");
+    if (strstr(m, "cudaMallocHost"))
+        EXPECT_STR_EQ(m, "(a message that does not call it raw cudaMallocHost memory)");
+    EXPECT_EQ(gpumem_free(b), GPUMEM_OK);
+    EXPECT_EQ(gpumem_pool_destroy(pool), GPUMEM_OK);
+}
+
 static void test_vec_view_that_wraps(void)
 {
     const void *top = (const void *)(uintptr_t)(UINTPTR_MAX - 255); /* 256-byte aligned */
@@ -113,6 +132,7 @@ int main(int argc, char **argv)
     RUN(test_neighbours_are_not_an_overlap);
     RUN(test_free_in_pool_rounding);
     RUN(test_free_in_alignment_padding);
+    RUN(test_free_in_pool_chunk);
     RUN(test_vec_view_that_wraps);
     return harness_exit();
 }
