@@ -70,6 +70,7 @@ cases = [
     ("drop", 40, [F(24, "GM001")], "found"),
     ("drop", 40, [F(60, "GM006", related=[24])], "found"),
     ("drop", 40, [F(25, "GM001")], "missed"),     # another variable's allocation
+    ("drop", 40, [F(24, "GM006", related=[23])], "missed"),  # an exit there, other memory
     ("swap", 41, [F(41, "GM002")], "found"),
     ("swap", 41, [F(41, "GM008")], "missed"),     # another rule
     ("unwrap", 24, [F(24, "GM004")], "found"),
@@ -88,6 +89,10 @@ check(len(others) == 1, "a new finding of another rule is reported as found by a
 check(mutants.masked(by[("unwrap", 24)], "u.cu", [F(24, "GM004")]),
       "an unwrap whose line already has GM004 is masked")
 check(not mutants.masked(by[("unwrap", 24)], "u.cu", base), "no GM004 there: not masked")
+check(mutants.masked(by[("drop", 40)], "u.cu", [F(24, "GM001")]),
+      "a drop whose variable is already reported leaked is masked")
+check(not mutants.masked(by[("drop", 40)], "u.cu", [F(24, "GM006", related=[23])]),
+      "a drop is not masked by an exit at its allocation that leaks other memory")
 
 print("%d failures" % len(failures))
 sys.exit(1 if failures else 0)
