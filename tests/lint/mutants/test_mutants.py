@@ -93,6 +93,8 @@ check(mutants.masked(by[("drop", 40)], "u.cu", [F(24, "GM001")]),
       "a drop whose variable is already reported leaked is masked")
 check(not mutants.masked(by[("drop", 40)], "u.cu", [F(24, "GM006", related=[23])]),
       "a drop is not masked by an exit at its allocation that leaks other memory")
+check(not mutants.masked(by[("drop", 40)], "u.cu", [F(60, "GM006", related=[24])]),
+      "a drop is not masked by an early-exit leak of its variable (the drop adds a GM001)")
 
 print("%d failures" % len(failures))
 sys.exit(1 if failures else 0)
