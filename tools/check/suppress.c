@@ -308,14 +308,28 @@ const char *check_supp_match(int kind, const char *call, const gpumem__frame *fr
     return NULL;
 }
 
+/* A name as a glob that matches only itself: C++ names hold glob_match's metacharacters
+ * ("f<float[4]>(float*)"), and a '[' left bare would make a set that does not match the
+ * name's own bracket, so the generated suppression would miss its finding. */
+static void put_literal(FILE *out, const char *prefix, const char *text)
+{
+    fputs(prefix, out);
+    for (const char *c = text; *c; c++) {
+        if (strchr("*?[\\", *c))
+            fputc('\\', out);
+        fputc(*c, out);
+    }
+    fputc('\n', out);
+}
+
 void check_supp_generate(FILE *out, int kind, const char *call, const gpumem__frame *frames,
                          int n)
 {
     fprintf(out, "{\n   <insert_a_suppression_name_here>\n   gpumem:%s\n", check_kind_name(kind));
     if (call)
-        fprintf(out, "   call:%s\n", call);
+        put_literal(out, "   call:", call);
     for (int i = 0; i < n; i++)
-        fprintf(out, "   fun:%s\n", frames[i].func);
+        put_literal(out, "   fun:", frames[i].func);
     fprintf(out, "}\n");
 }
 
