@@ -32,6 +32,7 @@
 #include "hostmap.h"
 #include "internal.h"
 #include "reach.h"
+#include "settings.h"
 #include "sigsafe.h"
 #include "suppress.h"
 #include "trace.h"
@@ -57,12 +58,6 @@ static struct {
 
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 
-static const char *env_or(const char *name, const char *fallback)
-{
-    const char *v = getenv(name);
-    return v && *v ? v : fallback;
-}
-
 /* Output goes through one lock; the prefix is valgrind's "==PID== ". */
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static FILE *out_file;
@@ -76,20 +71,20 @@ static void setup(void)
     gpumem__init_once();
     gpumem__report_at_exit_disable();
     snprintf(prefix, sizeof prefix, "==%ld== ", (long)getpid());
-    const char *leak = env_or("GPUMEM_CHECK_LEAK", "full");
+    const char *leak = check_setting_get(CHECK_SET_LEAK, "full");
     opt.leak = strcmp(leak, "no") == 0 ? LEAK_NO : strcmp(leak, "summary") == 0 ? LEAK_SUMMARY
                                                                                 : LEAK_FULL;
-    opt.show_kinds = (unsigned)check_leak_kinds_parse(env_or("GPUMEM_CHECK_SHOW_LEAK_KINDS", "all"));
-    opt.error_kinds = (unsigned)check_leak_kinds_parse(env_or("GPUMEM_CHECK_ERRORS_FOR_LEAK_KINDS", "all"));
-    opt.gen_supp = strcmp(env_or("GPUMEM_CHECK_GEN_SUPPRESSIONS", "no"), "yes") == 0;
-    opt.stacks = strcmp(env_or("GPUMEM_CHECK_STACKS", "1"), "0") != 0;
-    opt.quiet = strcmp(env_or("GPUMEM_CHECK_QUIET", "0"), "1") == 0;
-    opt.root = strtol(env_or("GPUMEM_CHECK_ROOT", "0"), NULL, 10);
-    opt.log = env_or("GPUMEM_CHECK_LOG", NULL);
-    opt.json = env_or("GPUMEM_CHECK_JSON", NULL);
-    opt.status = env_or("GPUMEM_CHECK_STATUS", NULL);
+    opt.show_kinds = (unsigned)check_leak_kinds_parse(check_setting_get(CHECK_SET_SHOW_LEAK_KINDS, "all"));
+    opt.error_kinds = (unsigned)check_leak_kinds_parse(check_setting_get(CHECK_SET_ERRORS_FOR_LEAK_KINDS, "all"));
+    opt.gen_supp = strcmp(check_setting_get(CHECK_SET_GEN_SUPPRESSIONS, "no"), "yes") == 0;
+    opt.stacks = strcmp(check_setting_get(CHECK_SET_STACKS, "1"), "0") != 0;
+    opt.quiet = strcmp(check_setting_get(CHECK_SET_QUIET, "0"), "1") == 0;
+    opt.root = strtol(check_setting_get(CHECK_SET_ROOT, "0"), NULL, 10);
+    opt.log = check_setting_get(CHECK_SET_LOG, NULL);
+    opt.json = check_setting_get(CHECK_SET_JSON, NULL);
+    opt.status = check_setting_get(CHECK_SET_STATUS, NULL);
     /* Suppression files, separated by newlines (the launcher checked them already). */
-    const char *files = env_or("GPUMEM_CHECK_SUPPRESSIONS", NULL);
+    const char *files = check_setting_get(CHECK_SET_SUPPRESSIONS, NULL);
     if (files) {
         char *copy = strdup(files), *save = NULL;
         for (char *f = copy ? strtok_r(copy, "\n", &save) : NULL; f; f = strtok_r(NULL, "\n", &save)) {
@@ -942,7 +937,7 @@ static long long leak_scan(const rec_list *l, check_span *targets, unsigned char
     long long scanned = check_reach_scan(targets, l->n, reached, found, skip.s, skip.n, from);
     munmap(skip.s, skip.cap * sizeof *skip.s);
     /* GPUMEM_CHECK_REACH_WHY=1: where each reached allocation was reached from. */
-    for (size_t i = 0; getenv("GPUMEM_CHECK_REACH_WHY") && i < l->n; i++)
+    for (size_t i = 0; check_setting_get(CHECK_SET_REACH_WHY, NULL) && i < l->n; i++)
         if (reached[i])
             say_reached_from(&l->r[i], found[i].at);
     return scanned;

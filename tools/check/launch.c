@@ -23,6 +23,7 @@
 #include "cli.h"
 #include "engine.h"
 #include "gpumem.h"
+#include "settings.h"
 #include "suppress.h"
 #include "tool.h"
 
@@ -515,17 +516,25 @@ static int set_program_env(const check_opts *o, const char *lib, const char *sta
     const char *old_preload = getenv("LD_PRELOAD");
     snprintf(preload, sizeof preload, "%s%s%s", lib, old_preload && *old_preload ? ":" : "",
              old_preload ? old_preload : "");
-    if (set_env("CUDA_INJECTION64_PATH", lib) || set_env("LD_PRELOAD", preload) ||
-        set_env("GPUMEM_CHECK_LEAK", o->leak) || set_env("GPUMEM_CHECK_GEN_SUPPRESSIONS", o->gen) ||
-        set_env("GPUMEM_CHECK_SHOW_LEAK_KINDS", o->show_kinds) ||
-        set_env("GPUMEM_CHECK_ERRORS_FOR_LEAK_KINDS", o->error_kinds) ||
-        set_env("GPUMEM_CHECK_STATUS", status_dir) ||
-        (o->quiet && set_env("GPUMEM_CHECK_QUIET", "1")) ||
-        (o->log && set_env("GPUMEM_CHECK_LOG", o->log)) ||
-        (o->json && set_env("GPUMEM_CHECK_JSON", o->json)) ||
-        (o->trace && set_env("GPUMEM_CHECK_TRACE", o->trace)) ||
-        (o->supp && set_env("GPUMEM_CHECK_SUPPRESSIONS", o->supp)))
+    if (set_env("CUDA_INJECTION64_PATH", lib) || set_env("LD_PRELOAD", preload))
         return -1;
+    /* Only what was asked: an unset variable is the library's default (settings.def). */
+    const struct {
+        check_setting s;
+        const char *value;
+    } settings[] = {{CHECK_SET_LEAK, o->leak},
+                    {CHECK_SET_GEN_SUPPRESSIONS, o->gen},
+                    {CHECK_SET_SHOW_LEAK_KINDS, o->show_kinds},
+                    {CHECK_SET_ERRORS_FOR_LEAK_KINDS, o->error_kinds},
+                    {CHECK_SET_STATUS, status_dir},
+                    {CHECK_SET_QUIET, o->quiet ? "1" : NULL},
+                    {CHECK_SET_LOG, o->log},
+                    {CHECK_SET_JSON, o->json},
+                    {CHECK_SET_TRACE, o->trace},
+                    {CHECK_SET_SUPPRESSIONS, o->supp}};
+    for (size_t i = 0; i < sizeof settings / sizeof *settings; i++)
+        if (settings[i].value && set_env(check_setting_name(settings[i].s), settings[i].value))
+            return -1;
     return 0;
 }
 
