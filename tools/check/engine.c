@@ -16,11 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
-#include <signal.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #ifdef GPUMEM_HAVE_JANSSON
@@ -29,6 +25,7 @@
 
 #include "backtrace.h"
 #include "check_trace.h"
+#include "engine_int.h"
 #include "hostmap.h"
 #include "internal.h"
 #include "reach.h"
@@ -39,22 +36,9 @@
 
 _Thread_local int check_tls_busy __attribute__((tls_model("initial-exec")));
 
-/* ---- options (set by `gpumem check`, launch.c) ---- */
+/* ---- options (settings.def, set by `gpumem check`, launch.c) ---- */
 
-enum { LEAK_NO, LEAK_SUMMARY, LEAK_FULL };
-
-/* Leak kinds, as valgrind names them: bits of --show-leak-kinds / --errors-for-leak-kinds. */
-enum { LEAK_DEFINITE = 1, LEAK_REACHABLE = 2 };
-
-static struct {
-    int leak;
-    unsigned show_kinds, error_kinds;
-    int gen_supp;
-    int stacks;
-    int quiet; /* -q: findings only */
-    long root;
-    const char *log, *json, *status;
-} opt;
+check__options check__opt;
 
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 
@@ -62,7 +46,7 @@ static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static FILE *out_file;
 static int out_fd = -1; /* out_file's descriptor, for the crash-time report */
-static char prefix[32];
+char check__prefix[32];
 
 static void setup(void)
 {
@@ -70,19 +54,19 @@ static void setup(void)
     check_trace_setup();
     gpumem__init_once();
     gpumem__report_at_exit_disable();
-    snprintf(prefix, sizeof prefix, "==%ld== ", (long)getpid());
+    snprintf(check__prefix, sizeof check__prefix, "==%ld== ", (long)getpid());
     const char *leak = check_setting_get(CHECK_SET_LEAK, "full");
-    opt.leak = strcmp(leak, "no") == 0 ? LEAK_NO : strcmp(leak, "summary") == 0 ? LEAK_SUMMARY
+    check__opt.leak = strcmp(leak, "no") == 0 ? LEAK_NO : strcmp(leak, "summary") == 0 ? LEAK_SUMMARY
                                                                                 : LEAK_FULL;
-    opt.show_kinds = (unsigned)check_leak_kinds_parse(check_setting_get(CHECK_SET_SHOW_LEAK_KINDS, "all"));
-    opt.error_kinds = (unsigned)check_leak_kinds_parse(check_setting_get(CHECK_SET_ERRORS_FOR_LEAK_KINDS, "all"));
-    opt.gen_supp = strcmp(check_setting_get(CHECK_SET_GEN_SUPPRESSIONS, "no"), "yes") == 0;
-    opt.stacks = strcmp(check_setting_get(CHECK_SET_STACKS, "1"), "0") != 0;
-    opt.quiet = strcmp(check_setting_get(CHECK_SET_QUIET, "0"), "1") == 0;
-    opt.root = strtol(check_setting_get(CHECK_SET_ROOT, "0"), NULL, 10);
-    opt.log = check_setting_get(CHECK_SET_LOG, NULL);
-    opt.json = check_setting_get(CHECK_SET_JSON, NULL);
-    opt.status = check_setting_get(CHECK_SET_STATUS, NULL);
+    check__opt.show_kinds = (unsigned)check_leak_kinds_parse(check_setting_get(CHECK_SET_SHOW_LEAK_KINDS, "all"));
+    check__opt.error_kinds = (unsigned)check_leak_kinds_parse(check_setting_get(CHECK_SET_ERRORS_FOR_LEAK_KINDS, "all"));
+    check__opt.gen_supp = strcmp(check_setting_get(CHECK_SET_GEN_SUPPRESSIONS, "no"), "yes") == 0;
+    check__opt.stacks = strcmp(check_setting_get(CHECK_SET_STACKS, "1"), "0") != 0;
+    check__opt.quiet = strcmp(check_setting_get(CHECK_SET_QUIET, "0"), "1") == 0;
+    check__opt.root = strtol(check_setting_get(CHECK_SET_ROOT, "0"), NULL, 10);
+    check__opt.log = check_setting_get(CHECK_SET_LOG, NULL);
+    check__opt.json = check_setting_get(CHECK_SET_JSON, NULL);
+    check__opt.status = check_setting_get(CHECK_SET_STATUS, NULL);
     /* Suppression files, separated by newlines (the launcher checked them already). */
     const char *files = check_setting_get(CHECK_SET_SUPPRESSIONS, NULL);
     if (files) {
@@ -90,7 +74,7 @@ static void setup(void)
         for (char *f = copy ? strtok_r(copy, "\n", &save) : NULL; f; f = strtok_r(NULL, "\n", &save)) {
             char err[512];
             if (check_supp_load(f, err, sizeof err) != 0)
-                fprintf(stderr, "%sgpumem check: error: %s\n", prefix, err);
+                fprintf(stderr, "%sgpumem check: error: %s\n", check__prefix, err);
         }
         free(copy);
     }
@@ -104,7 +88,7 @@ void check_setup(void)
 
 /* PATTERN with %p replaced by the pid; a child of the checked program (pid other than the
  * root's) gets ".PID" appended when PATTERN has no %p, so that it writes its own file. */
-static void expand_path(const char *pattern, char *path, size_t n)
+void check__expand_path(const char *pattern, char *path, size_t n)
 {
     /* No snprintf: the crash-time report expands paths from a signal handler. */
     char pid[21];
@@ -121,7 +105,7 @@ static void expand_path(const char *pattern, char *path, size_t n)
             path[o++] = *c;
         }
     }
-    if (!had_pid && opt.root && opt.root != (long)getpid() && o + 24 < n) {
+    if (!had_pid && check__opt.root && check__opt.root != (long)getpid() && o + 24 < n) {
         path[o++] = '.';
         for (const char *d = pid; *d; d++)
             path[o++] = *d;
@@ -135,9 +119,9 @@ static FILE *out(void)
     if (out_file)
         return out_file;
     out_file = stderr;
-    if (opt.log) {
+    if (check__opt.log) {
         char path[4096];
-        expand_path(opt.log, path, sizeof path);
+        check__expand_path(check__opt.log, path, sizeof path);
         FILE *f = fopen(path, "w");
         if (f) {
             out_file = f;
@@ -145,7 +129,7 @@ static FILE *out(void)
         }
         else
             fprintf(stderr, "%sgpumem check: warning: cannot write the log to %s (%s); writing "
-                            "it here\n", prefix, path, strerror(errno));
+                            "it here\n", check__prefix, path, strerror(errno));
     }
     return out_file;
 }
@@ -158,7 +142,7 @@ static void say(const char *fmt, ...)
     FILE *f = out();
     int before = errno;
     errno = 0;
-    fputs(prefix, f);
+    fputs(check__prefix, f);
     va_list ap;
     va_start(ap, fmt);
     vfprintf(f, fmt, ap);
@@ -181,7 +165,7 @@ static void say_both(const char *fmt, ...)
     va_end(ap);
     say("%s", text);
     if (out() != stderr) {
-        fprintf(stderr, "%s%s\n", prefix, text);
+        fprintf(stderr, "%s%s\n", check__prefix, text);
         fflush(stderr); /* stderr may have been reopened, and buffered, by the program */
     }
 }
@@ -218,7 +202,7 @@ static const char *where(uint32_t stack, char *buf, size_t n)
 static void say_stack(uint32_t stack)
 {
     char indent[64];
-    snprintf(indent, sizeof indent, "%s   ", prefix);
+    snprintf(indent, sizeof indent, "%s   ", check__prefix);
     if (stack)
         gpumem__stack_print(stack, out(), indent);
     else
@@ -256,24 +240,6 @@ static const char *right_release(int kind, const char *made_by)
 
 /* ---- findings ---- */
 
-typedef struct {
-    int kind;
-    const char *call;       /* release call, or the allocation call of a leak / failed-alloc */
-    int memory;             /* gpumem kind, 0 unknown */
-    uint64_t bytes, count, offset;
-    uintptr_t address;
-    uint32_t stack;         /* the call's (for a leak: the allocation's) */
-    const char *alloc_call; /* the allocation a release concerns */
-    uint32_t alloc_stack;
-    const char *first_call; /* double free: the first release */
-    uint32_t first_stack;
-    int error;              /* failed-alloc: the CUDA error */
-    const char *suppressed; /* the matching suppression's name */
-    int leak_kind;          /* a leak's: LEAK_DEFINITE or LEAK_REACHABLE */
-    int counted;            /* a leak: an error (its kind is in --errors-for-leak-kinds) */
-    int device;             /* a leak's or failed allocation's device (the context's) */
-    const char *reached_from; /* a still reachable leak: where a pointer to it was found */
-} finding;
 
 static pthread_mutex_t findings_lock = PTHREAD_MUTEX_INITIALIZER;
 static finding *findings;
@@ -325,7 +291,7 @@ static int suppress(finding *f)
 
 static void gen_suppression(const finding *f)
 {
-    if (!opt.gen_supp)
+    if (!check__opt.gen_supp)
         return;
     gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
     int n = f->stack ? gpumem__stack_frames(f->stack, frames, GPUMEM__STACK_MAX_FRAMES) : 0;
@@ -435,7 +401,7 @@ static void report(finding *f)
 
 static uint32_t capture(void)
 {
-    return opt.stacks ? gpumem__stack_capture(1) : 0;
+    return check__opt.stacks ? gpumem__stack_capture(1) : 0;
 }
 
 /* ---- events ---- */
@@ -1059,6 +1025,41 @@ void check_unchecked(const char *why)
     pthread_mutex_unlock(&out_lock);
 }
 
+const char *check__unchecked(void)
+{
+    return unchecked_why;
+}
+
+int check__crash_log_fd(void)
+{
+    if (out_file && out_file != stderr)
+        return out_fd;
+    return !out_file && check__opt.log ? -1 : STDERR_FILENO;
+}
+
+const finding *check__findings_trylock(size_t *n, long *budget)
+{
+    if (!gpumem__trylock_for(&findings_lock, budget))
+        return NULL;
+    *n = nfindings;
+    return findings;
+}
+
+void check__findings_unlock(void)
+{
+    pthread_mutex_unlock(&findings_lock);
+}
+
+void check__count_finding(int suppressed)
+{
+    atomic_fetch_add(suppressed ? &suppressed_count : &error_count, 1);
+}
+
+long check__suppressed_count(void)
+{
+    return atomic_load(&suppressed_count);
+}
+
 #ifdef GPUMEM_HAVE_JANSSON
 static json_t *stack_json(uint32_t id)
 {
@@ -1144,7 +1145,7 @@ static void write_json(const char *status, int code, const gpumem_stats_t *st,
                        const device_sums *dev, uint64_t leaks, uint64_t leaked_bytes)
 {
     char path[4096];
-    expand_path(opt.json, path, sizeof path);
+    check__expand_path(check__opt.json, path, sizeof path);
     json_t *root = json_object();
     json_object_set_new(root, "schema", json_string("gpumem-check/1"));
     json_object_set_new(root, "tool", json_string("gpumem check"));
@@ -1205,7 +1206,7 @@ static void write_status(const char *status, int code, const gpumem_stats_t *st,
                          const device_sums *dev, uint64_t leaks, uint64_t leaked_bytes)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/%ld", opt.status, (long)getpid());
+    snprintf(path, sizeof path, "%s/%ld", check__opt.status, (long)getpid());
     FILE *f = fopen(path, "w");
     if (!f) {
         say_both("gpumem check: warning: cannot write %s (%s): gpumem check's exit status will "
@@ -1230,565 +1231,6 @@ static void write_status(const char *status, int code, const gpumem_stats_t *st,
     if (fclose(f) != 0 || failed)
         say_both("gpumem check: warning: cannot write %s (%s): gpumem check's exit status will "
                  "not count this process", path, errno ? strerror(errno) : "write error");
-}
-
-/* ---- the crash-time report ----
- *
- * A fatal signal may land anywhere: inside the engine holding a registry shard or the output
- * lock, inside printf holding stdio's locks, inside malloc. So this report is
- * async-signal-safe by construction (sigsafe.h): registry shards are try-locked with a
- * bounded wait and the report says when some stayed busy; groups live in mmap'd memory;
- * output is formatted by hand and written with write(2) to the log's own descriptor; peaks
- * are read from their atomics. Stacks symbolized before are shown from their cache; the
- * others are symbolized in a child process (crash_symbolize below), because symbolizing
- * allocates and takes locks that the signal may have interrupted. */
-
-static void crash_line(gpumem__sink *o, const char *text)
-{
-    gpumem__sink_str(o, prefix);
-    gpumem__sink_str(o, text);
-}
-
-/* 8192 -> "8,192". */
-static void crash_grouped(gpumem__sink *o, uint64_t v)
-{
-    char digits[21];
-    gpumem__fmt_u64(v, digits);
-    int len = (int)strlen(digits);
-    for (int i = 0; i < len; i++) {
-        if (i && (len - i) % 3 == 0)
-            gpumem__sink_str(o, ",");
-        gpumem__sink_mem(o, digits + i, 1);
-    }
-}
-
-static int crash_open(const char *pattern)
-{
-    char path[4096];
-    expand_path(pattern, path, sizeof path);
-    int fd;
-    do
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    while (fd < 0 && errno == EINTR);
-    return fd;
-}
-
-static void crash_json_stack(gpumem__sink *o, uint32_t id)
-{
-    gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
-    int n = id ? gpumem__stack_frames_cached(id, frames, GPUMEM__STACK_MAX_FRAMES) : 0;
-    gpumem__sink_str(o, "[");
-    for (int i = 0; i < n; i++) {
-        gpumem__sink_str(o, i ? ", {\"function\": " : "{\"function\": ");
-        gpumem__sink_json_str(o, frames[i].func);
-        gpumem__sink_str(o, ", \"file\": ");
-        gpumem__sink_json_str(o, frames[i].file);
-        gpumem__sink_str(o, ", \"line\": ");
-        gpumem__sink_i64(o, frames[i].line);
-        gpumem__sink_str(o, ", \"module\": ");
-        gpumem__sink_json_str(o, frames[i].object);
-        gpumem__sink_str(o, "}");
-    }
-    gpumem__sink_str(o, "]");
-}
-
-/* leak_stack: a leak's stack as JSON, from the symbolizing child (else from the cache). */
-static void crash_json_finding(gpumem__sink *o, const finding *f, const char *leak_stack)
-{
-    gpumem__sink_str(o, "{\"kind\": ");
-    gpumem__sink_json_str(o, check_kind_name(f->kind));
-    gpumem__sink_str(o, f->kind == CHECK_LEAK ? ", \"alloc_call\": " : ", \"call\": ");
-    gpumem__sink_json_str(o, f->call);
-    if (f->kind == CHECK_LEAK) {
-        gpumem__sink_str(o, ", \"count\": ");
-        gpumem__sink_u64(o, f->count);
-    }
-    if (f->memory) {
-        gpumem__sink_str(o, ", \"memory\": ");
-        gpumem__sink_json_str(o, gpumem_kind_name(f->memory));
-    }
-    if (f->kind != CHECK_INVALID) {
-        gpumem__sink_str(o, ", \"bytes\": ");
-        gpumem__sink_u64(o, f->bytes);
-    }
-    if (f->address) {
-        gpumem__sink_str(o, ", \"address\": \"");
-        gpumem__sink_hex(o, f->address);
-        gpumem__sink_str(o, "\"");
-    }
-    gpumem__sink_str(o, f->kind == CHECK_LEAK ? ", \"alloc_stack\": " : ", \"stack\": ");
-    if (leak_stack)
-        gpumem__sink_str(o, leak_stack);
-    else
-        crash_json_stack(o, f->stack);
-    if (f->alloc_call && f->kind != CHECK_LEAK) {
-        gpumem__sink_str(o, ", \"alloc_call\": ");
-        gpumem__sink_json_str(o, f->alloc_call);
-        gpumem__sink_str(o, ", \"alloc_stack\": ");
-        crash_json_stack(o, f->alloc_stack);
-    }
-    if (f->kind == CHECK_DOUBLE) {
-        gpumem__sink_str(o, ", \"first_release_call\": ");
-        gpumem__sink_json_str(o, f->first_call);
-        gpumem__sink_str(o, ", \"first_release_stack\": ");
-        crash_json_stack(o, f->first_stack);
-    }
-    if (f->kind == CHECK_INTERIOR) {
-        gpumem__sink_str(o, ", \"offset\": ");
-        gpumem__sink_u64(o, f->offset);
-    }
-    if (f->kind == CHECK_FAILED_ALLOC) {
-        const char *name = gpumem__cuda_error_name(f->error);
-        gpumem__sink_str(o, ", \"error\": ");
-        gpumem__sink_json_str(o, name ? name : "unknown");
-    }
-    if (f->suppressed) {
-        gpumem__sink_str(o, ", \"suppressed\": ");
-        gpumem__sink_json_str(o, f->suppressed);
-    }
-    gpumem__sink_str(o, "}");
-}
-
-/* ---- stacks symbolized in a child for the crash-time report ----
- *
- * A leak's stack that was never shown before has only its return addresses. Symbolizing them
- * allocates and takes the symbolizer's, the heap's and the dynamic loader's locks, any of which
- * the fatal signal may have interrupted, so the report does not do it itself: it forks a child
- * with _Fork (which runs no atfork handlers and takes no lock), and the child, a copy of the
- * process with only this thread, symbolizes them and sends the text back through a pipe. If
- * a lock it needs was held at the signal it blocks for ever; the report waits for it at most
- * CRASH_SYMBOLIZE_MS in all, with poll, then kills and reaps it and uses what arrived: a
- * stack whose text did not arrive whole says it was not shown. The child also matches the
- * suppressions against the whole stack, and says which one matched.
- *
- * The child's records, one a group: the group's index in decimal, the stack as text lines,
- * the stack as a JSON array, the matching suppression's name (empty for none), each ended by
- * a NUL byte. */
-#define CRASH_SYMBOLIZE_MS 2000
-#define CRASH_SYMBOLIZE_BYTES ((size_t)16 << 20) /* the records' room, from mmap */
-
-typedef struct {
-    const char *text, *json; /* from the child; NULL when its record did not arrive */
-    const char *supp;        /* the suppression that matched; NULL for none */
-} crash_stack;
-
-typedef struct {
-    crash_stack *of; /* one per group, from mmap; NULL when no child ran */
-    size_t of_bytes;
-    char *buf; /* the records, from mmap */
-    size_t len;
-} crash_syms;
-
-static int crash_needs_child(const gpumem__group *g)
-{
-    gpumem__frame f[1];
-    return g->stack && gpumem__stack_frames_cached(g->stack, f, 1) < 0;
-}
-
-static void crash_symbolize_child(int fd, const gpumem__group *g, long ng, const char *indent)
-{
-    static const int fatal[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGINT, SIGTERM,
-                                SIGQUIT};
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++)
-        sigaction(fatal[i], &dfl, NULL);
-    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-    if (null >= 0) { /* what a symbolizer says about missing debug information */
-        dup2(null, STDERR_FILENO);
-        close(null);
-    }
-    gpumem__sink o;
-    gpumem__sink_fd(&o, fd);
-    for (long i = 0; i < ng; i++) {
-        if (!crash_needs_child(&g[i]))
-            continue;
-        gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
-        int nf = gpumem__stack_frames(g[i].stack, frames, GPUMEM__STACK_MAX_FRAMES);
-        gpumem__sink_i64(&o, i);
-        gpumem__sink_mem(&o, "", 1);
-        gpumem__sink_stack(&o, g[i].stack, indent, 1);
-        gpumem__sink_mem(&o, "", 1);
-        crash_json_stack(&o, g[i].stack);
-        gpumem__sink_mem(&o, "", 1);
-        const char *supp =
-            check_supp_match(CHECK_LEAK, g[i].site.func ? g[i].site.func : "?", frames, nf);
-        gpumem__sink_str(&o, supp ? supp : "");
-        gpumem__sink_mem(&o, "", 1);
-    }
-    gpumem__sink_flush(&o);
-    _exit(0);
-}
-
-static long crash_ms_since(const struct timespec *t0)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (long)(t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
-}
-
-/* Sets cs->of up, one entry a group (NULL when there is no memory for it), and fills it with
- * the child's records for the groups whose stacks are not symbolized yet. */
-static void crash_symbolize(crash_syms *cs, const gpumem__group *g, long ng, const char *indent)
-{
-    memset(cs, 0, sizeof *cs);
-    if (ng <= 0)
-        return;
-    cs->of_bytes = (size_t)ng * sizeof *cs->of;
-    void *of = mmap(NULL, cs->of_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-                    0);
-    if (of == MAP_FAILED)
-        return;
-    cs->of = of;
-    long need = 0;
-    for (long i = 0; i < ng; i++)
-        need += crash_needs_child(&g[i]);
-    if (!need)
-        return;
-    void *buf = mmap(NULL, CRASH_SYMBOLIZE_BYTES, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (buf == MAP_FAILED)
-        return;
-    cs->buf = buf;
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) != 0)
-        return;
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    pid_t pid = _Fork();
-    if (pid == 0) {
-        close(p[0]);
-        crash_symbolize_child(p[1], g, ng, indent);
-    }
-    close(p[1]);
-    int done = 0; /* the child closed its end: it has finished */
-    while (pid > 0 && cs->len < CRASH_SYMBOLIZE_BYTES - 1) {
-        long left = CRASH_SYMBOLIZE_MS - crash_ms_since(&t0);
-        if (left <= 0)
-            break;
-        struct pollfd pf = {.fd = p[0], .events = POLLIN};
-        int r = poll(&pf, 1, (int)left);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        ssize_t n = read(p[0], cs->buf + cs->len, CRASH_SYMBOLIZE_BYTES - 1 - cs->len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            done = n == 0;
-            break;
-        }
-        cs->len += (size_t)n;
-    }
-    close(p[0]);
-    if (pid > 0) {
-        /* Not after it finished: a handler of the program's own may have reaped it already,
-         * and its pid may be another process's now. */
-        if (!done)
-            kill(pid, SIGKILL);
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-            ;
-    }
-    /* Whole records only: index, text, JSON and suppression, each ended by a NUL. */
-    size_t at = 0;
-    for (;;) {
-        const char *field[4];
-        size_t end = at;
-        int k = 0;
-        for (; k < 4; k++) {
-            field[k] = cs->buf + end;
-            const char *nul = memchr(cs->buf + end, '\0', cs->len - end);
-            if (!nul)
-                break;
-            end = (size_t)(nul - cs->buf) + 1;
-        }
-        if (k < 4)
-            break;
-        long i = 0;
-        for (const char *c = field[0]; *c >= '0' && *c <= '9'; c++)
-            i = i * 10 + (*c - '0');
-        if (i < ng) {
-            cs->of[i].text = field[1];
-            cs->of[i].json = field[2];
-            cs->of[i].supp = *field[3] ? check_supp_use(field[3]) : NULL;
-        }
-        at = end;
-    }
-}
-
-static void crash_syms_unmap(crash_syms *cs)
-{
-    if (cs->of)
-        munmap(cs->of, cs->of_bytes);
-    if (cs->buf)
-        munmap(cs->buf, CRASH_SYMBOLIZE_BYTES);
-}
-
-/* The JSON report of a process ended by signal sig: the same schema, on one line. */
-static void crash_json(int sig, const gpumem__group *g, long ng, const crash_syms *cs,
-                       int skipped, uint64_t leaks, uint64_t leaked_bytes)
-{
-    int fd = crash_open(opt.json);
-    if (fd < 0)
-        return;
-    gpumem__sink o;
-    gpumem__sink_fd(&o, fd);
-    gpumem__sink_str(&o, "{\"schema\": \"gpumem-check/1\", \"tool\": \"gpumem check\", "
-                         "\"version\": ");
-    gpumem__sink_json_str(&o, gpumem_version());
-    gpumem__sink_str(&o, ", \"pid\": ");
-    gpumem__sink_i64(&o, (int64_t)getpid());
-    gpumem__sink_str(&o, ", \"command\": [");
-    int cmd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-    if (cmd >= 0) {
-        char arg[4096];
-        size_t len = 0;
-        int first = 1;
-        ssize_t n;
-        char c;
-        while ((n = read(cmd, &c, 1)) == 1 || (n < 0 && errno == EINTR)) {
-            if (n != 1)
-                continue;
-            if (c && len + 1 < sizeof arg) {
-                arg[len++] = c;
-                continue;
-            }
-            if (c)
-                continue;
-            arg[len] = '\0';
-            gpumem__sink_str(&o, first ? "" : ", ");
-            gpumem__sink_json_str(&o, arg);
-            first = 0;
-            len = 0;
-        }
-        close(cmd);
-    }
-    gpumem__sink_str(&o, "], \"status\": ");
-    gpumem__sink_json_str(&o, unchecked_why ? "unchecked" : "signaled");
-    gpumem__sink_str(&o, ", \"signal\": ");
-    gpumem__sink_i64(&o, sig);
-    if (unchecked_why) {
-        gpumem__sink_str(&o, ", \"unchecked_because\": ");
-        gpumem__sink_json_str(&o, unchecked_why);
-    }
-    gpumem__sink_str(&o, ", \"findings\": [");
-    long budget = 20 * 1000 * 1000;
-    int have = gpumem__trylock_for(&findings_lock, &budget);
-    size_t shown = 0;
-    for (size_t i = 0; have && i < nfindings; i++, shown++) {
-        gpumem__sink_str(&o, shown ? ", " : "");
-        crash_json_finding(&o, &findings[i], NULL);
-    }
-    if (have)
-        pthread_mutex_unlock(&findings_lock);
-    for (long i = 0; opt.leak != LEAK_NO && i < ng; i++, shown++) {
-        const crash_stack *c = cs->of ? &cs->of[i] : NULL;
-        finding f = {.kind = CHECK_LEAK, .call = g[i].site.func ? g[i].site.func : "?",
-                     .memory = g[i].kind, .bytes = g[i].bytes, .count = g[i].count,
-                     .stack = g[i].stack, .suppressed = c ? c->supp : NULL};
-        gpumem__sink_str(&o, shown ? ", " : "");
-        crash_json_finding(&o, &f, c ? c->json : NULL);
-    }
-    gpumem__sink_str(&o, "], \"peak\": {");
-    int first = 1;
-    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
-        uint64_t peak = gpumem__stats_peak(k);
-        if (!peak)
-            continue;
-        gpumem__sink_str(&o, first ? "" : ", ");
-        gpumem__sink_json_str(&o, gpumem_kind_name(k));
-        gpumem__sink_str(&o, ": ");
-        gpumem__sink_u64(&o, peak);
-        first = 0;
-    }
-    gpumem__sink_str(&o, "}, \"summary\": {\"errors\": ");
-    gpumem__sink_i64(&o, atomic_load(&error_count));
-    gpumem__sink_str(&o, ", \"leaks\": ");
-    gpumem__sink_u64(&o, leaks);
-    gpumem__sink_str(&o, ", \"leaked_bytes\": ");
-    gpumem__sink_u64(&o, leaked_bytes);
-    gpumem__sink_str(&o, ", \"suppressed\": ");
-    gpumem__sink_i64(&o, atomic_load(&suppressed_count));
-    gpumem__sink_str(&o, "}, \"complete\": ");
-    gpumem__sink_str(&o, skipped || !have ? "false" : "true");
-    gpumem__sink_str(&o, "}\n");
-    gpumem__sink_flush(&o);
-    close(fd);
-}
-
-static void crash_status(void)
-{
-    char path[4096];
-    size_t n = strlen(opt.status);
-    if (n + 24 > sizeof path)
-        return;
-    memcpy(path, opt.status, n);
-    path[n++] = '/';
-    gpumem__fmt_u64((uint64_t)getpid(), path + n);
-    int fd;
-    do
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    while (fd < 0 && errno == EINTR);
-    if (fd < 0)
-        return;
-    gpumem__sink o;
-    gpumem__sink_fd(&o, fd);
-    gpumem__sink_str(&o, "errors ");
-    gpumem__sink_i64(&o, atomic_load(&error_count));
-    gpumem__sink_str(&o, unchecked_why ? "\nstatus unchecked\n" : "\nstatus signaled\n");
-    gpumem__sink_flush(&o);
-    close(fd);
-}
-
-static void finish_signaled(int sig)
-{
-    int fd = STDERR_FILENO, opened = 0;
-    if (out_file && out_file != stderr) {
-        fd = out_fd;
-    } else if (!out_file && opt.log) {
-        fd = crash_open(opt.log);
-        opened = fd >= 0;
-        if (fd < 0)
-            fd = STDERR_FILENO;
-    }
-    gpumem__sink o;
-    gpumem__sink_fd(&o, fd);
-    const char *abbrev = sigabbrev_np(sig);
-    crash_line(&o, "Process terminating with the default action of signal ");
-    gpumem__sink_i64(&o, sig);
-    gpumem__sink_str(&o, " (SIG");
-    gpumem__sink_str(&o, abbrev ? abbrev : "?");
-    gpumem__sink_str(&o, ")\n");
-
-    gpumem__group *g = NULL;
-    size_t map_bytes = 0;
-    int skipped = 0;
-    long ng = gpumem__group_live_mapped(&g, &map_bytes, &skipped);
-    char indent[64];
-    size_t pl = strlen(prefix);
-    memcpy(indent, prefix, pl);
-    memcpy(indent + pl, "   ", 4);
-    crash_syms cs;
-    crash_symbolize(&cs, g, opt.leak != LEAK_NO ? ng : 0, indent);
-    uint64_t leaks = 0, leaked_bytes = 0, leak_blocks = 0;
-    uint64_t by_kind_bytes[GPUMEM_KIND_COUNT_] = {0}, by_kind_count[GPUMEM_KIND_COUNT_] = {0};
-    for (long i = 0; opt.leak != LEAK_NO && i < ng; i++) {
-        const char *call = g[i].site.func ? g[i].site.func : "?";
-        const crash_stack *from_child = cs.of && cs.of[i].text ? &cs.of[i] : NULL;
-        const char *supp;
-        if (from_child) {
-            supp = from_child->supp;
-        } else {
-            gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
-            int nf = g[i].stack ? gpumem__stack_frames_cached(g[i].stack, frames,
-                                                              GPUMEM__STACK_MAX_FRAMES)
-                                : 0;
-            supp = check_supp_match(CHECK_LEAK, call, frames, nf < 0 ? 0 : nf);
-            if (cs.of)
-                cs.of[i].supp = supp; /* for the JSON report */
-        }
-        if (supp) {
-            atomic_fetch_add(&suppressed_count, 1);
-            continue;
-        }
-        atomic_fetch_add(&error_count, 1);
-        leaks++;
-        leaked_bytes += g[i].bytes;
-        leak_blocks += g[i].count;
-        by_kind_bytes[g[i].kind] += g[i].bytes;
-        by_kind_count[g[i].kind] += g[i].count;
-        if (opt.leak != LEAK_FULL)
-            continue;
-        crash_line(&o, "");
-        crash_grouped(&o, g[i].bytes);
-        gpumem__sink_str(&o, " bytes in ");
-        gpumem__sink_u64(&o, g[i].count);
-        gpumem__sink_str(&o, " ");
-        gpumem__sink_str(&o, gpumem_kind_name(g[i].kind));
-        gpumem__sink_str(&o, g[i].count == 1 ? " allocation by " : " allocations by ");
-        gpumem__sink_str(&o, call);
-        gpumem__sink_str(&o, "() still live at exit\n");
-        if (!g[i].stack) {
-            crash_line(&o, "   (no stack)\n");
-        } else if (from_child) {
-            gpumem__sink_str(&o, from_child->text);
-        } else if (gpumem__sink_stack(&o, g[i].stack, indent, 1) < 0) {
-            crash_line(&o, "   (stack not shown: it cannot be symbolized safely while the "
-                           "process is ending by a signal)\n");
-        }
-        crash_line(&o, "\n");
-    }
-    if (opt.leak != LEAK_NO) {
-        if (leaks) {
-            crash_line(&o, "LEAK SUMMARY: ");
-            crash_grouped(&o, leaked_bytes);
-            gpumem__sink_str(&o, " bytes in ");
-            gpumem__sink_u64(&o, leak_blocks);
-            gpumem__sink_str(&o, leak_blocks == 1 ? " allocation from " : " allocations from ");
-            gpumem__sink_u64(&o, leaks);
-            gpumem__sink_str(&o, leaks == 1 ? " call site (" : " call sites (");
-            int first = 1;
-            for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
-                if (!by_kind_count[k])
-                    continue;
-                gpumem__sink_str(&o, first ? "" : ", ");
-                gpumem__sink_str(&o, gpumem_kind_name(k));
-                gpumem__sink_str(&o, " ");
-                crash_grouped(&o, by_kind_bytes[k]);
-                gpumem__sink_str(&o, " in ");
-                gpumem__sink_u64(&o, by_kind_count[k]);
-                first = 0;
-            }
-            gpumem__sink_str(&o, ")\n");
-            if (opt.leak == LEAK_SUMMARY)
-                crash_line(&o, "   --leak-check=full shows where each was allocated\n");
-        } else if (ng >= 0) {
-            crash_line(&o, "LEAK SUMMARY: no CUDA memory left allocated at exit\n");
-        }
-        if (ng < 0)
-            crash_line(&o, "LEAK SUMMARY: not available (no memory to group the leaks)\n");
-        if (skipped) {
-            crash_line(&o, "   gpumem check: report incomplete: ");
-            gpumem__sink_i64(&o, skipped);
-            gpumem__sink_str(&o, skipped == 1 ? " registry shard" : " registry shards");
-            gpumem__sink_str(&o, " busy (held by the code the signal interrupted); their "
-                                 "allocations are not counted\n");
-        }
-    }
-    crash_line(&o, "PEAK: ");
-    int any = 0;
-    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
-        uint64_t peak = gpumem__stats_peak(k);
-        if (!peak)
-            continue;
-        char b[32];
-        gpumem__sink_str(&o, any ? ", " : "");
-        gpumem__sink_str(&o, gpumem_kind_name(k));
-        gpumem__sink_str(&o, " ");
-        gpumem__sink_str(&o, gpumem_format_bytes(peak, b, sizeof b));
-        any = 1;
-    }
-    gpumem__sink_str(&o, any ? "\n" : "no CUDA memory allocated\n");
-    check_supp_sink_used(&o, prefix);
-    long errors = atomic_load(&error_count), supp = atomic_load(&suppressed_count);
-    crash_line(&o, "ERROR SUMMARY: ");
-    gpumem__sink_i64(&o, errors);
-    gpumem__sink_str(&o, errors == 1 ? " error (" : " errors (");
-    gpumem__sink_u64(&o, leaks);
-    gpumem__sink_str(&o, leaks == 1 ? " leak), " : " leaks), ");
-    gpumem__sink_i64(&o, supp);
-    gpumem__sink_str(&o, " suppressed\n");
-    gpumem__sink_flush(&o);
-    if (opened)
-        close(fd);
-    if (opt.json)
-        crash_json(sig, g, ng, &cs, skipped, leaks, leaked_bytes);
-    if (opt.status)
-        crash_status();
-    crash_syms_unmap(&cs);
-    gpumem__group_unmap(g, map_bytes);
 }
 
 /* What the leaks at exit add up to, by leak kind (1 definite, 2 reachable). */
@@ -1837,8 +1279,8 @@ static void report_leaks(const leak_group *g, long ng, int per_device, leak_sums
         finding f = {.kind = CHECK_LEAK, .call = g[i].call ? g[i].call : "?",
                      .memory = g[i].memory, .bytes = g[i].bytes, .count = g[i].count,
                      .stack = g[i].stack, .leak_kind = lk,
-                     .counted = (opt.error_kinds & (unsigned)lk) != 0, .device = g[i].device};
-        int shown = (opt.show_kinds & (unsigned)lk) != 0;
+                     .counted = (check__opt.error_kinds & (unsigned)lk) != 0, .device = g[i].device};
+        int shown = (check__opt.show_kinds & (unsigned)lk) != 0;
         if (!shown && !f.counted) {
             add_leak(s, &g[i]); /* neither listed nor an error: only the summary counts it */
             continue;
@@ -1859,7 +1301,7 @@ static void report_leaks(const leak_group *g, long ng, int per_device, leak_sums
             s->dev.leaked_bytes[gpumem__dev_slot(g[i].device)] += g[i].bytes;
         }
         add_leak(s, &g[i]);
-        if (opt.leak == LEAK_FULL && shown)
+        if (check__opt.leak == LEAK_FULL && shown)
             say_leak(&g[i], &f, per_device);
     }
 }
@@ -1870,7 +1312,7 @@ static void say_leak_summary(const leak_sums *s, long ng, long long scanned, int
     static const char *const names[3] = {"", "definitely lost", "still reachable"};
     char b[32];
     for (int lk = LEAK_DEFINITE; lk <= LEAK_REACHABLE; lk++) {
-        if (!s->sites[lk] || (opt.quiet && !(opt.error_kinds & (unsigned)lk)))
+        if (!s->sites[lk] || (check__opt.quiet && !(check__opt.error_kinds & (unsigned)lk)))
             continue; /* -q: only what counts as errors */
         char kinds[512];
         kind_list(kinds, sizeof kinds, s->by_kind_count[lk], s->by_kind_bytes[lk],
@@ -1879,15 +1321,15 @@ static void say_leak_summary(const leak_sums *s, long ng, long long scanned, int
             names[lk], grouped(s->bytes[lk], b, sizeof b), (unsigned long long)s->blocks[lk],
             s->blocks[lk] == 1 ? "" : "s", (unsigned long long)s->sites[lk],
             s->sites[lk] == 1 ? "" : "s", kinds,
-            (opt.show_kinds & (unsigned)lk) || opt.leak != LEAK_FULL
+            (check__opt.show_kinds & (unsigned)lk) || check__opt.leak != LEAK_FULL
                 ? ""
                 : lk == LEAK_REACHABLE ? "; --show-leak-kinds=all lists them"
                                        : "; --show-leak-kinds=definite lists them");
     }
     if (!s->sites[LEAK_DEFINITE] && !s->sites[LEAK_REACHABLE]) {
-        if (!opt.quiet)
+        if (!check__opt.quiet)
             say("LEAK SUMMARY: no CUDA memory left allocated at exit");
-    } else if (opt.leak == LEAK_SUMMARY)
+    } else if (check__opt.leak == LEAK_SUMMARY)
         say("   --leak-check=full shows where each was allocated");
     if (ng > 0 && scanned < 0)
         say("   (no pointer scan, it could not run: every allocation left is counted as "
@@ -1902,7 +1344,7 @@ static void finish_leaks(const gpumem_stats_t *st, leak_sums *s)
     leak_group *g = NULL;
     int skipped = 0;
     long long scanned = -1;
-    long ng = opt.leak == LEAK_NO ? 0 : leak_groups(1, &g, &skipped, &scanned);
+    long ng = check__opt.leak == LEAK_NO ? 0 : leak_groups(1, &g, &skipped, &scanned);
     /* With more than one device, leaks name their device and each device gets a line. */
     int devices_used = 0;
     for (int d = 0; d < GPUMEM_STATS_DEVICES; d++)
@@ -1910,10 +1352,10 @@ static void finish_leaks(const gpumem_stats_t *st, leak_sums *s)
     int per_device = devices_used > 1;
     memset(s, 0, sizeof *s);
     report_leaks(g, ng, per_device, s);
-    if (opt.leak != LEAK_NO)
+    if (check__opt.leak != LEAK_NO)
         say_leak_summary(s, ng, scanned, skipped);
     free(g);
-    if (per_device && !opt.quiet)
+    if (per_device && !check__opt.quiet)
         say_devices(st, &s->dev);
 }
 
@@ -1930,11 +1372,11 @@ static void close_log(void)
             e = errno;
         if (failed || e) {
             char path[4096];
-            expand_path(opt.log, path, sizeof path);
+            check__expand_path(check__opt.log, path, sizeof path);
             fprintf(stderr, "%sgpumem check: error: the log %s was not written completely (%s); "
                             "its findings are lost: run again with room on the disk, or "
                             "without --log-file\n",
-                    prefix, path, e ? strerror(e) : "write error");
+                    check__prefix, path, e ? strerror(e) : "write error");
             fflush(stderr);
         }
     }
@@ -1948,7 +1390,7 @@ void check_finish(const char *status, int code)
     check_setup();
     check_tls_busy++;
     if (strcmp(status, "signaled") == 0) {
-        finish_signaled(code);
+        check__finish_signaled(code);
         check_tls_busy--;
         return;
     }
@@ -1967,23 +1409,23 @@ void check_finish(const char *status, int code)
         peak[k] = st.bytes[k].peak;
     }
     kind_list(peaks, sizeof peaks, made, peak, NULL, gpumem_format_bytes);
-    if (!opt.quiet)
+    if (!check__opt.quiet)
         say("PEAK: %s", *peaks ? peaks : "no CUDA memory allocated");
     long errors = atomic_load(&error_count), supp = atomic_load(&suppressed_count);
-    if (!opt.quiet)
-        check_supp_print_used(out(), prefix);
-    if (!opt.quiet || errors || s.leaks)
+    if (!check__opt.quiet)
+        check_supp_print_used(out(), check__prefix);
+    if (!check__opt.quiet || errors || s.leaks)
         say("ERROR SUMMARY: %ld error%s (%llu leak%s), %ld suppressed", errors,
             errors == 1 ? "" : "s", (unsigned long long)s.leaks, s.leaks == 1 ? "" : "s", supp);
     fflush(out());
 #ifdef GPUMEM_HAVE_JANSSON
-    if (opt.json)
+    if (check__opt.json)
         write_json(status, code, &st, &s.dev, s.leaks, s.leaked_bytes);
 #else
-    if (opt.json)
+    if (check__opt.json)
         say("gpumem check: warning: --json needs gpumem built with jansson (libjansson-dev)");
 #endif
-    if (opt.status)
+    if (check__opt.status)
         write_status(status, code, &st, &s.dev, s.leaks, s.leaked_bytes);
     close_log(); /* a process killed by its signal next writes nothing more */
     if (locked)

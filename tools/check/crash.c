@@ -1,0 +1,640 @@
+/* gpumem check's report of a process that a fatal signal ends (engine_int.h): what only a crash
+ * adds to the report at exit. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backtrace.h"
+#include "engine.h"
+#include "engine_int.h"
+#include "internal.h"
+#include "sigsafe.h"
+#include "suppress.h"
+
+/* ---- the crash-time report ----
+ *
+ * A fatal signal may land anywhere: inside the engine holding a registry shard or the output
+ * lock, inside printf holding stdio's locks, inside malloc. So this report is
+ * async-signal-safe by construction (sigsafe.h): registry shards are try-locked with a
+ * bounded wait and the report says when some stayed busy; groups live in mmap'd memory;
+ * output is formatted by hand and written with write(2) to the log's own descriptor; peaks
+ * are read from their atomics. Stacks symbolized before are shown from their cache; the
+ * others are symbolized in a child process (crash_symbolize below), because symbolizing
+ * allocates and takes locks that the signal may have interrupted. */
+
+static void crash_line(gpumem__sink *o, const char *text)
+{
+    gpumem__sink_str(o, check__prefix);
+    gpumem__sink_str(o, text);
+}
+
+/* 8192 -> "8,192". */
+static void crash_grouped(gpumem__sink *o, uint64_t v)
+{
+    char digits[21];
+    gpumem__fmt_u64(v, digits);
+    int len = (int)strlen(digits);
+    for (int i = 0; i < len; i++) {
+        if (i && (len - i) % 3 == 0)
+            gpumem__sink_str(o, ",");
+        gpumem__sink_mem(o, digits + i, 1);
+    }
+}
+
+static int crash_open(const char *pattern)
+{
+    char path[4096];
+    check__expand_path(pattern, path, sizeof path);
+    int fd;
+    do
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    while (fd < 0 && errno == EINTR);
+    return fd;
+}
+
+static void crash_json_stack(gpumem__sink *o, uint32_t id)
+{
+    gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
+    int n = id ? gpumem__stack_frames_cached(id, frames, GPUMEM__STACK_MAX_FRAMES) : 0;
+    gpumem__sink_str(o, "[");
+    for (int i = 0; i < n; i++) {
+        gpumem__sink_str(o, i ? ", {\"function\": " : "{\"function\": ");
+        gpumem__sink_json_str(o, frames[i].func);
+        gpumem__sink_str(o, ", \"file\": ");
+        gpumem__sink_json_str(o, frames[i].file);
+        gpumem__sink_str(o, ", \"line\": ");
+        gpumem__sink_i64(o, frames[i].line);
+        gpumem__sink_str(o, ", \"module\": ");
+        gpumem__sink_json_str(o, frames[i].object);
+        gpumem__sink_str(o, "}");
+    }
+    gpumem__sink_str(o, "]");
+}
+
+/* leak_stack: a leak's stack as JSON, from the symbolizing child (else from the cache). */
+static void crash_json_finding(gpumem__sink *o, const finding *f, const char *leak_stack)
+{
+    gpumem__sink_str(o, "{\"kind\": ");
+    gpumem__sink_json_str(o, check_kind_name(f->kind));
+    gpumem__sink_str(o, f->kind == CHECK_LEAK ? ", \"alloc_call\": " : ", \"call\": ");
+    gpumem__sink_json_str(o, f->call);
+    if (f->kind == CHECK_LEAK) {
+        gpumem__sink_str(o, ", \"count\": ");
+        gpumem__sink_u64(o, f->count);
+    }
+    if (f->memory) {
+        gpumem__sink_str(o, ", \"memory\": ");
+        gpumem__sink_json_str(o, gpumem_kind_name(f->memory));
+    }
+    if (f->kind != CHECK_INVALID) {
+        gpumem__sink_str(o, ", \"bytes\": ");
+        gpumem__sink_u64(o, f->bytes);
+    }
+    if (f->address) {
+        gpumem__sink_str(o, ", \"address\": \"");
+        gpumem__sink_hex(o, f->address);
+        gpumem__sink_str(o, "\"");
+    }
+    gpumem__sink_str(o, f->kind == CHECK_LEAK ? ", \"alloc_stack\": " : ", \"stack\": ");
+    if (leak_stack)
+        gpumem__sink_str(o, leak_stack);
+    else
+        crash_json_stack(o, f->stack);
+    if (f->alloc_call && f->kind != CHECK_LEAK) {
+        gpumem__sink_str(o, ", \"alloc_call\": ");
+        gpumem__sink_json_str(o, f->alloc_call);
+        gpumem__sink_str(o, ", \"alloc_stack\": ");
+        crash_json_stack(o, f->alloc_stack);
+    }
+    if (f->kind == CHECK_DOUBLE) {
+        gpumem__sink_str(o, ", \"first_release_call\": ");
+        gpumem__sink_json_str(o, f->first_call);
+        gpumem__sink_str(o, ", \"first_release_stack\": ");
+        crash_json_stack(o, f->first_stack);
+    }
+    if (f->kind == CHECK_INTERIOR) {
+        gpumem__sink_str(o, ", \"offset\": ");
+        gpumem__sink_u64(o, f->offset);
+    }
+    if (f->kind == CHECK_FAILED_ALLOC) {
+        const char *name = gpumem__cuda_error_name(f->error);
+        gpumem__sink_str(o, ", \"error\": ");
+        gpumem__sink_json_str(o, name ? name : "unknown");
+    }
+    if (f->suppressed) {
+        gpumem__sink_str(o, ", \"suppressed\": ");
+        gpumem__sink_json_str(o, f->suppressed);
+    }
+    gpumem__sink_str(o, "}");
+}
+
+/* ---- stacks symbolized in a child for the crash-time report ----
+ *
+ * A leak's stack that was never shown before has only its return addresses. Symbolizing them
+ * allocates and takes the symbolizer's, the heap's and the dynamic loader's locks, any of which
+ * the fatal signal may have interrupted, so the report does not do it itself: it forks a child
+ * with _Fork (which runs no atfork handlers and takes no lock), and the child, a copy of the
+ * process with only this thread, symbolizes them and sends the text back through a pipe. If
+ * a lock it needs was held at the signal it blocks for ever; the report waits for it at most
+ * CRASH_SYMBOLIZE_MS in all, with poll, then kills and reaps it and uses what arrived: a
+ * stack whose text did not arrive whole says it was not shown. The child also matches the
+ * suppressions against the whole stack, and says which one matched.
+ *
+ * The child's records, one a group: the group's index in decimal, the stack as text lines,
+ * the stack as a JSON array, the matching suppression's name (empty for none), each ended by
+ * a NUL byte. */
+#define CRASH_SYMBOLIZE_MS 2000
+#define CRASH_SYMBOLIZE_BYTES ((size_t)16 << 20) /* the records' room, from mmap */
+
+typedef struct {
+    const char *text, *json; /* from the child; NULL when its record did not arrive */
+    const char *supp;        /* the suppression that matched; NULL for none */
+} crash_stack;
+
+typedef struct {
+    crash_stack *of; /* one per group, from mmap; NULL when no child ran */
+    size_t of_bytes;
+    char *buf; /* the records, from mmap */
+    size_t len;
+} crash_syms;
+
+static int crash_needs_child(const gpumem__group *g)
+{
+    gpumem__frame f[1];
+    return g->stack && gpumem__stack_frames_cached(g->stack, f, 1) < 0;
+}
+
+static void crash_symbolize_child(int fd, const gpumem__group *g, long ng, const char *indent)
+{
+    static const int fatal[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGINT, SIGTERM,
+                                SIGQUIT};
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++)
+        sigaction(fatal[i], &dfl, NULL);
+    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null >= 0) { /* what a symbolizer says about missing debug information */
+        dup2(null, STDERR_FILENO);
+        close(null);
+    }
+    gpumem__sink o;
+    gpumem__sink_fd(&o, fd);
+    for (long i = 0; i < ng; i++) {
+        if (!crash_needs_child(&g[i]))
+            continue;
+        gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
+        int nf = gpumem__stack_frames(g[i].stack, frames, GPUMEM__STACK_MAX_FRAMES);
+        gpumem__sink_i64(&o, i);
+        gpumem__sink_mem(&o, "", 1);
+        gpumem__sink_stack(&o, g[i].stack, indent, 1);
+        gpumem__sink_mem(&o, "", 1);
+        crash_json_stack(&o, g[i].stack);
+        gpumem__sink_mem(&o, "", 1);
+        const char *supp =
+            check_supp_match(CHECK_LEAK, g[i].site.func ? g[i].site.func : "?", frames, nf);
+        gpumem__sink_str(&o, supp ? supp : "");
+        gpumem__sink_mem(&o, "", 1);
+    }
+    gpumem__sink_flush(&o);
+    _exit(0);
+}
+
+static long crash_ms_since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long)(t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+static void crash_read_child(crash_syms *cs, int fd, pid_t pid, const struct timespec *t0);
+static void crash_parse_records(crash_syms *cs, long ng);
+
+/* Sets cs->of up, one entry a group (NULL when there is no memory for it), and fills it with
+ * the child's records for the groups whose stacks are not symbolized yet. */
+static void crash_symbolize(crash_syms *cs, const gpumem__group *g, long ng, const char *indent)
+{
+    memset(cs, 0, sizeof *cs);
+    if (ng <= 0)
+        return;
+    cs->of_bytes = (size_t)ng * sizeof *cs->of;
+    void *of = mmap(NULL, cs->of_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                    0);
+    if (of == MAP_FAILED)
+        return;
+    cs->of = of;
+    long need = 0;
+    for (long i = 0; i < ng; i++)
+        need += crash_needs_child(&g[i]);
+    if (!need)
+        return;
+    void *buf = mmap(NULL, CRASH_SYMBOLIZE_BYTES, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (buf == MAP_FAILED)
+        return;
+    cs->buf = buf;
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0)
+        return;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pid_t pid = _Fork();
+    if (pid == 0) {
+        close(p[0]);
+        crash_symbolize_child(p[1], g, ng, indent);
+    }
+    close(p[1]);
+    crash_read_child(cs, p[0], pid, &t0);
+    crash_parse_records(cs, ng);
+}
+
+/* Reads the child's records from fd into cs->buf until the child has finished or
+ * CRASH_SYMBOLIZE_MS after t0 have passed; then kills it (unless it finished) and reaps it. */
+static void crash_read_child(crash_syms *cs, int fd, pid_t pid, const struct timespec *t0)
+{
+    int done = 0; /* the child closed its end: it has finished */
+    while (pid > 0 && cs->len < CRASH_SYMBOLIZE_BYTES - 1) {
+        long left = CRASH_SYMBOLIZE_MS - crash_ms_since(t0);
+        if (left <= 0)
+            break;
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        int r = poll(&pf, 1, (int)left);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        ssize_t n = read(fd, cs->buf + cs->len, CRASH_SYMBOLIZE_BYTES - 1 - cs->len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            done = n == 0;
+            break;
+        }
+        cs->len += (size_t)n;
+    }
+    close(fd);
+    if (pid > 0) {
+        /* Not after it finished: a handler of the program's own may have reaped it already,
+         * and its pid may be another process's now. */
+        if (!done)
+            kill(pid, SIGKILL);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+    }
+}
+
+/* Fills cs->of from the records that arrived whole: index, text, JSON and suppression, each
+ * ended by a NUL. */
+static void crash_parse_records(crash_syms *cs, long ng)
+{
+    size_t at = 0;
+    for (;;) {
+        const char *field[4];
+        size_t end = at;
+        int k = 0;
+        for (; k < 4; k++) {
+            field[k] = cs->buf + end;
+            const char *nul = memchr(cs->buf + end, '\0', cs->len - end);
+            if (!nul)
+                break;
+            end = (size_t)(nul - cs->buf) + 1;
+        }
+        if (k < 4)
+            break;
+        long i = 0;
+        for (const char *c = field[0]; *c >= '0' && *c <= '9'; c++)
+            i = i * 10 + (*c - '0');
+        if (i < ng) {
+            cs->of[i].text = field[1];
+            cs->of[i].json = field[2];
+            cs->of[i].supp = *field[3] ? check_supp_use(field[3]) : NULL;
+        }
+        at = end;
+    }
+}
+
+static void crash_syms_unmap(crash_syms *cs)
+{
+    if (cs->of)
+        munmap(cs->of, cs->of_bytes);
+    if (cs->buf)
+        munmap(cs->buf, CRASH_SYMBOLIZE_BYTES);
+}
+
+/* The command line's words as JSON strings, read from /proc without stdio. */
+static void crash_json_command(gpumem__sink *o)
+{
+    int cmd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (cmd < 0)
+        return;
+    char arg[4096];
+    size_t len = 0;
+    int first = 1;
+    ssize_t n;
+    char c;
+    while ((n = read(cmd, &c, 1)) == 1 || (n < 0 && errno == EINTR)) {
+        if (n != 1)
+            continue;
+        if (c && len + 1 < sizeof arg) {
+            arg[len++] = c;
+            continue;
+        }
+        if (c)
+            continue;
+        arg[len] = '\0';
+        gpumem__sink_str(o, first ? "" : ", ");
+        gpumem__sink_json_str(o, arg);
+        first = 0;
+        len = 0;
+    }
+    close(cmd);
+}
+
+/* "device": peak, for each kind allocated, from the statistics' atomics. */
+static void crash_json_peak(gpumem__sink *o)
+{
+    int first = 1;
+    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
+        uint64_t peak = gpumem__stats_peak(k);
+        if (!peak)
+            continue;
+        gpumem__sink_str(o, first ? "" : ", ");
+        gpumem__sink_json_str(o, gpumem_kind_name(k));
+        gpumem__sink_str(o, ": ");
+        gpumem__sink_u64(o, peak);
+        first = 0;
+    }
+}
+
+/* The JSON report of a process ended by signal sig: the same schema, on one line. */
+static void crash_json(int sig, const gpumem__group *g, long ng, const crash_syms *cs,
+                       int skipped, uint64_t leaks, uint64_t leaked_bytes)
+{
+    int fd = crash_open(check__opt.json);
+    if (fd < 0)
+        return;
+    gpumem__sink o;
+    gpumem__sink_fd(&o, fd);
+    gpumem__sink_str(&o, "{\"schema\": \"gpumem-check/1\", \"tool\": \"gpumem check\", "
+                         "\"version\": ");
+    gpumem__sink_json_str(&o, gpumem_version());
+    gpumem__sink_str(&o, ", \"pid\": ");
+    gpumem__sink_i64(&o, (int64_t)getpid());
+    gpumem__sink_str(&o, ", \"command\": [");
+    crash_json_command(&o);
+    gpumem__sink_str(&o, "], \"status\": ");
+    gpumem__sink_json_str(&o, check__unchecked() ? "unchecked" : "signaled");
+    gpumem__sink_str(&o, ", \"signal\": ");
+    gpumem__sink_i64(&o, sig);
+    if (check__unchecked()) {
+        gpumem__sink_str(&o, ", \"unchecked_because\": ");
+        gpumem__sink_json_str(&o, check__unchecked());
+    }
+    gpumem__sink_str(&o, ", \"findings\": [");
+    long budget = 20 * 1000 * 1000;
+    size_t nfindings = 0, shown = 0;
+    const finding *findings = check__findings_trylock(&nfindings, &budget);
+    int have = findings != NULL;
+    for (size_t i = 0; have && i < nfindings; i++, shown++) {
+        gpumem__sink_str(&o, shown ? ", " : "");
+        crash_json_finding(&o, &findings[i], NULL);
+    }
+    if (have)
+        check__findings_unlock();
+    for (long i = 0; check__opt.leak != LEAK_NO && i < ng; i++, shown++) {
+        const crash_stack *c = cs->of ? &cs->of[i] : NULL;
+        finding f = {.kind = CHECK_LEAK, .call = g[i].site.func ? g[i].site.func : "?",
+                     .memory = g[i].kind, .bytes = g[i].bytes, .count = g[i].count,
+                     .stack = g[i].stack, .suppressed = c ? c->supp : NULL};
+        gpumem__sink_str(&o, shown ? ", " : "");
+        crash_json_finding(&o, &f, c ? c->json : NULL);
+    }
+    gpumem__sink_str(&o, "], \"peak\": {");
+    crash_json_peak(&o);
+    gpumem__sink_str(&o, "}, \"summary\": {\"errors\": ");
+    gpumem__sink_i64(&o, check_error_count());
+    gpumem__sink_str(&o, ", \"leaks\": ");
+    gpumem__sink_u64(&o, leaks);
+    gpumem__sink_str(&o, ", \"leaked_bytes\": ");
+    gpumem__sink_u64(&o, leaked_bytes);
+    gpumem__sink_str(&o, ", \"suppressed\": ");
+    gpumem__sink_i64(&o, check__suppressed_count());
+    gpumem__sink_str(&o, "}, \"complete\": ");
+    gpumem__sink_str(&o, skipped || !have ? "false" : "true");
+    gpumem__sink_str(&o, "}\n");
+    gpumem__sink_flush(&o);
+    close(fd);
+}
+
+static void crash_status(void)
+{
+    char path[4096];
+    size_t n = strlen(check__opt.status);
+    if (n + 24 > sizeof path)
+        return;
+    memcpy(path, check__opt.status, n);
+    path[n++] = '/';
+    gpumem__fmt_u64((uint64_t)getpid(), path + n);
+    int fd;
+    do
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0)
+        return;
+    gpumem__sink o;
+    gpumem__sink_fd(&o, fd);
+    gpumem__sink_str(&o, "errors ");
+    gpumem__sink_i64(&o, check_error_count());
+    gpumem__sink_str(&o, check__unchecked() ? "\nstatus unchecked\n" : "\nstatus signaled\n");
+    gpumem__sink_flush(&o);
+    close(fd);
+}
+
+/* What the leaks reported after a signal add up to (the suppressed ones left out). */
+typedef struct {
+    uint64_t leaks, leaked_bytes, blocks;
+    uint64_t by_kind_bytes[GPUMEM_KIND_COUNT_], by_kind_count[GPUMEM_KIND_COUNT_];
+} crash_sums;
+
+/* The suppression that matches group i's leak, or NULL: the child's answer when it
+ * symbolized the stack, else matched here against the frames symbolized before. */
+static const char *crash_leak_supp(const gpumem__group *g, crash_syms *cs, long i)
+{
+    if (cs->of && cs->of[i].text)
+        return cs->of[i].supp;
+    gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
+    int nf = g->stack ? gpumem__stack_frames_cached(g->stack, frames, GPUMEM__STACK_MAX_FRAMES)
+                      : 0;
+    const char *supp = check_supp_match(CHECK_LEAK, g->site.func ? g->site.func : "?", frames,
+                                        nf < 0 ? 0 : nf);
+    if (cs->of)
+        cs->of[i].supp = supp; /* for the JSON report */
+    return supp;
+}
+
+/* One leak with its stack (--leak-check=full). */
+static void crash_leak(gpumem__sink *o, const gpumem__group *g, const crash_stack *from_child,
+                       const char *indent)
+{
+    crash_line(o, "");
+    crash_grouped(o, g->bytes);
+    gpumem__sink_str(o, " bytes in ");
+    gpumem__sink_u64(o, g->count);
+    gpumem__sink_str(o, " ");
+    gpumem__sink_str(o, gpumem_kind_name(g->kind));
+    gpumem__sink_str(o, g->count == 1 ? " allocation by " : " allocations by ");
+    gpumem__sink_str(o, g->site.func ? g->site.func : "?");
+    gpumem__sink_str(o, "() still live at exit\n");
+    if (!g->stack) {
+        crash_line(o, "   (no stack)\n");
+    } else if (from_child) {
+        gpumem__sink_str(o, from_child->text);
+    } else if (gpumem__sink_stack(o, g->stack, indent, 1) < 0) {
+        crash_line(o, "   (stack not shown: it cannot be symbolized safely while the "
+                      "process is ending by a signal)\n");
+    }
+    crash_line(o, "\n");
+}
+
+/* Counts each leak group as an error or as suppressed, adds them up in s and, with
+ * --leak-check=full, reports each. */
+static void crash_leaks(gpumem__sink *o, const gpumem__group *g, long ng, crash_syms *cs,
+                        const char *indent, crash_sums *s)
+{
+    for (long i = 0; i < ng; i++) {
+        if (crash_leak_supp(&g[i], cs, i)) {
+            check__count_finding(1);
+            continue;
+        }
+        check__count_finding(0);
+        s->leaks++;
+        s->leaked_bytes += g[i].bytes;
+        s->blocks += g[i].count;
+        s->by_kind_bytes[g[i].kind] += g[i].bytes;
+        s->by_kind_count[g[i].kind] += g[i].count;
+        if (check__opt.leak == LEAK_FULL)
+            crash_leak(o, &g[i], cs->of && cs->of[i].text ? &cs->of[i] : NULL, indent);
+    }
+}
+
+/* The LEAK SUMMARY lines, and what the report lacks when registry shards stayed busy. */
+static void crash_leak_summary(gpumem__sink *o, const crash_sums *s, long ng, int skipped)
+{
+    if (s->leaks) {
+        crash_line(o, "LEAK SUMMARY: ");
+        crash_grouped(o, s->leaked_bytes);
+        gpumem__sink_str(o, " bytes in ");
+        gpumem__sink_u64(o, s->blocks);
+        gpumem__sink_str(o, s->blocks == 1 ? " allocation from " : " allocations from ");
+        gpumem__sink_u64(o, s->leaks);
+        gpumem__sink_str(o, s->leaks == 1 ? " call site (" : " call sites (");
+        int first = 1;
+        for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
+            if (!s->by_kind_count[k])
+                continue;
+            gpumem__sink_str(o, first ? "" : ", ");
+            gpumem__sink_str(o, gpumem_kind_name(k));
+            gpumem__sink_str(o, " ");
+            crash_grouped(o, s->by_kind_bytes[k]);
+            gpumem__sink_str(o, " in ");
+            gpumem__sink_u64(o, s->by_kind_count[k]);
+            first = 0;
+        }
+        gpumem__sink_str(o, ")\n");
+        if (check__opt.leak == LEAK_SUMMARY)
+            crash_line(o, "   --leak-check=full shows where each was allocated\n");
+    } else if (ng >= 0) {
+        crash_line(o, "LEAK SUMMARY: no CUDA memory left allocated at exit\n");
+    }
+    if (ng < 0)
+        crash_line(o, "LEAK SUMMARY: not available (no memory to group the leaks)\n");
+    if (skipped) {
+        crash_line(o, "   gpumem check: report incomplete: ");
+        gpumem__sink_i64(o, skipped);
+        gpumem__sink_str(o, skipped == 1 ? " registry shard" : " registry shards");
+        gpumem__sink_str(o, " busy (held by the code the signal interrupted); their "
+                            "allocations are not counted\n");
+    }
+}
+
+/* The PEAK line, the suppressions used and the ERROR SUMMARY line. */
+static void crash_report_end(gpumem__sink *o, uint64_t leaks)
+{
+    crash_line(o, "PEAK: ");
+    int any = 0;
+    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
+        uint64_t peak = gpumem__stats_peak(k);
+        if (!peak)
+            continue;
+        char b[32];
+        gpumem__sink_str(o, any ? ", " : "");
+        gpumem__sink_str(o, gpumem_kind_name(k));
+        gpumem__sink_str(o, " ");
+        gpumem__sink_str(o, gpumem_format_bytes(peak, b, sizeof b));
+        any = 1;
+    }
+    gpumem__sink_str(o, any ? "\n" : "no CUDA memory allocated\n");
+    check_supp_sink_used(o, check__prefix);
+    long errors = check_error_count(), supp = check__suppressed_count();
+    crash_line(o, "ERROR SUMMARY: ");
+    gpumem__sink_i64(o, errors);
+    gpumem__sink_str(o, errors == 1 ? " error (" : " errors (");
+    gpumem__sink_u64(o, leaks);
+    gpumem__sink_str(o, leaks == 1 ? " leak), " : " leaks), ");
+    gpumem__sink_i64(o, supp);
+    gpumem__sink_str(o, " suppressed\n");
+}
+
+void check__finish_signaled(int sig)
+{
+    int fd = check__crash_log_fd(), opened = 0;
+    if (fd < 0) { /* --log-file, not opened yet */
+        fd = crash_open(check__opt.log);
+        opened = fd >= 0;
+        if (fd < 0)
+            fd = STDERR_FILENO;
+    }
+    gpumem__sink o;
+    gpumem__sink_fd(&o, fd);
+    const char *abbrev = sigabbrev_np(sig);
+    crash_line(&o, "Process terminating with the default action of signal ");
+    gpumem__sink_i64(&o, sig);
+    gpumem__sink_str(&o, " (SIG");
+    gpumem__sink_str(&o, abbrev ? abbrev : "?");
+    gpumem__sink_str(&o, ")\n");
+
+    gpumem__group *g = NULL;
+    size_t map_bytes = 0;
+    int skipped = 0;
+    long ng = gpumem__group_live_mapped(&g, &map_bytes, &skipped);
+    char indent[64];
+    size_t pl = strlen(check__prefix);
+    memcpy(indent, check__prefix, pl);
+    memcpy(indent + pl, "   ", 4);
+    crash_syms cs;
+    crash_symbolize(&cs, g, check__opt.leak != LEAK_NO ? ng : 0, indent);
+    crash_sums sums;
+    memset(&sums, 0, sizeof sums);
+    if (check__opt.leak != LEAK_NO) {
+        crash_leaks(&o, g, ng, &cs, indent, &sums);
+        crash_leak_summary(&o, &sums, ng, skipped);
+    }
+    crash_report_end(&o, sums.leaks);
+    gpumem__sink_flush(&o);
+    if (opened)
+        close(fd);
+    if (check__opt.json)
+        crash_json(sig, g, ng, &cs, skipped, sums.leaks, sums.leaked_bytes);
+    if (check__opt.status)
+        crash_status();
+    crash_syms_unmap(&cs);
+    gpumem__group_unmap(g, map_bytes);
+}
