@@ -60,82 +60,6 @@ static int crash_open(const char *pattern)
     return fd;
 }
 
-static void crash_json_stack(gpumem__sink *o, uint32_t id)
-{
-    gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
-    int n = id ? gpumem__stack_frames_cached(id, frames, GPUMEM__STACK_MAX_FRAMES) : 0;
-    gpumem__sink_str(o, "[");
-    for (int i = 0; i < n; i++) {
-        gpumem__sink_str(o, i ? ", {\"function\": " : "{\"function\": ");
-        gpumem__sink_json_str(o, frames[i].func);
-        gpumem__sink_str(o, ", \"file\": ");
-        gpumem__sink_json_str(o, frames[i].file);
-        gpumem__sink_str(o, ", \"line\": ");
-        gpumem__sink_i64(o, frames[i].line);
-        gpumem__sink_str(o, ", \"module\": ");
-        gpumem__sink_json_str(o, frames[i].object);
-        gpumem__sink_str(o, "}");
-    }
-    gpumem__sink_str(o, "]");
-}
-
-/* leak_stack: a leak's stack as JSON, from the symbolizing child (else from the cache). */
-static void crash_json_finding(gpumem__sink *o, const finding *f, const char *leak_stack)
-{
-    gpumem__sink_str(o, "{\"kind\": ");
-    gpumem__sink_json_str(o, check_kind_name(f->kind));
-    gpumem__sink_str(o, f->kind == CHECK_LEAK ? ", \"alloc_call\": " : ", \"call\": ");
-    gpumem__sink_json_str(o, f->call);
-    if (f->kind == CHECK_LEAK) {
-        gpumem__sink_str(o, ", \"count\": ");
-        gpumem__sink_u64(o, f->count);
-    }
-    if (f->memory) {
-        gpumem__sink_str(o, ", \"memory\": ");
-        gpumem__sink_json_str(o, gpumem_kind_name(f->memory));
-    }
-    if (f->kind != CHECK_INVALID) {
-        gpumem__sink_str(o, ", \"bytes\": ");
-        gpumem__sink_u64(o, f->bytes);
-    }
-    if (f->address) {
-        gpumem__sink_str(o, ", \"address\": \"");
-        gpumem__sink_hex(o, f->address);
-        gpumem__sink_str(o, "\"");
-    }
-    gpumem__sink_str(o, f->kind == CHECK_LEAK ? ", \"alloc_stack\": " : ", \"stack\": ");
-    if (leak_stack)
-        gpumem__sink_str(o, leak_stack);
-    else
-        crash_json_stack(o, f->stack);
-    if (f->alloc_call && f->kind != CHECK_LEAK) {
-        gpumem__sink_str(o, ", \"alloc_call\": ");
-        gpumem__sink_json_str(o, f->alloc_call);
-        gpumem__sink_str(o, ", \"alloc_stack\": ");
-        crash_json_stack(o, f->alloc_stack);
-    }
-    if (f->kind == CHECK_DOUBLE) {
-        gpumem__sink_str(o, ", \"first_release_call\": ");
-        gpumem__sink_json_str(o, f->first_call);
-        gpumem__sink_str(o, ", \"first_release_stack\": ");
-        crash_json_stack(o, f->first_stack);
-    }
-    if (f->kind == CHECK_INTERIOR) {
-        gpumem__sink_str(o, ", \"offset\": ");
-        gpumem__sink_u64(o, f->offset);
-    }
-    if (f->kind == CHECK_FAILED_ALLOC) {
-        const char *name = gpumem__cuda_error_name(f->error);
-        gpumem__sink_str(o, ", \"error\": ");
-        gpumem__sink_json_str(o, name ? name : "unknown");
-    }
-    if (f->suppressed) {
-        gpumem__sink_str(o, ", \"suppressed\": ");
-        gpumem__sink_json_str(o, f->suppressed);
-    }
-    gpumem__sink_str(o, "}");
-}
-
 /* ---- stacks symbolized in a child for the crash-time report ----
  *
  * A leak's stack that was never shown before has only its return addresses. Symbolizing them
@@ -197,7 +121,7 @@ static void crash_symbolize_child(int fd, const gpumem__group *g, long ng, const
         gpumem__sink_mem(&o, "", 1);
         gpumem__sink_stack(&o, g[i].stack, indent, 1);
         gpumem__sink_mem(&o, "", 1);
-        crash_json_stack(&o, g[i].stack);
+        check__json_stack(&o, g[i].stack, 1);
         gpumem__sink_mem(&o, "", 1);
         const char *supp =
             check_supp_match(CHECK_LEAK, g[i].site.func ? g[i].site.func : "?", frames, nf);
@@ -329,52 +253,9 @@ static void crash_syms_unmap(crash_syms *cs)
         munmap(cs->buf, CRASH_SYMBOLIZE_BYTES);
 }
 
-/* The command line's words as JSON strings, read from /proc without stdio. */
-static void crash_json_command(gpumem__sink *o)
-{
-    int cmd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-    if (cmd < 0)
-        return;
-    char arg[4096];
-    size_t len = 0;
-    int first = 1;
-    ssize_t n;
-    char c;
-    while ((n = read(cmd, &c, 1)) == 1 || (n < 0 && errno == EINTR)) {
-        if (n != 1)
-            continue;
-        if (c && len + 1 < sizeof arg) {
-            arg[len++] = c;
-            continue;
-        }
-        if (c)
-            continue;
-        arg[len] = '\0';
-        gpumem__sink_str(o, first ? "" : ", ");
-        gpumem__sink_json_str(o, arg);
-        first = 0;
-        len = 0;
-    }
-    close(cmd);
-}
-
-/* "device": peak, for each kind allocated, from the statistics' atomics. */
-static void crash_json_peak(gpumem__sink *o)
-{
-    int first = 1;
-    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
-        uint64_t peak = gpumem__stats_peak(k);
-        if (!peak)
-            continue;
-        gpumem__sink_str(o, first ? "" : ", ");
-        gpumem__sink_json_str(o, gpumem_kind_name(k));
-        gpumem__sink_str(o, ": ");
-        gpumem__sink_u64(o, peak);
-        first = 0;
-    }
-}
-
-/* The JSON report of a process ended by signal sig: the same schema, on one line. */
+/* The JSON report of a process ended by signal sig (render_json.c, as at exit): no pointer
+ * scan, so no leak kinds, and no "devices" (the statistics cannot be read safely), but
+ * "complete" says whether every finding is in it. */
 static void crash_json(int sig, const gpumem__group *g, long ng, const crash_syms *cs,
                        int skipped, uint64_t leaks, uint64_t leaked_bytes)
 {
@@ -383,29 +264,14 @@ static void crash_json(int sig, const gpumem__group *g, long ng, const crash_sym
         return;
     gpumem__sink o;
     gpumem__sink_fd(&o, fd);
-    gpumem__sink_str(&o, "{\"schema\": \"gpumem-check/1\", \"tool\": \"gpumem check\", "
-                         "\"version\": ");
-    gpumem__sink_json_str(&o, gpumem_version());
-    gpumem__sink_str(&o, ", \"pid\": ");
-    gpumem__sink_i64(&o, (int64_t)getpid());
-    gpumem__sink_str(&o, ", \"command\": [");
-    crash_json_command(&o);
-    gpumem__sink_str(&o, "], \"status\": ");
-    gpumem__sink_json_str(&o, check__unchecked() ? "unchecked" : "signaled");
-    gpumem__sink_str(&o, ", \"signal\": ");
-    gpumem__sink_i64(&o, sig);
-    if (check__unchecked()) {
-        gpumem__sink_str(&o, ", \"unchecked_because\": ");
-        gpumem__sink_json_str(&o, check__unchecked());
-    }
-    gpumem__sink_str(&o, ", \"findings\": [");
+    check__json_head(&o, check__unchecked() ? "unchecked" : "signaled", "signal", sig);
     long budget = 20 * 1000 * 1000;
     size_t nfindings = 0, shown = 0;
-    const finding *findings = check__findings_trylock(&nfindings, &budget);
-    int have = findings != NULL;
+    const finding *findings = NULL;
+    int have = check__findings_trylock(&findings, &nfindings, &budget);
     for (size_t i = 0; have && i < nfindings; i++, shown++) {
-        gpumem__sink_str(&o, shown ? ", " : "");
-        crash_json_finding(&o, &findings[i], NULL);
+        check__json_next_finding(&o, shown);
+        check__json_finding(&o, &findings[i], NULL, 1);
     }
     if (have)
         check__findings_unlock();
@@ -413,23 +279,17 @@ static void crash_json(int sig, const gpumem__group *g, long ng, const crash_sym
         const crash_stack *c = cs->of ? &cs->of[i] : NULL;
         finding f = {.kind = CHECK_LEAK, .call = g[i].site.func ? g[i].site.func : "?",
                      .memory = g[i].kind, .bytes = g[i].bytes, .count = g[i].count,
-                     .stack = g[i].stack, .suppressed = c ? c->supp : NULL};
-        gpumem__sink_str(&o, shown ? ", " : "");
-        crash_json_finding(&o, &f, c ? c->json : NULL);
+                     .stack = g[i].stack, .suppressed = c ? c->supp : NULL, .counted = 1,
+                     .device = g[i].device};
+        check__json_next_finding(&o, shown);
+        check__json_finding(&o, &f, c ? c->json : NULL, 1);
     }
-    gpumem__sink_str(&o, "], \"peak\": {");
-    crash_json_peak(&o);
-    gpumem__sink_str(&o, "}, \"summary\": {\"errors\": ");
-    gpumem__sink_i64(&o, check_error_count());
-    gpumem__sink_str(&o, ", \"leaks\": ");
-    gpumem__sink_u64(&o, leaks);
-    gpumem__sink_str(&o, ", \"leaked_bytes\": ");
-    gpumem__sink_u64(&o, leaked_bytes);
-    gpumem__sink_str(&o, ", \"suppressed\": ");
-    gpumem__sink_i64(&o, check__suppressed_count());
-    gpumem__sink_str(&o, "}, \"complete\": ");
-    gpumem__sink_str(&o, skipped || !have ? "false" : "true");
-    gpumem__sink_str(&o, "}\n");
+    uint64_t peak[GPUMEM_KIND_COUNT_] = {0};
+    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++)
+        peak[k] = gpumem__stats_peak(k);
+    check__json_sums sum = {.leaks = leaks, .leaked_bytes = leaked_bytes,
+                            .complete = !skipped && have};
+    check__json_tail(&o, shown, peak, &sum);
     gpumem__sink_flush(&o);
     close(fd);
 }

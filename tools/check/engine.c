@@ -19,10 +19,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#ifdef GPUMEM_HAVE_JANSSON
-#include <jansson.h>
-#endif
-
 #include "backtrace.h"
 #include "check_trace.h"
 #include "engine_int.h"
@@ -980,14 +976,8 @@ static long leak_groups(int scan, leak_group **out, int *skipped, long long *sca
 
 /* ---- the end ---- */
 
-/* What was left on each device at exit (statistics slots), for the per-device lines. */
-typedef struct {
-    uint64_t bytes[3][GPUMEM_STATS_DEVICES], count[3][GPUMEM_STATS_DEVICES]; /* by leak kind */
-    uint64_t leaks[GPUMEM_STATS_DEVICES], leaked_bytes[GPUMEM_STATS_DEVICES]; /* counted ones */
-} device_sums;
-
 /* One line per device the program allocated on: what it left, and its peak. */
-static void say_devices(const gpumem_stats_t *st, const device_sums *dev)
+static void say_devices(const gpumem_stats_t *st, const check__device_sums *dev)
 {
     char b1[32], b2[32], b3[32], b4[32];
     for (int d = 0; d < GPUMEM_STATS_DEVICES; d++) {
@@ -1037,12 +1027,13 @@ int check__crash_log_fd(void)
     return !out_file && check__opt.log ? -1 : STDERR_FILENO;
 }
 
-const finding *check__findings_trylock(size_t *n, long *budget)
+int check__findings_trylock(const finding **list, size_t *n, long *budget)
 {
     if (!gpumem__trylock_for(&findings_lock, budget))
-        return NULL;
+        return 0;
+    *list = findings;
     *n = nfindings;
-    return findings;
+    return 1;
 }
 
 void check__findings_unlock(void)
@@ -1060,150 +1051,44 @@ long check__suppressed_count(void)
     return atomic_load(&suppressed_count);
 }
 
-#ifdef GPUMEM_HAVE_JANSSON
-static json_t *stack_json(uint32_t id)
-{
-    json_t *arr = json_array();
-    gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
-    int n = id ? gpumem__stack_frames(id, frames, GPUMEM__STACK_MAX_FRAMES) : 0;
-    for (int i = 0; i < n; i++) {
-        json_t *fr = json_object();
-        json_object_set_new(fr, "function", json_string(frames[i].func));
-        json_object_set_new(fr, "file", frames[i].file ? json_string(frames[i].file) : json_null());
-        json_object_set_new(fr, "line", json_integer(frames[i].line));
-        json_object_set_new(fr, "module",
-                            frames[i].object ? json_string(frames[i].object) : json_null());
-        if (frames[i].inlined)
-            json_object_set_new(fr, "inlined", json_true()); /* into the next frame */
-        json_array_append_new(arr, fr);
-    }
-    return arr;
-}
-
-static json_t *finding_json(const finding *f)
-{
-    json_t *o = json_object();
-    char addr[32];
-    json_object_set_new(o, "kind", json_string(check_kind_name(f->kind)));
-    if (f->kind == CHECK_LEAK) {
-        json_object_set_new(o, "alloc_call", json_string(f->call));
-        json_object_set_new(o, "count", json_integer((json_int_t)f->count));
-        json_object_set_new(o, "leak_kind", json_string(check_leak_kind_name(f->leak_kind)));
-        if (!f->counted)
-            json_object_set_new(o, "error", json_false()); /* listed, not counted */
-        if (f->reached_from)
-            json_object_set_new(o, "reachable_from", json_string(f->reached_from));
-    } else {
-        json_object_set_new(o, "call", json_string(f->call));
-    }
-    if (f->memory)
-        json_object_set_new(o, "memory", json_string(gpumem_kind_name(f->memory)));
-    if (f->kind == CHECK_LEAK || f->kind == CHECK_FAILED_ALLOC)
-        json_object_set_new(o, "device", json_integer(f->device));
-    if (f->kind != CHECK_INVALID)
-        json_object_set_new(o, "bytes", json_integer((json_int_t)f->bytes));
-    if (f->address) {
-        snprintf(addr, sizeof addr, "%p", (void *)f->address);
-        json_object_set_new(o, "address", json_string(addr));
-    }
-    json_object_set_new(o, f->kind == CHECK_LEAK ? "alloc_stack" : "stack", stack_json(f->stack));
-    if (f->alloc_call && f->kind != CHECK_LEAK) {
-        json_object_set_new(o, "alloc_call", json_string(f->alloc_call));
-        json_object_set_new(o, "alloc_stack", stack_json(f->alloc_stack));
-    }
-    if (f->kind == CHECK_DOUBLE) {
-        json_object_set_new(o, "first_release_call", json_string(f->first_call));
-        json_object_set_new(o, "first_release_stack", stack_json(f->first_stack));
-    }
-    if (f->kind == CHECK_INTERIOR)
-        json_object_set_new(o, "offset", json_integer((json_int_t)f->offset));
-    if (f->kind == CHECK_FAILED_ALLOC) {
-        const char *name = gpumem__cuda_error_name(f->error);
-        json_object_set_new(o, "error", json_string(name ? name : "unknown"));
-    }
-    if (f->suppressed)
-        json_object_set_new(o, "suppressed", json_string(f->suppressed));
-    return o;
-}
-
-static json_t *command_json(void)
-{
-    json_t *arr = json_array();
-    FILE *f = fopen("/proc/self/cmdline", "r");
-    if (!f)
-        return arr;
-    char *arg = NULL;
-    size_t cap = 0;
-    while (getdelim(&arg, &cap, '\0', f) > 0)
-        json_array_append_new(arr, json_string(arg));
-    free(arg);
-    fclose(f);
-    return arr;
-}
-
+/* The JSON report, through the renderer the crash-time report uses too (render_json.c). */
 static void write_json(const char *status, int code, const gpumem_stats_t *st,
-                       const device_sums *dev, uint64_t leaks, uint64_t leaked_bytes)
+                       const check__device_sums *dev, uint64_t leaks, uint64_t leaked_bytes)
 {
     char path[4096];
     check__expand_path(check__opt.json, path, sizeof path);
-    json_t *root = json_object();
-    json_object_set_new(root, "schema", json_string("gpumem-check/1"));
-    json_object_set_new(root, "tool", json_string("gpumem check"));
-    json_object_set_new(root, "version", json_string(gpumem_version()));
-    json_object_set_new(root, "pid", json_integer((json_int_t)getpid()));
-    json_object_set_new(root, "command", command_json());
-    json_object_set_new(root, "status", json_string(status));
-    if (strcmp(status, "exited") == 0)
-        json_object_set_new(root, "exit_code", json_integer(code));
-    else if (strcmp(status, "signaled") == 0)
-        json_object_set_new(root, "signal", json_integer(code));
-    if (unchecked_why)
-        json_object_set_new(root, "unchecked_because", json_string(unchecked_why));
-    json_t *arr = json_array();
-    for (size_t i = 0; i < nfindings; i++)
-        json_array_append_new(arr, finding_json(&findings[i]));
-    json_object_set_new(root, "findings", arr);
-    json_t *peak = json_object();
-    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++)
-        if (st->count[k].total)
-            json_object_set_new(peak, gpumem_kind_name(k), json_integer((json_int_t)st->bytes[k].peak));
-    json_object_set_new(root, "peak", peak);
-    /* One entry per device the program allocated on; "summary" below is all of them merged. */
-    json_t *devices = json_array();
-    for (int d = 0; d < GPUMEM_STATS_DEVICES; d++) {
-        if (!st->device_count[d].total)
-            continue;
-        json_t *o = json_object();
-        json_object_set_new(o, "device", json_integer(d));
-        if (d == GPUMEM_STATS_DEVICES - 1)
-            json_object_set_new(o, "and_above", json_true());
-        json_object_set_new(o, "allocations", json_integer((json_int_t)st->device_count[d].total));
-        json_object_set_new(o, "peak_bytes", json_integer((json_int_t)st->device_bytes[d].peak));
-        json_object_set_new(o, "leaks", json_integer((json_int_t)dev->leaks[d]));
-        json_object_set_new(o, "leaked_bytes", json_integer((json_int_t)dev->leaked_bytes[d]));
-        json_object_set_new(o, "definitely_lost_bytes",
-                            json_integer((json_int_t)dev->bytes[LEAK_DEFINITE][d]));
-        json_object_set_new(o, "still_reachable_bytes",
-                            json_integer((json_int_t)dev->bytes[LEAK_REACHABLE][d]));
-        json_array_append_new(devices, o);
-    }
-    json_object_set_new(root, "devices", devices);
-    json_t *sum = json_object();
-    json_object_set_new(sum, "errors", json_integer(atomic_load(&error_count)));
-    json_object_set_new(sum, "leaks", json_integer((json_int_t)leaks));
-    json_object_set_new(sum, "leaked_bytes", json_integer((json_int_t)leaked_bytes));
-    json_object_set_new(sum, "suppressed", json_integer(atomic_load(&suppressed_count)));
-    json_object_set_new(root, "summary", sum);
-    errno = 0;
-    if (json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0)
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) {
         say_both("gpumem check: error: cannot write the JSON report to %s (%s)", path,
-                 errno ? strerror(errno) : "jansson failed");
-    json_decref(root);
+                 strerror(errno));
+        return;
+    }
+    gpumem__sink o;
+    gpumem__sink_fd(&o, fd);
+    const char *code_key = strcmp(status, "exited") == 0     ? "exit_code"
+                           : strcmp(status, "signaled") == 0 ? "signal"
+                                                             : NULL;
+    check__json_head(&o, status, code_key, code);
+    for (size_t i = 0; i < nfindings; i++) {
+        check__json_next_finding(&o, i);
+        check__json_finding(&o, &findings[i], NULL, 0);
+    }
+    uint64_t peak[GPUMEM_KIND_COUNT_] = {0};
+    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++)
+        peak[k] = st->count[k].total ? st->bytes[k].peak : 0;
+    check__json_sums sum = {.leaks = leaks, .leaked_bytes = leaked_bytes, .st = st, .dev = dev,
+                            .complete = -1};
+    check__json_tail(&o, nfindings, peak, &sum);
+    int e = gpumem__sink_flush(&o);
+    if (close(fd) != 0 && !e)
+        e = errno;
+    if (e)
+        say_both("gpumem check: error: cannot write the JSON report to %s (%s)", path,
+                 strerror(e));
 }
-#endif
 
 static void write_status(const char *status, int code, const gpumem_stats_t *st,
-                         const device_sums *dev, uint64_t leaks, uint64_t leaked_bytes)
+                         const check__device_sums *dev, uint64_t leaks, uint64_t leaked_bytes)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%ld", check__opt.status, (long)getpid());
@@ -1235,7 +1120,7 @@ static void write_status(const char *status, int code, const gpumem_stats_t *st,
 
 /* What the leaks at exit add up to, by leak kind (1 definite, 2 reachable). */
 typedef struct {
-    device_sums dev;
+    check__device_sums dev;
     uint64_t leaks, leaked_bytes; /* the ones that are errors */
     uint64_t bytes[3], blocks[3], sites[3];
     uint64_t by_kind_bytes[3][GPUMEM_KIND_COUNT_], by_kind_count[3][GPUMEM_KIND_COUNT_];
@@ -1418,13 +1303,8 @@ void check_finish(const char *status, int code)
         say("ERROR SUMMARY: %ld error%s (%llu leak%s), %ld suppressed", errors,
             errors == 1 ? "" : "s", (unsigned long long)s.leaks, s.leaks == 1 ? "" : "s", supp);
     fflush(out());
-#ifdef GPUMEM_HAVE_JANSSON
     if (check__opt.json)
         write_json(status, code, &st, &s.dev, s.leaks, s.leaked_bytes);
-#else
-    if (check__opt.json)
-        say("gpumem check: warning: --json needs gpumem built with jansson (libjansson-dev)");
-#endif
     if (check__opt.status)
         write_status(status, code, &st, &s.dev, s.leaks, s.leaked_bytes);
     close_log(); /* a process killed by its signal next writes nothing more */

@@ -6,6 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpumem.h"
+#include "internal.h"
+
 enum { LEAK_NO, LEAK_SUMMARY, LEAK_FULL };
 
 /* Leak kinds, as valgrind names them: bits of --show-leak-kinds / --errors-for-leak-kinds. */
@@ -45,6 +48,12 @@ typedef struct {
     const char *reached_from; /* a still reachable leak: where a pointer to it was found */
 } finding;
 
+/* What was left on each device at exit (statistics slots), for the per-device lines. */
+typedef struct {
+    uint64_t bytes[3][GPUMEM_STATS_DEVICES], count[3][GPUMEM_STATS_DEVICES]; /* by leak kind */
+    uint64_t leaks[GPUMEM_STATS_DEVICES], leaked_bytes[GPUMEM_STATS_DEVICES]; /* counted ones */
+} check__device_sums;
+
 /* PATTERN with %p replaced by the pid; a child of the checked program (pid other than the
  * root's) gets ".PID" appended when PATTERN has no %p. Async-signal-safe. */
 void check__expand_path(const char *pattern, char *path, size_t n);
@@ -53,13 +62,34 @@ const char *check__unchecked(void);
 /* The log's descriptor for the crash-time report: the log file's when it is open, -1 when
  * --log-file was asked for and is not open yet, else stderr's. */
 int check__crash_log_fd(void);
-/* The findings kept so far, their lock taken within *budget nanoseconds (NULL when it stayed
- * busy); check__findings_unlock gives it back. */
-const finding *check__findings_trylock(size_t *n, long *budget);
+/* The findings kept so far in *list and *n, their lock taken within *budget nanoseconds;
+ * returns 0 when it stayed busy, else 1, and check__findings_unlock gives it back. */
+int check__findings_trylock(const finding **list, size_t *n, long *budget);
 void check__findings_unlock(void);
 /* Counts one finding as an error, or as suppressed. Lock-free. */
 void check__count_finding(int suppressed);
 long check__suppressed_count(void);
+
+/* ---- the JSON report (render_json.c): written through a sink, at exit and after a signal
+ * alike. head, then for each finding next_finding and finding, then tail. */
+struct gpumem__sink;
+typedef struct {
+    uint64_t leaks, leaked_bytes;   /* the leaks that are errors */
+    const gpumem_stats_t *st;       /* at exit, for "devices"; NULL after a signal */
+    const check__device_sums *dev;
+    int complete;                   /* after a signal: 1 or 0; -1 at exit (always complete) */
+} check__json_sums;
+/* code_key: "exit_code", "signal" or NULL (none). */
+void check__json_head(struct gpumem__sink *o, const char *status, const char *code_key, int code);
+void check__json_next_finding(struct gpumem__sink *o, size_t shown);
+/* leak_stack: the leak's stack as JSON already (from crash.c's symbolizing child), or NULL.
+ * cached: only stacks symbolized before are shown (after a signal). */
+void check__json_finding(struct gpumem__sink *o, const finding *f, const char *leak_stack,
+                         int cached);
+void check__json_stack(struct gpumem__sink *o, uint32_t id, int cached);
+/* peak: by gpumem kind, 0 for the kinds not allocated. */
+void check__json_tail(struct gpumem__sink *o, size_t shown, const uint64_t *peak,
+                      const check__json_sums *sum);
 
 /* The report of a process that signal sig ends (crash.c): async-signal-safe. */
 void check__finish_signaled(int sig);
