@@ -30,25 +30,6 @@
  * others are symbolized in a child process (crash_symbolize below), because symbolizing
  * allocates and takes locks that the signal may have interrupted. */
 
-static void crash_line(gpumem__sink *o, const char *text)
-{
-    gpumem__sink_str(o, check__prefix);
-    gpumem__sink_str(o, text);
-}
-
-/* 8192 -> "8,192". */
-static void crash_grouped(gpumem__sink *o, uint64_t v)
-{
-    char digits[21];
-    gpumem__fmt_u64(v, digits);
-    int len = (int)strlen(digits);
-    for (int i = 0; i < len; i++) {
-        if (i && (len - i) % 3 == 0)
-            gpumem__sink_str(o, ",");
-        gpumem__sink_mem(o, digits + i, 1);
-    }
-}
-
 static int crash_open(const char *pattern)
 {
     char path[4096];
@@ -340,28 +321,16 @@ static const char *crash_leak_supp(const gpumem__group *g, crash_syms *cs, long 
     return supp;
 }
 
-/* One leak with its stack (--leak-check=full). */
+/* One leak with its stack (--leak-check=full), as at exit but for its kind. */
 static void crash_leak(gpumem__sink *o, const gpumem__group *g, const crash_stack *from_child,
                        const char *indent)
 {
-    crash_line(o, "");
-    crash_grouped(o, g->bytes);
-    gpumem__sink_str(o, " bytes in ");
-    gpumem__sink_u64(o, g->count);
-    gpumem__sink_str(o, " ");
-    gpumem__sink_str(o, gpumem_kind_name(g->kind));
-    gpumem__sink_str(o, g->count == 1 ? " allocation by " : " allocations by ");
-    gpumem__sink_str(o, g->site.func ? g->site.func : "?");
-    gpumem__sink_str(o, "() still live at exit\n");
-    if (!g->stack) {
-        crash_line(o, "   (no stack)\n");
-    } else if (from_child) {
-        gpumem__sink_str(o, from_child->text);
-    } else if (gpumem__sink_stack(o, g->stack, indent, 1) < 0) {
-        crash_line(o, "   (stack not shown: it cannot be symbolized safely while the "
-                      "process is ending by a signal)\n");
-    }
-    crash_line(o, "\n");
+    check__text_leak_args a = {.bytes = g->bytes, .count = g->count, .memory = g->kind,
+                               .device = -1, .call = g->site.func ? g->site.func : "?",
+                               .stack = g->stack, .indent = indent, .cached = 1,
+                               .stack_text = from_child ? from_child->text : NULL};
+    check__text_leak(o, &a);
+    check__text_line(o, "\n");
 }
 
 /* Counts each leak group as an error or as suppressed, adds them up in s and, with
@@ -389,35 +358,18 @@ static void crash_leaks(gpumem__sink *o, const gpumem__group *g, long ng, crash_
 static void crash_leak_summary(gpumem__sink *o, const crash_sums *s, long ng, int skipped)
 {
     if (s->leaks) {
-        crash_line(o, "LEAK SUMMARY: ");
-        crash_grouped(o, s->leaked_bytes);
-        gpumem__sink_str(o, " bytes in ");
-        gpumem__sink_u64(o, s->blocks);
-        gpumem__sink_str(o, s->blocks == 1 ? " allocation from " : " allocations from ");
-        gpumem__sink_u64(o, s->leaks);
-        gpumem__sink_str(o, s->leaks == 1 ? " call site (" : " call sites (");
-        int first = 1;
-        for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
-            if (!s->by_kind_count[k])
-                continue;
-            gpumem__sink_str(o, first ? "" : ", ");
-            gpumem__sink_str(o, gpumem_kind_name(k));
-            gpumem__sink_str(o, " ");
-            crash_grouped(o, s->by_kind_bytes[k]);
-            gpumem__sink_str(o, " in ");
-            gpumem__sink_u64(o, s->by_kind_count[k]);
-            first = 0;
-        }
-        gpumem__sink_str(o, ")\n");
+        check__text_leak_summary(o, NULL, s->leaked_bytes, s->blocks, s->leaks, s->by_kind_bytes,
+                                 s->by_kind_count);
+        gpumem__sink_str(o, "\n");
         if (check__opt.leak == LEAK_SUMMARY)
-            crash_line(o, "   --leak-check=full shows where each was allocated\n");
+            check__text_line(o, "   --leak-check=full shows where each was allocated\n");
     } else if (ng >= 0) {
-        crash_line(o, "LEAK SUMMARY: no CUDA memory left allocated at exit\n");
+        check__text_line(o, "LEAK SUMMARY: no CUDA memory left allocated at exit\n");
     }
     if (ng < 0)
-        crash_line(o, "LEAK SUMMARY: not available (no memory to group the leaks)\n");
+        check__text_line(o, "LEAK SUMMARY: not available (no memory to group the leaks)\n");
     if (skipped) {
-        crash_line(o, "   gpumem check: report incomplete: ");
+        check__text_line(o, "   gpumem check: report incomplete: ");
         gpumem__sink_i64(o, skipped);
         gpumem__sink_str(o, skipped == 1 ? " registry shard" : " registry shards");
         gpumem__sink_str(o, " busy (held by the code the signal interrupted); their "
@@ -428,29 +380,12 @@ static void crash_leak_summary(gpumem__sink *o, const crash_sums *s, long ng, in
 /* The PEAK line, the suppressions used and the ERROR SUMMARY line. */
 static void crash_report_end(gpumem__sink *o, uint64_t leaks)
 {
-    crash_line(o, "PEAK: ");
-    int any = 0;
-    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
-        uint64_t peak = gpumem__stats_peak(k);
-        if (!peak)
-            continue;
-        char b[32];
-        gpumem__sink_str(o, any ? ", " : "");
-        gpumem__sink_str(o, gpumem_kind_name(k));
-        gpumem__sink_str(o, " ");
-        gpumem__sink_str(o, gpumem_format_bytes(peak, b, sizeof b));
-        any = 1;
-    }
-    gpumem__sink_str(o, any ? "\n" : "no CUDA memory allocated\n");
+    uint64_t peak[GPUMEM_KIND_COUNT_] = {0};
+    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++)
+        peak[k] = gpumem__stats_peak(k);
+    check__text_peak(o, peak);
     check_supp_sink_used(o, check__prefix);
-    long errors = check_error_count(), supp = check__suppressed_count();
-    crash_line(o, "ERROR SUMMARY: ");
-    gpumem__sink_i64(o, errors);
-    gpumem__sink_str(o, errors == 1 ? " error (" : " errors (");
-    gpumem__sink_u64(o, leaks);
-    gpumem__sink_str(o, leaks == 1 ? " leak), " : " leaks), ");
-    gpumem__sink_i64(o, supp);
-    gpumem__sink_str(o, " suppressed\n");
+    check__text_errors(o, check_error_count(), leaks, check__suppressed_count());
 }
 
 void check__finish_signaled(int sig)
@@ -465,7 +400,7 @@ void check__finish_signaled(int sig)
     gpumem__sink o;
     gpumem__sink_fd(&o, fd);
     const char *abbrev = sigabbrev_np(sig);
-    crash_line(&o, "Process terminating with the default action of signal ");
+    check__text_line(&o, "Process terminating with the default action of signal ");
     gpumem__sink_i64(&o, sig);
     gpumem__sink_str(&o, " (SIG");
     gpumem__sink_str(&o, abbrev ? abbrev : "?");

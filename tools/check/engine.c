@@ -5,7 +5,10 @@
  * that made it is the record's site.func (gpumem check has no call site of its own). Releases
  * go through the registry's take, which tells a right release from a mismatched, double,
  * interior or unknown one exactly as gpumem_free does. Leaks at the end are the library's
- * grouping of live records (report.c), and the byte peaks its statistics (stats.c). */
+ * grouping of live records (report.c), and the byte peaks its statistics (stats.c).
+ *
+ * The end of the report is rendered by render_text.c and render_json.c, which the report
+ * after a fatal signal (crash.c) uses too; the GPUMEM_CHECK_* settings are settings.def. */
 #define _GNU_SOURCE
 #include "engine.h"
 
@@ -1141,14 +1144,15 @@ static void add_leak(leak_sums *s, const leak_group *g)
 /* One leak, with its stack and, for still reachable memory, where a pointer to it is. */
 static void say_leak(const leak_group *g, const finding *f, int per_device)
 {
-    char b1[32], on[32] = "";
-    if (per_device)
-        snprintf(on, sizeof on, " on device %d", g->device);
-    say("%s bytes in %llu %s allocation%s%s by %s() %s %s", grouped(g->bytes, b1, sizeof b1),
-        (unsigned long long)g->count, gpumem_kind_name(g->memory), g->count == 1 ? "" : "s", on,
-        f->call, g->count == 1 ? "is" : "are",
-        g->leak_kind == LEAK_DEFINITE ? "definitely lost" : "still reachable");
-    say_stack(g->stack);
+    char indent[64];
+    snprintf(indent, sizeof indent, "%s   ", check__prefix);
+    check__text_leak_args a = {.bytes = g->bytes, .count = g->count, .memory = g->memory,
+                               .device = per_device ? g->device : -1, .call = f->call,
+                               .leak_kind = g->leak_kind, .stack = g->stack, .indent = indent};
+    gpumem__sink o;
+    gpumem__sink_file(&o, out());
+    check__text_leak(&o, &a);
+    gpumem__sink_flush(&o);
     if (f->reached_from)
         say(" %s referenced from %s", g->count == 1 ? "It is" : "The first of them is",
             f->reached_from);
@@ -1195,22 +1199,19 @@ static void report_leaks(const leak_group *g, long ng, int per_device, leak_sums
 static void say_leak_summary(const leak_sums *s, long ng, long long scanned, int skipped)
 {
     static const char *const names[3] = {"", "definitely lost", "still reachable"};
-    char b[32];
+    gpumem__sink o;
+    gpumem__sink_file(&o, out());
     for (int lk = LEAK_DEFINITE; lk <= LEAK_REACHABLE; lk++) {
         if (!s->sites[lk] || (check__opt.quiet && !(check__opt.error_kinds & (unsigned)lk)))
             continue; /* -q: only what counts as errors */
-        char kinds[512];
-        kind_list(kinds, sizeof kinds, s->by_kind_count[lk], s->by_kind_bytes[lk],
-                  s->by_kind_count[lk], grouped);
-        say("LEAK SUMMARY: %s: %s bytes in %llu allocation%s from %llu call site%s (%s)%s",
-            names[lk], grouped(s->bytes[lk], b, sizeof b), (unsigned long long)s->blocks[lk],
-            s->blocks[lk] == 1 ? "" : "s", (unsigned long long)s->sites[lk],
-            s->sites[lk] == 1 ? "" : "s", kinds,
-            (check__opt.show_kinds & (unsigned)lk) || check__opt.leak != LEAK_FULL
-                ? ""
-                : lk == LEAK_REACHABLE ? "; --show-leak-kinds=all lists them"
-                                       : "; --show-leak-kinds=definite lists them");
+        check__text_leak_summary(&o, names[lk], s->bytes[lk], s->blocks[lk], s->sites[lk],
+                                 s->by_kind_bytes[lk], s->by_kind_count[lk]);
+        gpumem__sink_str(&o, (check__opt.show_kinds & (unsigned)lk) || check__opt.leak != LEAK_FULL
+                                 ? "\n"
+                             : lk == LEAK_REACHABLE ? "; --show-leak-kinds=all lists them\n"
+                                                    : "; --show-leak-kinds=definite lists them\n");
     }
+    gpumem__sink_flush(&o);
     if (!s->sites[LEAK_DEFINITE] && !s->sites[LEAK_REACHABLE]) {
         if (!check__opt.quiet)
             say("LEAK SUMMARY: no CUDA memory left allocated at exit");
@@ -1287,21 +1288,19 @@ void check_finish(const char *status, int code)
     gpumem_stats(&st);
     leak_sums s;
     finish_leaks(&st, &s);
-    char peaks[512];
-    uint64_t made[GPUMEM_KIND_COUNT_], peak[GPUMEM_KIND_COUNT_];
-    for (int k = 0; k < GPUMEM_KIND_COUNT_; k++) {
-        made[k] = st.count[k].total;
-        peak[k] = st.bytes[k].peak;
-    }
-    kind_list(peaks, sizeof peaks, made, peak, NULL, gpumem_format_bytes);
-    if (!check__opt.quiet)
-        say("PEAK: %s", *peaks ? peaks : "no CUDA memory allocated");
+    uint64_t peak[GPUMEM_KIND_COUNT_] = {0};
+    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++)
+        peak[k] = st.count[k].total ? st.bytes[k].peak : 0;
     long errors = atomic_load(&error_count), supp = atomic_load(&suppressed_count);
-    if (!check__opt.quiet)
-        check_supp_print_used(out(), check__prefix);
+    gpumem__sink o;
+    gpumem__sink_file(&o, out());
+    if (!check__opt.quiet) {
+        check__text_peak(&o, peak);
+        check_supp_sink_used(&o, check__prefix);
+    }
     if (!check__opt.quiet || errors || s.leaks)
-        say("ERROR SUMMARY: %ld error%s (%llu leak%s), %ld suppressed", errors,
-            errors == 1 ? "" : "s", (unsigned long long)s.leaks, s.leaks == 1 ? "" : "s", supp);
+        check__text_errors(&o, errors, s.leaks, supp);
+    gpumem__sink_flush(&o);
     fflush(out());
     if (check__opt.json)
         write_json(status, code, &st, &s.dev, s.leaks, s.leaked_bytes);

@@ -91,6 +91,31 @@ void check__json_stack(struct gpumem__sink *o, uint32_t id, int cached);
 void check__json_tail(struct gpumem__sink *o, size_t shown, const uint64_t *peak,
                       const check__json_sums *sum);
 
+/* ---- the end of the text report (render_text.c): leaks and summaries, through a sink, at
+ * exit and after a signal alike. Lines start with check__prefix. */
+void check__text_line(struct gpumem__sink *o, const char *text);
+void check__text_grouped(struct gpumem__sink *o, uint64_t v); /* 8192 -> "8,192" */
+typedef struct {
+    uint64_t bytes, count;
+    int memory, device;     /* device -1: not named (one device used) */
+    const char *call;
+    int leak_kind;          /* LEAK_DEFINITE, LEAK_REACHABLE, or 0 after a signal */
+    uint32_t stack;
+    const char *stack_text; /* the stack as text already (crash.c's child), or NULL */
+    const char *indent;     /* before each frame */
+    int cached;             /* only stacks symbolized before (after a signal) */
+} check__text_leak_args;
+/* "8,192 bytes in 2 device allocations by cudaMalloc() are definitely lost" and the stack. */
+void check__text_leak(struct gpumem__sink *o, const check__text_leak_args *a);
+/* "LEAK SUMMARY: [definitely lost: ]8,192 bytes in 2 allocations from 1 call site (device
+ * 8,192 in 2)", without the line's end. */
+void check__text_leak_summary(struct gpumem__sink *o, const char *leak_kind, uint64_t bytes,
+                              uint64_t blocks, uint64_t sites, const uint64_t *by_kind_bytes,
+                              const uint64_t *by_kind_count);
+/* "PEAK: device 8.0 KiB, pinned 4.0 KiB"; peak by gpumem kind, 0 for those not allocated. */
+void check__text_peak(struct gpumem__sink *o, const uint64_t *peak);
+void check__text_errors(struct gpumem__sink *o, long errors, uint64_t leaks, long suppressed);
+
 /* The report of a process that signal sig ends (crash.c): async-signal-safe. */
 void check__finish_signaled(int sig);
 

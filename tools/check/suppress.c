@@ -370,19 +370,6 @@ void check_supp_generate(FILE *out, int kind, const char *call, const gpumem__fr
     fprintf(out, "}\n");
 }
 
-long check_supp_print_used(FILE *out, const char *prefix)
-{
-    long total = 0;
-    for (size_t i = 0; i < nsupps; i++) {
-        long used = atomic_load(&supps[i].used);
-        if (!used)
-            continue;
-        fprintf(out, "%sused suppression: %6ld %s\n", prefix, used, supps[i].name);
-        total += used;
-    }
-    return total;
-}
-
 const char *check_supp_use(const char *name)
 {
     for (size_t i = 0; i < nsupps; i++) {

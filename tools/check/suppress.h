@@ -33,9 +33,8 @@ const char *check_supp_use(const char *name);
  * function names are escaped, so it matches even where they hold glob characters. */
 void check_supp_generate(FILE *out, int kind, const char *call, const gpumem__frame *frames,
                          int n);
-/* Writes "used suppression: COUNT NAME" lines, each prefixed; returns the total count. */
-long check_supp_print_used(FILE *out, const char *prefix);
-/* The same lines into a signal-safe sink (the crash-time report). */
+/* Writes "used suppression: COUNT NAME" lines, each prefixed, into a signal-safe sink (the
+ * report at exit and after a signal). */
 struct gpumem__sink;
 void check_supp_sink_used(struct gpumem__sink *o, const char *prefix);
 /* Forgets every suppression (tests). */
