@@ -1,5 +1,5 @@
-/* What the engine's files share (engine.c, crash.c); not for the front ends, which use
- * engine.h. */
+/* What the engine's files share (engine.c, events.c, crash.c, render_*.c); not for the front
+ * ends, which use engine.h. */
 #ifndef GPUMEM_CHECK_ENGINE_INT_H
 #define GPUMEM_CHECK_ENGINE_INT_H
 
@@ -8,6 +8,7 @@
 
 #include "gpumem.h"
 #include "internal.h"
+#include "reach.h"
 
 enum { LEAK_NO, LEAK_SUMMARY, LEAK_FULL };
 
@@ -53,6 +54,35 @@ typedef struct {
     uint64_t bytes[3][GPUMEM_STATS_DEVICES], count[3][GPUMEM_STATS_DEVICES]; /* by leak kind */
     uint64_t leaks[GPUMEM_STATS_DEVICES], leaked_bytes[GPUMEM_STATS_DEVICES]; /* counted ones */
 } check__device_sums;
+
+/* Reports f unless a suppression matches it, and keeps it for the JSON report (engine.c). */
+void check__report(finding *f);
+/* The calling code's stack, or 0 when stacks are off (GPUMEM_CHECK_STACKS=0). */
+uint32_t check__capture(void);
+/* What the program passed: the handle or address a registry key stands for (events.c). */
+uintptr_t check__key_shown(uintptr_t key);
+
+/* ---- leaks (leaks.c) */
+/* Allocations left at exit with the same call, memory kind, device, stack and leak kind. */
+typedef struct {
+    const char *call;
+    int memory, leak_kind, device;
+    uint32_t stack;
+    uint64_t count, bytes, first_seq;
+    check_reach_found from; /* still reachable: where the first allocation was reached from */
+} leak_group;
+
+/* The live allocations, grouped and sorted largest first, into *out (malloc'd); scan: run the
+ * pointer scan that tells the leak kinds. Returns the number of groups, or -1. */
+long check__leak_groups(int scan, leak_group **out, int *skipped, long long *scanned);
+/* Where a still reachable allocation's reference was found, in words. */
+void check__describe_reach(const check_reach_found *f, char *buf, size_t n);
+
+/* One line of the report, prefixed, under the output lock (engine.c). */
+void check__say(const char *fmt, ...) GPUMEM__FORMAT(1, 2);
+/* The findings' array, which the pointer scan must not read (its addresses are no pointers the
+ * program holds). */
+void check__findings_storage(const void **p, size_t *bytes);
 
 /* PATTERN with %p replaced by the pid; a child of the checked program (pid other than the
  * root's) gets ".PID" appended when PATTERN has no %p. Async-signal-safe. */
