@@ -1,5 +1,5 @@
 /* gpumem check --trace (check_trace.h): where the trace goes, and its writer thread. The
- * events themselves are the library's trace hooks, called by the engine (engine.c) where the
+ * events themselves are the library's trace hooks, called by the engine (events.c) where the
  * registry changes, so that the trace and the report always agree. */
 #include "check_trace.h"
 

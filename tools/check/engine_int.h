@@ -1,5 +1,5 @@
-/* What the engine's files share (engine.c, events.c, crash.c, render_*.c); not for the front
- * ends, which use engine.h. */
+/* What the engine's files share (engine.c, events.c, leaks.c, crash.c, render_*.c); not for
+ * the front ends, which use engine.h. */
 #ifndef GPUMEM_CHECK_ENGINE_INT_H
 #define GPUMEM_CHECK_ENGINE_INT_H
 
