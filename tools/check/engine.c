@@ -7,8 +7,10 @@
  * interior or unknown one exactly as gpumem_free does. Leaks at the end are the library's
  * grouping of live records (report.c), and the byte peaks its statistics (stats.c).
  *
- * The end of the report is rendered by render_text.c and render_json.c, which the report
- * after a fatal signal (crash.c) uses too; the GPUMEM_CHECK_* settings are settings.def. */
+ * This file holds the setup, the log and the report at exit. The events are events.c, the
+ * findings' list and counters findings.c, the leak groups leaks.c; the end of the report is
+ * rendered by render_text.c and render_json.c, which the report after a fatal signal
+ * (crash.c) uses too; the GPUMEM_CHECK_* settings are settings.def. */
 #define _GNU_SOURCE
 #include "engine.h"
 
@@ -234,56 +236,7 @@ static const char *right_release(int kind, const char *made_by)
     }
 }
 
-/* ---- findings ---- */
-
-
-static pthread_mutex_t findings_lock = PTHREAD_MUTEX_INITIALIZER;
-static finding *findings;
-static size_t nfindings, findings_cap;
-static atomic_long error_count, suppressed_count;
-
-long check_error_count(void)
-{
-    return atomic_load(&error_count);
-}
-
-static void keep(const finding *f)
-{
-    pthread_mutex_lock(&findings_lock);
-    if (nfindings == findings_cap) {
-        /* Not realloc: the old array is wiped before it is freed, so that the leak scan finds
-         * no stale copy of the addresses in it (reach.c reads freed heap memory too). */
-        size_t cap = findings_cap ? findings_cap * 2 : 16;
-        finding *grown = malloc(cap * sizeof *grown);
-        if (grown) {
-            if (findings) {
-                memcpy(grown, findings, nfindings * sizeof *grown);
-                memset(findings, 0, findings_cap * sizeof *findings);
-            }
-            free(findings);
-            findings = grown;
-            findings_cap = cap;
-        }
-    }
-    if (nfindings < findings_cap)
-        findings[nfindings++] = *f;
-    pthread_mutex_unlock(&findings_lock);
-}
-
-/* Matches the suppressions; returns 1 when the finding is suppressed. */
-static int suppress(finding *f)
-{
-    gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
-    int n = f->stack ? gpumem__stack_frames(f->stack, frames, GPUMEM__STACK_MAX_FRAMES) : 0;
-    f->suppressed = check_supp_match(f->kind, f->call, frames, n);
-    if (f->suppressed) {
-        atomic_fetch_add(&suppressed_count, 1);
-        return 1;
-    }
-    if (f->kind != CHECK_LEAK || f->counted)
-        atomic_fetch_add(&error_count, 1);
-    return 0;
-}
+/* ---- findings (kept and counted by findings.c) ---- */
 
 static void gen_suppression(const finding *f)
 {
@@ -386,13 +339,13 @@ static void print_finding(const finding *f)
 /* Reports f (unless suppressed) and keeps it for the JSON report. */
 void check__report(finding *f)
 {
-    if (!suppress(f)) {
+    if (!check__suppress(f)) {
         pthread_mutex_lock(&out_lock);
         print_finding(f);
         fflush(out());
         pthread_mutex_unlock(&out_lock);
     }
-    keep(f);
+    check__keep(f);
 }
 
 uint32_t check__capture(void)
@@ -453,36 +406,6 @@ int check__crash_log_fd(void)
     return !out_file && check__opt.log ? -1 : STDERR_FILENO;
 }
 
-int check__findings_trylock(const finding **list, size_t *n, long *budget)
-{
-    if (!gpumem__trylock_for(&findings_lock, budget))
-        return 0;
-    *list = findings;
-    *n = nfindings;
-    return 1;
-}
-
-void check__findings_storage(const void **p, size_t *bytes)
-{
-    *p = findings;
-    *bytes = findings_cap * sizeof *findings;
-}
-
-void check__findings_unlock(void)
-{
-    pthread_mutex_unlock(&findings_lock);
-}
-
-void check__count_finding(int suppressed)
-{
-    atomic_fetch_add(suppressed ? &suppressed_count : &error_count, 1);
-}
-
-long check__suppressed_count(void)
-{
-    return atomic_load(&suppressed_count);
-}
-
 /* The JSON report, through the renderer the crash-time report uses too (render_json.c). */
 static void write_json(const char *status, int code, const gpumem_stats_t *st,
                        const check__device_sums *dev, uint64_t leaks, uint64_t leaked_bytes)
@@ -501,6 +424,8 @@ static void write_json(const char *status, int code, const gpumem_stats_t *st,
                            : strcmp(status, "signaled") == 0 ? "signal"
                                                              : NULL;
     check__json_head(&o, status, code_key, code);
+    size_t nfindings;
+    const finding *findings = check__findings_all(&nfindings);
     for (size_t i = 0; i < nfindings; i++) {
         check__json_next_finding(&o, i);
         check__json_finding(&o, &findings[i], NULL, 0);
@@ -534,7 +459,7 @@ static void write_status(const char *status, int code, const gpumem_stats_t *st,
     gpumem__command_line(cmd, sizeof cmd);
     /* Read by `gpumem check` (launch.c): its exit status, and its summary of many processes. */
     fprintf(f, "errors %ld\nstatus %s\ncode %d\nleaks %llu\nleaked_bytes %llu\ncommand %s\n",
-            atomic_load(&error_count), status, code, (unsigned long long)leaks,
+            check_error_count(), status, code, (unsigned long long)leaks,
             (unsigned long long)leaked_bytes, cmd);
     /* Each device the process allocated on, for the summary by device of many processes. */
     for (int d = 0; d < GPUMEM_STATS_DEVICES; d++)
@@ -608,8 +533,8 @@ static void report_leaks(const leak_group *g, long ng, int per_device, leak_sums
             check__describe_reach(&g[i].from, text, sizeof text);
             f.reached_from = strdup(text); /* kept with the finding, for the JSON */
         }
-        int quiet = suppress(&f);
-        keep(&f);
+        int quiet = check__suppress(&f);
+        check__keep(&f);
         if (quiet)
             continue;
         if (f.counted) {
@@ -720,7 +645,7 @@ void check_finish(const char *status, int code)
     uint64_t peak[GPUMEM_KIND_COUNT_] = {0};
     for (int k = 1; k < GPUMEM_KIND_COUNT_; k++)
         peak[k] = st.count[k].total ? st.bytes[k].peak : 0;
-    long errors = atomic_load(&error_count), supp = atomic_load(&suppressed_count);
+    long errors = check_error_count(), supp = check__suppressed_count();
     gpumem__sink o;
     gpumem__sink_file(&o, out());
     if (!check__opt.quiet) {

@@ -1,5 +1,5 @@
-/* What the engine's files share (engine.c, events.c, leaks.c, crash.c, render_*.c); not for
- * the front ends, which use engine.h. */
+/* What the engine's files share (engine.c, events.c, findings.c, leaks.c, crash.c,
+ * render_*.c); not for the front ends, which use engine.h. */
 #ifndef GPUMEM_CHECK_ENGINE_INT_H
 #define GPUMEM_CHECK_ENGINE_INT_H
 
@@ -92,6 +92,14 @@ const char *check__unchecked(void);
 /* The log's descriptor for the crash-time report: the log file's when it is open, -1 when
  * --log-file was asked for and is not open yet, else stderr's. */
 int check__crash_log_fd(void);
+/* ---- findings (findings.c) */
+/* Keeps f for the JSON report (a copy; its strings must outlive the report). */
+void check__keep(const finding *f);
+/* Matches the suppressions and counts f as suppressed or, unless it is a leak that is no
+ * error, as an error. Returns 1 when it is suppressed. */
+int check__suppress(finding *f);
+/* Every finding kept, without the lock: for the report at exit, when events have stopped. */
+const finding *check__findings_all(size_t *n);
 /* The findings kept so far in *list and *n, their lock taken within *budget nanoseconds;
  * returns 0 when it stayed busy, else 1, and check__findings_unlock gives it back. */
 int check__findings_trylock(const finding **list, size_t *n, long *budget);
