@@ -94,6 +94,22 @@ else
   echo "FAIL: no JSON report saying the program was killed:"; cat "$tmp/killed.json"
   fails=$((fails + 1))
 fi
+# An earlier run's clean report is removed before the program starts: a program killed before
+# it writes its own must not leave CI reading the earlier clean one.
+printf '{\n  "status": "clean",\n  "findings": []\n}\n' > "$tmp/stale.json"
+echo "ERROR SUMMARY: 0 errors" > "$tmp/stale.log"
+expect 137 "sh was killed by signal 9" -- --json="$tmp/stale.json" --log-file="$tmp/stale.log" -- sh -c 'kill -KILL $$'
+if grep -q '"status": "killed"' "$tmp/stale.json" && ! [ -e "$tmp/stale.log" ]; then
+  echo "ok   an earlier run's reports are gone when the program was killed"
+else
+  echo "FAIL: an earlier run's report is left as if it were this run's:"; cat "$tmp/stale.json"
+  fails=$((fails + 1))
+fi
+# Relative report paths are made absolute: the program may change its folder before it writes.
+cd "$tmp" || exit 1
+expect 0 "log $tmp/rel.log json $tmp/rel.json" -- --log-file=rel.log --json rel.json -- \
+  sh -c 'echo "log $GPUMEM_CHECK_LOG json $GPUMEM_CHECK_JSON"'
+cd - > /dev/null || exit 1
 expect 0 "sh used no CUDA" -- -- sh -c 'test -n "$CUDA_INJECTION64_PATH" && test -n "$LD_PRELOAD"'
 GPUMEM_CHECK_LIBRARY=$tmp/none expect 2 "GPUMEM_CHECK_LIBRARY=$tmp/none cannot be read" -- -- true
 CUDA_INJECTION64_PATH=/opt/other/libinject.so expect 0 "CUDA_INJECTION64_PATH=/opt/other/libinject.so is replaced by gpumem check's own" -- -- true

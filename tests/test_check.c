@@ -941,6 +941,25 @@ static void test_suppression_files(void)
     EXPECT_NULL(check_supp_match(CHECK_DOUBLE, "cudaFree", f, 3));
 }
 
+/* A generated suppression matches the finding it was made from, also where the C++ names hold
+ * glob characters ('[' of an array type would otherwise open a set that misses it). */
+static void test_generated_suppression_matches(void)
+{
+    gpumem__frame f[2] = {{.func = "void f<float[4]>(float*)"}, {.func = "main?\\x"}};
+    char path[256], err[512];
+    snprintf(path, sizeof path, "%s/generated.supp", dir);
+    FILE *out = fopen(path, "w");
+    ASSERT_NOT_NULL(out);
+    check_supp_generate(out, CHECK_LEAK, "cudaMalloc", f, 2);
+    fclose(out);
+    EXPECT_EQ(check_supp_load(path, err, sizeof err), 0);
+    EXPECT_STR_EQ(check_supp_match(CHECK_LEAK, "cudaMalloc", f, 2),
+                  "<insert_a_suppression_name_here>");
+    gpumem__frame other[2] = {{.func = "void f<float4>(float*)"}, {.func = "main?\\x"}};
+    EXPECT_NULL(check_supp_match(CHECK_LEAK, "cudaMalloc", other, 2));
+    check_supp_clear();
+}
+
 static void test_kind_names(void)
 {
     for (int k = 0; k < CHECK_KIND_COUNT; k++)
@@ -1245,6 +1264,7 @@ int main(void)
     RUN(test_default_suppressions);
     RUN(test_suppressions);
     RUN(test_suppression_files);
+    RUN(test_generated_suppression_matches);
     RUN(test_leak_check_modes);
     RUN(test_child_file_names);
     RUN(test_forked_child);

@@ -313,7 +313,9 @@ static void end_capture(const CUpti_CallbackData *cd, CUpti_CallbackDomain dom, 
 #define RT(name) CUPTI_RUNTIME_TRACE_CBID_##name
 #define DRV(name) CUPTI_DRIVER_TRACE_CBID_##name
 
-static void runtime_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int enter)
+/* The runtime's allocation calls: what they returned becomes live.
+ * Returns 0 for a call of another group. */
+static int runtime_alloc_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int enter)
 {
     const CUpti_CallbackDomain dom = CUPTI_CB_DOMAIN_RUNTIME_API;
     switch (id) {
@@ -377,6 +379,18 @@ static void runtime_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int 
             alloc_exit(cd, dom, "cudaHostRegister", GPUMEM_KIND_REGISTERED, (uintptr_t)P(cudaHostRegister_v4000)->ptr,
                        P(cudaHostRegister_v4000)->size);
         break;
+    default:
+        return 0;
+    }
+    return 1;
+}
+
+/* The runtime's CUDA arrays, kept by their handles: made and destroyed.
+ * Returns 0 for a call of another group. */
+static int runtime_array_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int enter)
+{
+    const CUpti_CallbackDomain dom = CUPTI_CB_DOMAIN_RUNTIME_API;
+    switch (id) {
     case RT(cudaMallocArray_v3020):
         if (!enter) {
             const cudaMallocArray_v3020_params *a = P(cudaMallocArray_v3020);
@@ -417,6 +431,73 @@ static void runtime_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int 
         else
             release_exit(cd, dom);
         break;
+    default:
+        return 0;
+    }
+    return 1;
+}
+
+/* The runtime's release calls. Returns 0 for a call of another group. */
+static int runtime_release_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int enter)
+{
+    const CUpti_CallbackDomain dom = CUPTI_CB_DOMAIN_RUNTIME_API;
+    switch (id) {
+    case RT(cudaFree_v3020):
+        if (enter)
+            release_enter("cudaFree", free_mask, (uintptr_t)P(cudaFree_v3020)->devPtr);
+        else
+            release_exit(cd, dom);
+        break;
+    case RT(cudaFreeHost_v3020):
+        if (enter)
+            release_enter("cudaFreeHost", free_host_mask, (uintptr_t)P(cudaFreeHost_v3020)->ptr);
+        else
+            release_exit(cd, dom);
+        break;
+    case RT(cudaFreeAsync_v11020):
+    case RT(cudaFreeAsync_ptsz_v11020):
+        if (enter)
+            free_async_enter("cudaFreeAsync", (uintptr_t)P(cudaFreeAsync_v11020)->devPtr,
+                             P(cudaFreeAsync_v11020)->hStream, id == RT(cudaFreeAsync_ptsz_v11020));
+        else
+            release_exit(cd, dom);
+        break;
+    case RT(cudaHostUnregister_v4000):
+        if (enter)
+            release_enter("cudaHostUnregister", BIT(REGISTERED), (uintptr_t)P(cudaHostUnregister_v4000)->ptr);
+        else
+            release_exit(cd, dom);
+        break;
+    default:
+        return 0;
+    }
+    return 1;
+}
+
+/* The runtime's calls that release all of a device's memory at
+ * once. Returns 0 for a call of another group. */
+static int runtime_reset_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int enter)
+{
+    const CUpti_CallbackDomain dom = CUPTI_CB_DOMAIN_RUNTIME_API;
+    switch (id) {
+    case RT(cudaDeviceReset_v3020):
+        if (enter)
+            reset_device = current_device();
+        else if (returned_ok(cd, dom))
+            check_device_reset(reset_device);
+        break;
+    default:
+        return 0;
+    }
+    return 1;
+}
+
+/* The runtime's graph memory: memory nodes, captures, instantiation, launches.
+ * Returns 0 for a call of another group. */
+static int runtime_graph_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int enter)
+{
+    const CUpti_CallbackDomain dom = CUPTI_CB_DOMAIN_RUNTIME_API;
+    switch (id) {
     case RT(cudaGraphAddMemAllocNode_v11040):
         if (!enter && returned_ok(cd, dom)) {
             const struct cudaMemAllocNodeParams *np = P(cudaGraphAddMemAllocNode_v11040)->nodeParams;
@@ -483,44 +564,25 @@ static void runtime_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int 
         if (enter)
             check_graph_destroyed((uintptr_t)P(cudaGraphDestroy_v10000)->graph);
         break;
-    case RT(cudaFree_v3020):
-        if (enter)
-            release_enter("cudaFree", free_mask, (uintptr_t)P(cudaFree_v3020)->devPtr);
-        else
-            release_exit(cd, dom);
-        break;
-    case RT(cudaFreeHost_v3020):
-        if (enter)
-            release_enter("cudaFreeHost", free_host_mask, (uintptr_t)P(cudaFreeHost_v3020)->ptr);
-        else
-            release_exit(cd, dom);
-        break;
-    case RT(cudaFreeAsync_v11020):
-    case RT(cudaFreeAsync_ptsz_v11020):
-        if (enter)
-            free_async_enter("cudaFreeAsync", (uintptr_t)P(cudaFreeAsync_v11020)->devPtr,
-                             P(cudaFreeAsync_v11020)->hStream, id == RT(cudaFreeAsync_ptsz_v11020));
-        else
-            release_exit(cd, dom);
-        break;
-    case RT(cudaHostUnregister_v4000):
-        if (enter)
-            release_enter("cudaHostUnregister", BIT(REGISTERED), (uintptr_t)P(cudaHostUnregister_v4000)->ptr);
-        else
-            release_exit(cd, dom);
-        break;
-    case RT(cudaDeviceReset_v3020):
-        if (enter)
-            reset_device = current_device();
-        else if (returned_ok(cd, dom))
-            check_device_reset(reset_device);
-        break;
     default:
-        break;
+        return 0;
     }
+    return 1;
 }
 
-static void driver_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int enter)
+/* One callback of the runtime API, handed to the group of calls it belongs to. */
+static void runtime_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int enter)
+{
+    (void)(runtime_alloc_call(id, cd, enter) ||
+           runtime_array_call(id, cd, enter) ||
+           runtime_release_call(id, cd, enter) ||
+           runtime_reset_call(id, cd, enter) ||
+           runtime_graph_call(id, cd, enter));
+}
+
+/* The driver's allocation calls: what they returned becomes live.
+ * Returns 0 for a call of another group. */
+static int driver_alloc_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int enter)
 {
     const CUpti_CallbackDomain dom = CUPTI_CB_DOMAIN_DRIVER_API;
     switch (id) {
@@ -580,6 +642,24 @@ static void driver_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int e
             alloc_exit(cd, dom, "cuMemMap", GPUMEM_KIND_VIRTUAL, (uintptr_t)P(cuMemMap)->ptr,
                        P(cuMemMap)->size);
         break;
+    case DRV(cuMemAddressReserve):
+        if (!enter)
+            alloc_exit(cd, dom, "cuMemAddressReserve", GPUMEM_KIND_RESERVED,
+                       check_reserve_key((uintptr_t)*P(cuMemAddressReserve)->ptr),
+                       P(cuMemAddressReserve)->size);
+        break;
+    default:
+        return 0;
+    }
+    return 1;
+}
+
+/* The driver's CUDA arrays, kept by their handles: made and destroyed.
+ * Returns 0 for a call of another group. */
+static int driver_array_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int enter)
+{
+    const CUpti_CallbackDomain dom = CUPTI_CB_DOMAIN_DRIVER_API;
+    switch (id) {
     case DRV(cuArrayCreate_v2):
         if (!enter) {
             const CUDA_ARRAY_DESCRIPTOR *d = P(cuArrayCreate_v2)->pAllocateArray;
@@ -622,12 +702,17 @@ static void driver_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int e
         else
             release_exit(cd, dom);
         break;
-    case DRV(cuMemAddressReserve):
-        if (!enter)
-            alloc_exit(cd, dom, "cuMemAddressReserve", GPUMEM_KIND_RESERVED,
-                       check_reserve_key((uintptr_t)*P(cuMemAddressReserve)->ptr),
-                       P(cuMemAddressReserve)->size);
-        break;
+    default:
+        return 0;
+    }
+    return 1;
+}
+
+/* The driver's release calls. Returns 0 for a call of another group. */
+static int driver_release_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int enter)
+{
+    const CUpti_CallbackDomain dom = CUPTI_CB_DOMAIN_DRIVER_API;
+    switch (id) {
     case DRV(cuMemAddressFree):
         if (enter)
             release_enter("cuMemAddressFree", BIT(RESERVED),
@@ -635,6 +720,88 @@ static void driver_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int e
         else
             release_exit(cd, dom);
         break;
+    case DRV(cuMemFree_v2):
+        if (enter)
+            release_enter("cuMemFree", free_mask, (uintptr_t)P(cuMemFree_v2)->dptr);
+        else
+            release_exit(cd, dom);
+        break;
+    case DRV(cuMemFreeHost):
+        if (enter)
+            release_enter("cuMemFreeHost", free_host_mask, (uintptr_t)P(cuMemFreeHost)->p);
+        else
+            release_exit(cd, dom);
+        break;
+    case DRV(cuMemFreeAsync):
+    case DRV(cuMemFreeAsync_ptsz):
+        if (enter)
+            free_async_enter("cuMemFreeAsync", (uintptr_t)P(cuMemFreeAsync)->dptr,
+                             P(cuMemFreeAsync)->hStream, id == DRV(cuMemFreeAsync_ptsz));
+        else
+            release_exit(cd, dom);
+        break;
+    case DRV(cuMemHostUnregister):
+        if (enter)
+            release_enter("cuMemHostUnregister", BIT(REGISTERED), (uintptr_t)P(cuMemHostUnregister)->p);
+        else
+            release_exit(cd, dom);
+        break;
+    case DRV(cuMemRelease):
+        if (enter)
+            release_enter("cuMemRelease", BIT(VIRTUAL), check_handle_key(P(cuMemRelease)->handle));
+        else
+            release_exit(cd, dom);
+        break;
+    case DRV(cuMemUnmap):
+        if (enter) {
+            release_enter("cuMemUnmap", BIT(VIRTUAL), (uintptr_t)P(cuMemUnmap)->ptr);
+        } else {
+            release_exit(cd, dom);
+            /* One call may unmap several mappings: all of its range goes. */
+            if (returned_ok(cd, dom))
+                check_unmap_rest((uintptr_t)P(cuMemUnmap)->ptr, P(cuMemUnmap)->size);
+        }
+        break;
+    default:
+        return 0;
+    }
+    return 1;
+}
+
+/* The driver's calls that release all of a device's memory at
+ * once. Returns 0 for a call of another group. */
+static int driver_reset_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int enter)
+{
+    const CUpti_CallbackDomain dom = CUPTI_CB_DOMAIN_DRIVER_API;
+    switch (id) {
+    case DRV(cuDevicePrimaryCtxReset_v2):
+        if (!enter && returned_ok(cd, dom))
+            check_device_reset((int)P(cuDevicePrimaryCtxReset_v2)->dev);
+        break;
+    case DRV(cuCtxDestroy_v2):
+        if (enter) {
+            CUcontext ctx = P(cuCtxDestroy_v2)->ctx, popped;
+            reset_device = -1;
+            if (drv.ctx_push && drv.ctx_pop && drv.ctx_push(ctx) == CUDA_SUCCESS) {
+                reset_device = current_device();
+                (void)drv.ctx_pop(&popped); /* pops what was pushed just above */
+            }
+        } else if (returned_ok(cd, dom) && reset_device >= 0) {
+            check_device_reset(reset_device);
+        }
+        break;
+    default:
+        return 0;
+    }
+    return 1;
+}
+
+/* The driver's graph memory: memory nodes, captures, instantiation, launches.
+ * Returns 0 for a call of another group. */
+static int driver_graph_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int enter)
+{
+    const CUpti_CallbackDomain dom = CUPTI_CB_DOMAIN_DRIVER_API;
+    switch (id) {
     case DRV(cuGraphAddMemAllocNode):
         if (!enter && returned_ok(cd, dom)) {
             const CUDA_MEM_ALLOC_NODE_PARAMS *np = P(cuGraphAddMemAllocNode)->nodeParams;
@@ -656,6 +823,8 @@ static void driver_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int e
             node_added("cuGraphAddNode", (uintptr_t)P(cuGraphAddNode)->hGraph,
                        P(cuGraphAddNode)->nodeParams);
         break;
+#endif
+#if CUDA_VERSION >= 12030
     case DRV(cuGraphAddNode_v2):
         if (!enter && returned_ok(cd, dom))
             node_added("cuGraphAddNode", (uintptr_t)P(cuGraphAddNode_v2)->hGraph,
@@ -704,67 +873,20 @@ static void driver_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int e
         if (enter)
             check_graph_destroyed((uintptr_t)P(cuGraphDestroy)->hGraph);
         break;
-    case DRV(cuMemFree_v2):
-        if (enter)
-            release_enter("cuMemFree", free_mask, (uintptr_t)P(cuMemFree_v2)->dptr);
-        else
-            release_exit(cd, dom);
-        break;
-    case DRV(cuMemFreeHost):
-        if (enter)
-            release_enter("cuMemFreeHost", free_host_mask, (uintptr_t)P(cuMemFreeHost)->p);
-        else
-            release_exit(cd, dom);
-        break;
-    case DRV(cuMemFreeAsync):
-    case DRV(cuMemFreeAsync_ptsz):
-        if (enter)
-            free_async_enter("cuMemFreeAsync", (uintptr_t)P(cuMemFreeAsync)->dptr,
-                             P(cuMemFreeAsync)->hStream, id == DRV(cuMemFreeAsync_ptsz));
-        else
-            release_exit(cd, dom);
-        break;
-    case DRV(cuMemHostUnregister):
-        if (enter)
-            release_enter("cuMemHostUnregister", BIT(REGISTERED), (uintptr_t)P(cuMemHostUnregister)->p);
-        else
-            release_exit(cd, dom);
-        break;
-    case DRV(cuMemRelease):
-        if (enter)
-            release_enter("cuMemRelease", BIT(VIRTUAL), check_handle_key(P(cuMemRelease)->handle));
-        else
-            release_exit(cd, dom);
-        break;
-    case DRV(cuMemUnmap):
-        if (enter) {
-            release_enter("cuMemUnmap", BIT(VIRTUAL), (uintptr_t)P(cuMemUnmap)->ptr);
-        } else {
-            release_exit(cd, dom);
-            /* One call may unmap several mappings: all of its range goes. */
-            if (returned_ok(cd, dom))
-                check_unmap_rest((uintptr_t)P(cuMemUnmap)->ptr, P(cuMemUnmap)->size);
-        }
-        break;
-    case DRV(cuDevicePrimaryCtxReset_v2):
-        if (!enter && returned_ok(cd, dom))
-            check_device_reset((int)P(cuDevicePrimaryCtxReset_v2)->dev);
-        break;
-    case DRV(cuCtxDestroy_v2):
-        if (enter) {
-            CUcontext ctx = P(cuCtxDestroy_v2)->ctx, popped;
-            reset_device = -1;
-            if (drv.ctx_push && drv.ctx_pop && drv.ctx_push(ctx) == CUDA_SUCCESS) {
-                reset_device = current_device();
-                (void)drv.ctx_pop(&popped); /* pops what was pushed just above */
-            }
-        } else if (returned_ok(cd, dom) && reset_device >= 0) {
-            check_device_reset(reset_device);
-        }
-        break;
     default:
-        break;
+        return 0;
     }
+    return 1;
+}
+
+/* One callback of the driver API, handed to the group of calls it belongs to. */
+static void driver_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int enter)
+{
+    (void)(driver_alloc_call(id, cd, enter) ||
+           driver_array_call(id, cd, enter) ||
+           driver_release_call(id, cd, enter) ||
+           driver_reset_call(id, cd, enter) ||
+           driver_graph_call(id, cd, enter));
 }
 
 static void CUPTIAPI on_call(void *userdata, CUpti_CallbackDomain dom, CUpti_CallbackId id,

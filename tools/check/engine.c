@@ -5,7 +5,12 @@
  * that made it is the record's site.func (gpumem check has no call site of its own). Releases
  * go through the registry's take, which tells a right release from a mismatched, double,
  * interior or unknown one exactly as gpumem_free does. Leaks at the end are the library's
- * grouping of live records (report.c), and the byte peaks its statistics (stats.c). */
+ * grouping of live records (report.c), and the byte peaks its statistics (stats.c).
+ *
+ * This file holds the setup, the log and the report at exit. The events are events.c, the
+ * findings' list and counters findings.c, the leak groups leaks.c; the end of the report is
+ * rendered by render_text.c and render_json.c, which the report after a fatal signal
+ * (crash.c) uses too; the GPUMEM_CHECK_* settings are settings.def. */
 #define _GNU_SOURCE
 #include "engine.h"
 
@@ -16,58 +21,31 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
-#include <signal.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-
-#ifdef GPUMEM_HAVE_JANSSON
-#include <jansson.h>
-#endif
 
 #include "backtrace.h"
 #include "check_trace.h"
-#include "hostmap.h"
+#include "engine_int.h"
 #include "internal.h"
 #include "reach.h"
+#include "settings.h"
 #include "sigsafe.h"
 #include "suppress.h"
-#include "trace.h"
 
 _Thread_local int check_tls_busy __attribute__((tls_model("initial-exec")));
 
-/* ---- options (set by `gpumem check`, launch.c) ---- */
+/* ---- options (settings.def, set by `gpumem check`, launch.c) ---- */
 
-enum { LEAK_NO, LEAK_SUMMARY, LEAK_FULL };
-
-/* Leak kinds, as valgrind names them: bits of --show-leak-kinds / --errors-for-leak-kinds. */
-enum { LEAK_DEFINITE = 1, LEAK_REACHABLE = 2 };
-
-static struct {
-    int leak;
-    unsigned show_kinds, error_kinds;
-    int gen_supp;
-    int stacks;
-    int quiet; /* -q: findings only */
-    long root;
-    const char *log, *json, *status;
-} opt;
+check__options check__opt;
 
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
-
-static const char *env_or(const char *name, const char *fallback)
-{
-    const char *v = getenv(name);
-    return v && *v ? v : fallback;
-}
 
 /* Output goes through one lock; the prefix is valgrind's "==PID== ". */
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static FILE *out_file;
 static int out_fd = -1; /* out_file's descriptor, for the crash-time report */
-static char prefix[32];
+char check__prefix[32];
 
 static void setup(void)
 {
@@ -75,27 +53,27 @@ static void setup(void)
     check_trace_setup();
     gpumem__init_once();
     gpumem__report_at_exit_disable();
-    snprintf(prefix, sizeof prefix, "==%ld== ", (long)getpid());
-    const char *leak = env_or("GPUMEM_CHECK_LEAK", "full");
-    opt.leak = strcmp(leak, "no") == 0 ? LEAK_NO : strcmp(leak, "summary") == 0 ? LEAK_SUMMARY
+    snprintf(check__prefix, sizeof check__prefix, "==%ld== ", (long)getpid());
+    const char *leak = check_setting_get(CHECK_SET_LEAK, "full");
+    check__opt.leak = strcmp(leak, "no") == 0 ? LEAK_NO : strcmp(leak, "summary") == 0 ? LEAK_SUMMARY
                                                                                 : LEAK_FULL;
-    opt.show_kinds = (unsigned)check_leak_kinds_parse(env_or("GPUMEM_CHECK_SHOW_LEAK_KINDS", "all"));
-    opt.error_kinds = (unsigned)check_leak_kinds_parse(env_or("GPUMEM_CHECK_ERRORS_FOR_LEAK_KINDS", "all"));
-    opt.gen_supp = strcmp(env_or("GPUMEM_CHECK_GEN_SUPPRESSIONS", "no"), "yes") == 0;
-    opt.stacks = strcmp(env_or("GPUMEM_CHECK_STACKS", "1"), "0") != 0;
-    opt.quiet = strcmp(env_or("GPUMEM_CHECK_QUIET", "0"), "1") == 0;
-    opt.root = strtol(env_or("GPUMEM_CHECK_ROOT", "0"), NULL, 10);
-    opt.log = env_or("GPUMEM_CHECK_LOG", NULL);
-    opt.json = env_or("GPUMEM_CHECK_JSON", NULL);
-    opt.status = env_or("GPUMEM_CHECK_STATUS", NULL);
+    check__opt.show_kinds = (unsigned)check_leak_kinds_parse(check_setting_get(CHECK_SET_SHOW_LEAK_KINDS, "all"));
+    check__opt.error_kinds = (unsigned)check_leak_kinds_parse(check_setting_get(CHECK_SET_ERRORS_FOR_LEAK_KINDS, "all"));
+    check__opt.gen_supp = strcmp(check_setting_get(CHECK_SET_GEN_SUPPRESSIONS, "no"), "yes") == 0;
+    check__opt.stacks = strcmp(check_setting_get(CHECK_SET_STACKS, "1"), "0") != 0;
+    check__opt.quiet = strcmp(check_setting_get(CHECK_SET_QUIET, "0"), "1") == 0;
+    check__opt.root = strtol(check_setting_get(CHECK_SET_ROOT, "0"), NULL, 10);
+    check__opt.log = check_setting_get(CHECK_SET_LOG, NULL);
+    check__opt.json = check_setting_get(CHECK_SET_JSON, NULL);
+    check__opt.status = check_setting_get(CHECK_SET_STATUS, NULL);
     /* Suppression files, separated by newlines (the launcher checked them already). */
-    const char *files = env_or("GPUMEM_CHECK_SUPPRESSIONS", NULL);
+    const char *files = check_setting_get(CHECK_SET_SUPPRESSIONS, NULL);
     if (files) {
         char *copy = strdup(files), *save = NULL;
         for (char *f = copy ? strtok_r(copy, "\n", &save) : NULL; f; f = strtok_r(NULL, "\n", &save)) {
             char err[512];
             if (check_supp_load(f, err, sizeof err) != 0)
-                fprintf(stderr, "%sgpumem check: error: %s\n", prefix, err);
+                fprintf(stderr, "%sgpumem check: error: %s\n", check__prefix, err);
         }
         free(copy);
     }
@@ -109,7 +87,7 @@ void check_setup(void)
 
 /* PATTERN with %p replaced by the pid; a child of the checked program (pid other than the
  * root's) gets ".PID" appended when PATTERN has no %p, so that it writes its own file. */
-static void expand_path(const char *pattern, char *path, size_t n)
+void check__expand_path(const char *pattern, char *path, size_t n)
 {
     /* No snprintf: the crash-time report expands paths from a signal handler. */
     char pid[21];
@@ -126,7 +104,7 @@ static void expand_path(const char *pattern, char *path, size_t n)
             path[o++] = *c;
         }
     }
-    if (!had_pid && opt.root && opt.root != (long)getpid() && o + 24 < n) {
+    if (!had_pid && check__opt.root && check__opt.root != (long)getpid() && o + 24 < n) {
         path[o++] = '.';
         for (const char *d = pid; *d; d++)
             path[o++] = *d;
@@ -140,9 +118,9 @@ static FILE *out(void)
     if (out_file)
         return out_file;
     out_file = stderr;
-    if (opt.log) {
+    if (check__opt.log) {
         char path[4096];
-        expand_path(opt.log, path, sizeof path);
+        check__expand_path(check__opt.log, path, sizeof path);
         FILE *f = fopen(path, "w");
         if (f) {
             out_file = f;
@@ -150,20 +128,19 @@ static FILE *out(void)
         }
         else
             fprintf(stderr, "%sgpumem check: warning: cannot write the log to %s (%s); writing "
-                            "it here\n", prefix, path, strerror(errno));
+                            "it here\n", check__prefix, path, strerror(errno));
     }
     return out_file;
 }
 
-static void say(const char *fmt, ...) GPUMEM__FORMAT(1, 2);
 static int log_errno; /* why the first write to the log failed */
 
-static void say(const char *fmt, ...)
+void check__say(const char *fmt, ...)
 {
     FILE *f = out();
     int before = errno;
     errno = 0;
-    fputs(prefix, f);
+    fputs(check__prefix, f);
     va_list ap;
     va_start(ap, fmt);
     vfprintf(f, fmt, ap);
@@ -184,9 +161,9 @@ static void say_both(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    say("%s", text);
+    check__say("%s", text);
     if (out() != stderr) {
-        fprintf(stderr, "%s%s\n", prefix, text);
+        fprintf(stderr, "%s%s\n", check__prefix, text);
         fflush(stderr); /* stderr may have been reopened, and buffered, by the program */
     }
 }
@@ -223,11 +200,11 @@ static const char *where(uint32_t stack, char *buf, size_t n)
 static void say_stack(uint32_t stack)
 {
     char indent[64];
-    snprintf(indent, sizeof indent, "%s   ", prefix);
+    snprintf(indent, sizeof indent, "%s   ", check__prefix);
     if (stack)
         gpumem__stack_print(stack, out(), indent);
     else
-        say("   (no stack)");
+        check__say("   (no stack)");
 }
 
 /* The call that releases memory of a kind (the record's site.func names how it was made). */
@@ -259,78 +236,11 @@ static const char *right_release(int kind, const char *made_by)
     }
 }
 
-/* ---- findings ---- */
-
-typedef struct {
-    int kind;
-    const char *call;       /* release call, or the allocation call of a leak / failed-alloc */
-    int memory;             /* gpumem kind, 0 unknown */
-    uint64_t bytes, count, offset;
-    uintptr_t address;
-    uint32_t stack;         /* the call's (for a leak: the allocation's) */
-    const char *alloc_call; /* the allocation a release concerns */
-    uint32_t alloc_stack;
-    const char *first_call; /* double free: the first release */
-    uint32_t first_stack;
-    int error;              /* failed-alloc: the CUDA error */
-    const char *suppressed; /* the matching suppression's name */
-    int leak_kind;          /* a leak's: LEAK_DEFINITE or LEAK_REACHABLE */
-    int counted;            /* a leak: an error (its kind is in --errors-for-leak-kinds) */
-    int device;             /* a leak's or failed allocation's device (the context's) */
-    const char *reached_from; /* a still reachable leak: where a pointer to it was found */
-} finding;
-
-static pthread_mutex_t findings_lock = PTHREAD_MUTEX_INITIALIZER;
-static finding *findings;
-static size_t nfindings, findings_cap;
-static atomic_long error_count, suppressed_count;
-
-long check_error_count(void)
-{
-    return atomic_load(&error_count);
-}
-
-static void keep(const finding *f)
-{
-    pthread_mutex_lock(&findings_lock);
-    if (nfindings == findings_cap) {
-        /* Not realloc: the old array is wiped before it is freed, so that the leak scan finds
-         * no stale copy of the addresses in it (reach.c reads freed heap memory too). */
-        size_t cap = findings_cap ? findings_cap * 2 : 16;
-        finding *grown = malloc(cap * sizeof *grown);
-        if (grown) {
-            if (findings) {
-                memcpy(grown, findings, nfindings * sizeof *grown);
-                memset(findings, 0, findings_cap * sizeof *findings);
-            }
-            free(findings);
-            findings = grown;
-            findings_cap = cap;
-        }
-    }
-    if (nfindings < findings_cap)
-        findings[nfindings++] = *f;
-    pthread_mutex_unlock(&findings_lock);
-}
-
-/* Matches the suppressions; returns 1 when the finding is suppressed. */
-static int suppress(finding *f)
-{
-    gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
-    int n = f->stack ? gpumem__stack_frames(f->stack, frames, GPUMEM__STACK_MAX_FRAMES) : 0;
-    f->suppressed = check_supp_match(f->kind, f->call, frames, n);
-    if (f->suppressed) {
-        atomic_fetch_add(&suppressed_count, 1);
-        return 1;
-    }
-    if (f->kind != CHECK_LEAK || f->counted)
-        atomic_fetch_add(&error_count, 1);
-    return 0;
-}
+/* ---- findings (kept and counted by findings.c) ---- */
 
 static void gen_suppression(const finding *f)
 {
-    if (!opt.gen_supp)
+    if (!check__opt.gen_supp)
         return;
     gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
     int n = f->stack ? gpumem__stack_frames(f->stack, frames, GPUMEM__STACK_MAX_FRAMES) : 0;
@@ -362,45 +272,45 @@ static void print_finding(const finding *f)
     const char *mem = gpumem_kind_name(f->memory);
     switch (f->kind) {
     case CHECK_MISMATCHED:
-        say("Mismatched release: %s() of %s bytes of %s memory allocated by %s%s", f->call,
+        check__say("Mismatched release: %s() of %s bytes of %s memory allocated by %s%s", f->call,
             grouped(f->bytes, b1, sizeof b1), mem, f->alloc_call, where(f->alloc_stack, w, sizeof w));
         say_stack(f->stack);
-        say(" Allocated by %s():", f->alloc_call);
+        check__say(" Allocated by %s():", f->alloc_call);
         say_stack(f->alloc_stack);
         if (strcmp(f->call, "realloc") == 0)
-            say(" %s memory is released with %s(); gpumem check gave realloc() new memory with "
+            check__say(" %s memory is released with %s(); gpumem check gave realloc() new memory with "
                 "the old contents and released the old so, and the program runs on", mem,
                 right_release(f->memory, f->alloc_call));
         else if (strcmp(f->call, "free") == 0 || strncmp(f->call, "operator delete", 15) == 0)
-            say(" %s memory is released with %s(); gpumem check released it so, and the program "
+            check__say(" %s memory is released with %s(); gpumem check released it so, and the program "
                 "runs on", mem, right_release(f->memory, f->alloc_call));
         else
-            say(" %s memory is released with %s(); CUDA refuses this call and the memory stays "
+            check__say(" %s memory is released with %s(); CUDA refuses this call and the memory stays "
                 "allocated", mem, right_release(f->memory, f->alloc_call));
         break;
     case CHECK_DOUBLE:
-        say("Double release: %s() of %s bytes of %s memory at %p, already released by %s%s",
+        check__say("Double release: %s() of %s bytes of %s memory at %p, already released by %s%s",
             f->call, grouped(f->bytes, b1, sizeof b1), mem, (void *)f->address, f->first_call,
             where(f->first_stack, w, sizeof w));
         say_stack(f->stack);
-        say(" Released before by %s():", f->first_call);
+        check__say(" Released before by %s():", f->first_call);
         say_stack(f->first_stack);
-        say(" Allocated by %s():", f->alloc_call);
+        check__say(" Allocated by %s():", f->alloc_call);
         say_stack(f->alloc_stack);
         break;
     case CHECK_INVALID:
-        say("Invalid release: %s() of %p, which no CUDA allocation call returned", f->call,
+        check__say("Invalid release: %s() of %p, which no CUDA allocation call returned", f->call,
             (void *)f->address);
         say_stack(f->stack);
         break;
     case CHECK_INTERIOR:
-        say("Interior release: %s() of %p, %s bytes into %s bytes of %s memory allocated by %s%s",
+        check__say("Interior release: %s() of %p, %s bytes into %s bytes of %s memory allocated by %s%s",
             f->call, (void *)f->address, grouped(f->offset, b1, sizeof b1),
             grouped(f->bytes, b2, sizeof b2), mem, f->alloc_call, where(f->alloc_stack, w, sizeof w));
         say_stack(f->stack);
-        say(" Allocated by %s():", f->alloc_call);
+        check__say(" Allocated by %s():", f->alloc_call);
         say_stack(f->alloc_stack);
-        say(" Release the allocation's own address, %p", (void *)(f->address - f->offset));
+        check__say(" Release the allocation's own address, %p", (void *)(f->address - f->offset));
         break;
     case CHECK_FAILED_ALLOC: {
         const char *name = gpumem__cuda_error_name(f->error);
@@ -412,621 +322,41 @@ static void print_finding(const finding *f)
         for (int k = 0; k < GPUMEM_KIND_COUNT_; k++)
             live_count[k] = l.count[k];
         kind_list(live, sizeof live, live_count, l.bytes, live_count, gpumem_format_bytes);
-        say("Failed allocation: %s() of %s bytes of %s memory: %s (%s)", f->call,
+        check__say("Failed allocation: %s() of %s bytes of %s memory: %s (%s)", f->call,
             grouped(f->bytes, b1, sizeof b1), mem, name ? name : "unknown CUDA error",
             text ? text : "?");
         say_stack(f->stack);
-        say(" Live then (seen by gpumem check): %s", *live ? live : "nothing");
+        check__say(" Live then (seen by gpumem check): %s", *live ? live : "nothing");
         break;
     }
     default:
         break;
     }
     gen_suppression(f);
-    say("%s", "");
+    check__say("%s", "");
 }
 
 /* Reports f (unless suppressed) and keeps it for the JSON report. */
-static void report(finding *f)
+void check__report(finding *f)
 {
-    if (!suppress(f)) {
+    if (!check__suppress(f)) {
         pthread_mutex_lock(&out_lock);
         print_finding(f);
         fflush(out());
         pthread_mutex_unlock(&out_lock);
     }
-    keep(f);
+    check__keep(f);
 }
 
-static uint32_t capture(void)
+uint32_t check__capture(void)
 {
-    return opt.stacks ? gpumem__stack_capture(1) : 0;
-}
-
-/* ---- events ---- */
-
-/* Host-visible CUDA memory (what host free() could be handed) is counted where it lies
- * (hostmap.c), so that free() of anything else costs a few loads. */
-static int host_visible(int kind)
-{
-    return kind == GPUMEM_KIND_PINNED || kind == GPUMEM_KIND_HOST ||
-           kind == GPUMEM_KIND_MANAGED || kind == GPUMEM_KIND_REGISTERED;
-}
-
-uintptr_t check_handle_key(unsigned long long handle)
-{
-    return ((uintptr_t)1 << 63) | ((uintptr_t)handle << 8);
-}
-
-uintptr_t check_array_key(uintptr_t array)
-{
-    /* Shifted as handles are: registry keys are multiples of 256 (array handles need not be). */
-    return ((uintptr_t)3 << 62) | (array << 8);
-}
-
-uintptr_t check_reserve_key(uintptr_t base)
-{
-    return ((uintptr_t)1 << 62) | base;
-}
-
-/* What the program passed: the handle or address a registry key stands for. */
-static uintptr_t key_shown(uintptr_t key)
-{
-    switch (key >> 62) {
-    case 3:
-        return (key & ~((uintptr_t)3 << 62)) >> 8;
-    case 2:
-        return (key & ~((uintptr_t)1 << 63)) >> 8;
-    case 1:
-        return key & ~((uintptr_t)1 << 62);
-    default:
-        return key;
-    }
-}
-
-static void forget(const gpumem__rec *r)
-{
-    gpumem__stats_release(r->kind, r->device, r->bytes);
-    gpumem__trace_release(r, (gpumem_site){0}, r->freed_site.func);
-    if (host_visible(r->kind))
-        check_hostmap_remove(r->base, r->bytes);
-}
-
-void check_alloc(const char *call, int kind, uintptr_t base, size_t bytes, int device,
-                 int cuda_error, uint32_t stack)
-{
-    check_setup();
-    check_tls_busy++;
-    if (cuda_error) {
-        finding f = {.kind = CHECK_FAILED_ALLOC, .call = call, .memory = kind, .bytes = bytes,
-                     .stack = stack, .error = cuda_error, .device = device};
-        gpumem__trace_failed(kind, bytes, device, (gpumem_site){NULL, call, 0}, stack,
-                             gpumem__status_from_cuda(cuda_error), cuda_error);
-        report(&f);
-        check_tls_busy--;
-        return;
-    }
-    /* Memory gpumem check saw no release of (released by a call it does not watch) is gone
-     * when CUDA hands the address out again. */
-    gpumem__rec old;
-    int mismatch = 0;
-    if (gpumem__reg_take((const void *)base, (gpumem_site){0}, 0, &mismatch, &old) == GPUMEM__TAKEN)
-        forget(&old);
-    gpumem__rec r = {.base = base, .bytes = bytes, .site = {NULL, call, 0},
-                     .seq = gpumem__seq_take(), .thread = gpumem__thread_id(),
-                     .device = device, .stack = stack, .kind = (unsigned char)kind};
-    if (gpumem__reg_insert(&r) == 0) {
-        gpumem__stats_alloc(kind, device, bytes);
-        gpumem__trace_alloc(&r);
-        if (host_visible(kind))
-            check_hostmap_add(base, bytes);
-    }
-    check_tls_busy--;
-}
-
-/* Classifies a release of p by call; CHECK_GO leaves the record taken (r filled). */
-static int classify(const char *call, unsigned mask, uintptr_t p, uint32_t stack, gpumem__rec *r,
-                    int defer_unknown)
-{
-    int mismatch = 0;
-    gpumem__take_result t =
-        gpumem__reg_take((const void *)p, (gpumem_site){NULL, call, 0}, mask, &mismatch, r);
-    if (t == GPUMEM__TAKEN) {
-        gpumem__reg_set_freed_stack((const void *)p, stack);
-        forget(r);
-        return CHECK_GO;
-    }
-    finding f = {.call = call, .address = key_shown(p), .stack = stack, .memory = r->kind,
-                 .bytes = r->bytes, .alloc_call = r->site.func, .alloc_stack = r->stack};
-    if (mismatch) {
-        f.kind = CHECK_MISMATCHED;
-    } else if (t == GPUMEM__DOUBLE) {
-        f.kind = CHECK_DOUBLE;
-        f.first_call = r->freed_site.func ? r->freed_site.func : "?";
-        f.first_stack = r->freed_stack;
-    } else if (t == GPUMEM__INTERIOR) {
-        f.kind = CHECK_INTERIOR;
-        f.offset = p - r->base;
-    } else if (defer_unknown) {
-        return CHECK_UNKNOWN;
-    } else {
-        f = (finding){.kind = CHECK_INVALID, .call = call, .address = key_shown(p), .stack = stack};
-    }
-    report(&f);
-    return CHECK_REPORTED;
-}
-
-void check_release_unknown_end(const char *call, uintptr_t p, uint32_t stack, int succeeded)
-{
-    if (succeeded)
-        return;
-    check_tls_busy++;
-    finding f = {.kind = CHECK_INVALID, .call = call, .address = key_shown(p), .stack = stack};
-    report(&f);
-    check_tls_busy--;
-}
-
-int check_release_begin(const char *call, unsigned kind_mask, uintptr_t p, uint32_t stack)
-{
-    if (!p)
-        return CHECK_IGNORED;
-    check_setup();
-    check_tls_busy++;
-    gpumem__rec r;
-    int res = classify(call, kind_mask ? kind_mask : ~0u, p, stack, &r, 1);
-    /* cudaFree of a CUDA array (a handle, kept apart from addresses): a mismatched release. */
-    if (res == CHECK_UNKNOWN && !(p >> 54) && gpumem__reg_find((const void *)check_array_key(p), &r) &&
-        r.base == check_array_key(p))
-        res = classify(call, kind_mask ? kind_mask : ~0u, check_array_key(p), stack, &r, 1);
-    check_tls_busy--;
-    return res;
-}
-
-void check_release_end(uintptr_t p, int succeeded)
-{
-    if (succeeded)
-        return;
-    check_tls_busy++;
-    gpumem__rec r;
-    gpumem__reg_untake((const void *)p);
-    if (gpumem__reg_find((const void *)p, &r) && r.base == p) {
-        gpumem__stats_alloc(r.kind, r.device, r.bytes);
-        gpumem__trace_alloc(&r); /* live again: CUDA refused the release */
-        if (host_visible(r.kind))
-            check_hostmap_add(r.base, r.bytes);
-    }
-    check_tls_busy--;
-}
-
-int check_release_if_live(const char *call, unsigned kind_mask, uintptr_t p, uint32_t stack)
-{
-    check_setup();
-    check_tls_busy++;
-    gpumem__rec r;
-    int mismatch = 0, taken = 0;
-    if (gpumem__reg_take((const void *)p, (gpumem_site){NULL, call, 0}, kind_mask, &mismatch,
-                         &r) == GPUMEM__TAKEN) {
-        gpumem__reg_set_freed_stack((const void *)p, stack);
-        forget(&r);
-        taken = 1;
-    }
-    check_tls_busy--;
-    return taken;
-}
-
-int check_host_lookup(uintptr_t p, uintptr_t *base, size_t *bytes)
-{
-    if (!check_hostmap_may_hold(p))
-        return 0;
-    check_tls_busy++;
-    gpumem__rec r;
-    int kind = 0;
-    if (gpumem__reg_find((const void *)p, &r) && host_visible(r.kind)) {
-        kind = r.kind;
-        *base = r.base;
-        *bytes = r.bytes;
-    }
-    check_tls_busy--;
-    return kind;
-}
-
-int check_host_free(const char *call, uintptr_t p, uint32_t stack)
-{
-    if (!check_hostmap_may_hold(p))
-        return 0;
-    check_tls_busy++;
-    gpumem__rec r;
-    int kind = 0;
-    if (gpumem__reg_find((const void *)p, &r) && host_visible(r.kind)) {
-        if (!stack)
-            stack = capture();
-        if (r.base == p) {
-            /* Take it out as released by this call, then report the mismatch. */
-            classify(call, 1u << r.kind, p, stack, &r, 0);
-            finding f = {.kind = CHECK_MISMATCHED, .call = call, .address = p, .stack = stack,
-                         .memory = r.kind, .bytes = r.bytes, .alloc_call = r.site.func,
-                         .alloc_stack = r.stack};
-            report(&f);
-            kind = r.kind;
-        } else {
-            classify(call, 0, p, stack, &r, 0); /* interior: reported, nothing released */
-            kind = -1;
-        }
-    }
-    check_tls_busy--;
-    return kind;
-}
-
-/* Takes every live record that chosen() picks out of the registry, as released by call:
- * memory that went with a context or a range without a release call of its own. Records are
- * collected a batch at a time (the registry is walked under its locks) and taken after. */
-typedef struct {
-    int (*chosen)(const gpumem__rec *r, const void *arg);
-    const void *arg;
-    uintptr_t bases[256];
-    int n;
-} take_batch;
-
-static int batch_collect(const gpumem__rec *r, void *arg)
-{
-    take_batch *b = arg;
-    if (b->chosen(r, b->arg))
-        b->bases[b->n++] = r->base;
-    return b->n == (int)(sizeof b->bases / sizeof *b->bases);
-}
-
-static void take_all(int (*chosen)(const gpumem__rec *, const void *), const void *arg,
-                     const char *call)
-{
-    check_tls_busy++;
-    take_batch b;
-    do {
-        b = (take_batch){.chosen = chosen, .arg = arg};
-        gpumem__reg_foreach(batch_collect, &b, 0);
-        for (int i = 0; i < b.n; i++) {
-            gpumem__rec r;
-            int mismatch = 0;
-            if (gpumem__reg_take((const void *)b.bases[i], (gpumem_site){NULL, call, 0}, 0,
-                                 &mismatch, &r) == GPUMEM__TAKEN)
-                forget(&r);
-        }
-    } while (b.n == (int)(sizeof b.bases / sizeof *b.bases));
-    check_tls_busy--;
-}
-
-/* Mappings strictly inside (p, p + bytes): the one at p went through check_release_begin. */
-static int in_unmapped_range(const gpumem__rec *r, const void *arg)
-{
-    const uintptr_t *range = arg;
-    return r->kind == GPUMEM_KIND_VIRTUAL && r->base > range[0] && r->base < range[1];
-}
-
-void check_unmap_rest(uintptr_t p, size_t bytes)
-{
-    const uintptr_t range[2] = {p, p + bytes};
-    take_all(in_unmapped_range, range, "cuMemUnmap");
-}
-
-/* What a device's context held: everything of it but registered host memory, which is the
- * program's own memory and stays registered until it says otherwise. */
-static int of_device(const gpumem__rec *r, const void *arg)
-{
-    return r->device == *(const int *)arg && r->kind != GPUMEM_KIND_REGISTERED;
-}
-
-void check_device_reset(int device)
-{
-    check_setup();
-    take_all(of_device, &device, "cudaDeviceReset");
-}
-
-/* ---- leak kinds ---- */
-
-int check_leak_kinds_parse(const char *list)
-{
-    unsigned kinds = 0;
-    char copy[256];
-    snprintf(copy, sizeof copy, "%s", list ? list : "");
-    char *save = NULL;
-    for (char *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
-        if (strcmp(w, "definite") == 0)
-            kinds |= LEAK_DEFINITE;
-        else if (strcmp(w, "reachable") == 0)
-            kinds |= LEAK_REACHABLE;
-        else if (strcmp(w, "all") == 0)
-            kinds |= LEAK_DEFINITE | LEAK_REACHABLE;
-        else if (strcmp(w, "none") != 0 && strcmp(w, "possible") != 0 && strcmp(w, "indirect") != 0)
-            return -1; /* possible and indirect: valgrind's, never found here (none is) */
-    }
-    return (int)kinds;
-}
-
-const char *check_leak_kind_name(int leak_kind)
-{
-    return leak_kind == LEAK_DEFINITE ? "definite" : leak_kind == LEAK_REACHABLE ? "reachable" : NULL;
-}
-
-/* The frame the program's main returned to (preload.c), 0 before: the exiting thread's stack
- * below it is dead. */
-static atomic_uintptr_t main_frame;
-
-void check_main_returned(uintptr_t frame)
-{
-    atomic_store(&main_frame, frame);
-}
-
-/* The leak scan's lists hold the allocations' addresses, so they live outside the heap (which
- * is scanned, freed parts too): in mappings of their own, moved whole when they grow. */
-static void *grow_mapping(void *old, size_t old_bytes, size_t bytes)
-{
-    void *p = old ? mremap(old, old_bytes, bytes, MREMAP_MAYMOVE)
-                  : mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
-}
-
-typedef struct {
-    gpumem__rec *r;
-    size_t n, cap;
-    int oom;
-} rec_list;
-
-static int collect_rec(const gpumem__rec *r, void *arg)
-{
-    rec_list *l = arg;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 4096;
-        gpumem__rec *grown = grow_mapping(l->r, l->cap * sizeof *grown, cap * sizeof *grown);
-        if (!grown)
-            return l->oom = 1;
-        l->r = grown;
-        l->cap = cap;
-    }
-    l->r[l->n++] = *r;
-    return 0;
-}
-
-typedef struct {
-    check_span *s;
-    size_t n, cap;
-} span_list;
-
-static void add_span(const void *p, size_t bytes, void *arg)
-{
-    span_list *l = arg;
-    if (!p || !bytes)
-        return;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 4096;
-        check_span *grown = grow_mapping(l->s, l->cap * sizeof *grown, cap * sizeof *grown);
-        if (!grown)
-            return;
-        l->s = grown;
-        l->cap = cap;
-    }
-    l->s[l->n++] = (check_span){(uintptr_t)p, (uintptr_t)p + bytes};
-}
-
-typedef struct {
-    const char *call;
-    int memory, leak_kind, device;
-    uint32_t stack;
-    uint64_t count, bytes, first_seq;
-    check_reach_found from; /* still reachable: where the first allocation was reached from */
-} leak_group;
-
-typedef struct {
-    const gpumem__rec *r;
-    int leak_kind;
-    const check_reach_found *from;
-} rec_kind;
-
-static int same_call(const char *a, const char *b)
-{
-    return a == b || (a && b && strcmp(a, b) == 0);
-}
-
-static int by_group_key(const void *x, const void *y)
-{
-    const rec_kind *a = x, *b = y;
-    if (a->leak_kind != b->leak_kind)
-        return a->leak_kind - b->leak_kind;
-    if (a->r->stack != b->r->stack)
-        return a->r->stack < b->r->stack ? -1 : 1;
-    if (a->r->kind != b->r->kind)
-        return a->r->kind - b->r->kind;
-    if (a->r->device != b->r->device)
-        return a->r->device - b->r->device;
-    int c = strcmp(a->r->site.func ? a->r->site.func : "", b->r->site.func ? b->r->site.func : "");
-    if (c)
-        return c;
-    return a->r->seq < b->r->seq ? -1 : a->r->seq > b->r->seq;
-}
-
-static int by_bytes_desc(const void *x, const void *y)
-{
-    const leak_group *a = x, *b = y;
-    if (a->bytes != b->bytes)
-        return a->bytes < b->bytes ? 1 : -1;
-    return a->first_seq < b->first_seq ? -1 : a->first_seq > b->first_seq;
-}
-
-/* "reached: cudaMalloc 0x7f..: from 0x55..: 55..-55.. rw-p ... /path" (GPUMEM_CHECK_REACH_WHY).
- * Under out_lock (check_finish holds it). */
-static void say_reached_from(const gpumem__rec *r, uintptr_t at)
-{
-    char line[512] = "?";
-    FILE *maps = fopen("/proc/self/maps", "re");
-    while (maps && fgets(line, sizeof line, maps)) {
-        unsigned long a, b;
-        if (sscanf(line, "%lx-%lx", &a, &b) == 2 && at >= a && at < b)
-            break;
-        snprintf(line, sizeof line, "?");
-    }
-    if (maps)
-        fclose(maps);
-    line[strcspn(line, "\n")] = '\0';
-    say("reached: %s %p from %p in %s", r->site.func ? r->site.func : "?",
-        (void *)key_shown(r->base), (void *)at, line);
-}
-
-/* Where a still reachable allocation's reference was found, in words: "the global d_A in
- * /path/prog", "a live frame of the stack of the main thread", "a live frame of the stack of
- * thread 1234", "a thread-local variable of /path/lib.so (thread 1234)". */
-static void describe_reach(const check_reach_found *f, char *buf, size_t n)
-{
-    const char *object = NULL, *name = NULL;
-    char thread[48];
-    if (f->tid == (long)getpid())
-        snprintf(thread, sizeof thread, "the main thread");
-    else
-        snprintf(thread, sizeof thread, "thread %ld", f->tid);
-    switch (f->where) {
-    case CHECK_REACH_DATA:
-        name = gpumem__symbol_of(f->at, &object);
-        if (name)
-            snprintf(buf, n, "the global %s in %s", name, object ? object : "?");
-        else
-            snprintf(buf, n, "the data of %s at %p (no symbol holds it)", object ? object : "?",
-                     (void *)f->at);
-        break;
-    case CHECK_REACH_TLS:
-        snprintf(buf, n, "a thread-local variable of %s (%s)",
-                 f->object && *f->object ? f->object : "the program", thread);
-        break;
-    case CHECK_REACH_STACK:
-        if (f->tid)
-            snprintf(buf, n, "a live frame of the stack of %s", thread);
-        else
-            snprintf(buf, n, "the stack of a thread that was running (which one could not be "
-                             "told)");
-        break;
-    default:
-        snprintf(buf, n, "?");
-    }
-}
-
-/* The live allocations, taken out of the registry into a mapping of their own. */
-static int leak_records(rec_list *l, int *skipped)
-{
-    *skipped = gpumem__reg_foreach(collect_rec, l, 1);
-    return l->oom ? -1 : 0;
-}
-
-/* The scan (reach.c): reached[i] and found[i] for each record. Everything of gpumem check's
- * that holds the allocations' addresses is left out. Returns the bytes read, or -1. */
-static long long leak_scan(const rec_list *l, check_span *targets, unsigned char *reached,
-                           check_reach_found *found)
-{
-    span_list skip = {0};
-    for (size_t i = 0; i < l->n; i++) {
-        const gpumem__rec *r = &l->r[i];
-        uintptr_t shown = key_shown(r->base);
-        int handle = (r->base >> 62) >= 2; /* cuMemCreate handles and arrays: the value */
-        targets[i] = (check_span){shown, shown + (handle || !r->bytes ? 1 : r->bytes)};
-        /* CUDA's own host memory is not read: managed memory would migrate. */
-        if (r->kind == GPUMEM_KIND_PINNED || r->kind == GPUMEM_KIND_HOST ||
-            r->kind == GPUMEM_KIND_MANAGED)
-            add_span((const void *)r->base, r->bytes, &skip);
-    }
-    gpumem__reg_storage(add_span, &skip);
-    add_span(l->r, l->cap * sizeof *l->r, &skip);
-    add_span(targets, l->n * sizeof *targets, &skip);
-    add_span(found, l->n * sizeof *found, &skip);
-    add_span(findings, findings_cap * sizeof *findings, &skip);
-    add_span(&skip, sizeof skip, &skip);
-    add_span(skip.s, (skip.cap + 1) * sizeof *skip.s, &skip); /* +1: if this add grows it */
-    add_span(skip.s, skip.cap * sizeof *skip.s, &skip);
-    uintptr_t from = atomic_load(&main_frame);
-    if (!from)
-        from = (uintptr_t)__builtin_frame_address(0);
-    long long scanned = check_reach_scan(targets, l->n, reached, found, skip.s, skip.n, from);
-    munmap(skip.s, skip.cap * sizeof *skip.s);
-    /* GPUMEM_CHECK_REACH_WHY=1: where each reached allocation was reached from. */
-    for (size_t i = 0; getenv("GPUMEM_CHECK_REACH_WHY") && i < l->n; i++)
-        if (reached[i])
-            say_reached_from(&l->r[i], found[i].at);
-    return scanned;
-}
-
-/* Groups the records by leak kind, stack, memory kind, device and call into g; returns how
- * many groups, largest first. */
-static long group_records(rec_kind *rk, size_t n, leak_group *g)
-{
-    if (n)
-        qsort(rk, n, sizeof *rk, by_group_key);
-    long ng = 0;
-    for (size_t i = 0; i < n; i++) {
-        const gpumem__rec *r = rk[i].r;
-        leak_group *last = ng ? &g[ng - 1] : NULL;
-        if (!last || last->leak_kind != rk[i].leak_kind || last->stack != r->stack ||
-            last->memory != r->kind || last->device != r->device ||
-            !same_call(last->call, r->site.func)) {
-            g[ng++] = (leak_group){.call = r->site.func, .memory = r->kind,
-                                   .leak_kind = rk[i].leak_kind, .device = r->device,
-                                   .stack = r->stack, .first_seq = r->seq};
-            last = &g[ng - 1];
-            if (rk[i].from)
-                last->from = *rk[i].from;
-        }
-        last->count++;
-        last->bytes += r->bytes;
-    }
-    if (ng)
-        qsort(g, (size_t)ng, sizeof *g, by_bytes_desc);
-    return ng;
-}
-
-/* The live allocations, grouped by call, memory kind, stack and leak kind, largest first.
- * With scan, the process's memory is scanned for pointers into them (reach.c); without (after a
- * signal), or when the scan cannot run, every one is definitely lost (*scanned is then -1). */
-static long leak_groups(int scan, leak_group **out, int *skipped, long long *scanned)
-{
-    rec_list l = {0};
-    *out = NULL;
-    *scanned = -1;
-    int failed = leak_records(&l, skipped);
-    size_t n = l.n;
-    check_span *targets = n ? grow_mapping(NULL, 0, n * sizeof *targets) : NULL;
-    check_reach_found *found = n ? grow_mapping(NULL, 0, n * sizeof *found) : NULL;
-    unsigned char *reached = n ? calloc(n, 1) : NULL;
-    rec_kind *rk = n ? malloc(n * sizeof *rk) : NULL;
-    leak_group *g = n ? malloc(n * sizeof *g) : NULL;
-    long ng = 0;
-    if (n && !failed && targets && found && reached && rk && g) {
-        if (scan)
-            *scanned = leak_scan(&l, targets, reached, found);
-        for (size_t i = 0; i < n; i++) {
-            int reach = *scanned >= 0 && reached[i];
-            rk[i] = (rec_kind){&l.r[i], reach ? LEAK_REACHABLE : LEAK_DEFINITE,
-                               reach ? &found[i] : NULL};
-        }
-        ng = group_records(rk, n, g);
-        *out = g;
-        g = NULL;
-    }
-    /* rk pointed into the records: wiped with the rest of what holds addresses. */
-    if (rk)
-        memset(rk, 0, n * sizeof *rk);
-    if (l.r)
-        munmap(l.r, l.cap * sizeof *l.r);
-    if (targets)
-        munmap(targets, n * sizeof *targets);
-    if (found)
-        munmap(found, n * sizeof *found);
-    free(reached), free(rk), free(g);
-    return ng;
+    return check__opt.stacks ? gpumem__stack_capture(1) : 0;
 }
 
 /* ---- the end ---- */
 
-/* What was left on each device at exit (statistics slots), for the per-device lines. */
-typedef struct {
-    uint64_t bytes[3][GPUMEM_STATS_DEVICES], count[3][GPUMEM_STATS_DEVICES]; /* by leak kind */
-    uint64_t leaks[GPUMEM_STATS_DEVICES], leaked_bytes[GPUMEM_STATS_DEVICES]; /* counted ones */
-} device_sums;
-
 /* One line per device the program allocated on: what it left, and its peak. */
-static void say_devices(const gpumem_stats_t *st, const device_sums *dev)
+static void say_devices(const gpumem_stats_t *st, const check__device_sums *dev)
 {
     char b1[32], b2[32], b3[32], b4[32];
     for (int d = 0; d < GPUMEM_STATS_DEVICES; d++) {
@@ -1034,7 +364,7 @@ static void say_devices(const gpumem_stats_t *st, const device_sums *dev)
             continue;
         uint64_t left = dev->bytes[LEAK_DEFINITE][d] + dev->bytes[LEAK_REACHABLE][d];
         uint64_t n = dev->count[LEAK_DEFINITE][d] + dev->count[LEAK_REACHABLE][d];
-        say("DEVICE %d%s: %s bytes left in %llu allocation%s (%s definitely lost, %s still "
+        check__say("DEVICE %d%s: %s bytes left in %llu allocation%s (%s definitely lost, %s still "
             "reachable), peak %s, %llu allocation%s made",
             d, d == GPUMEM_STATS_DEVICES - 1 ? "+" : "", grouped(left, b1, sizeof b1),
             (unsigned long long)n, n == 1 ? "" : "s",
@@ -1059,158 +389,66 @@ void check_unchecked(const char *why)
     check_setup();
     unchecked_why = why;
     pthread_mutex_lock(&out_lock);
-    say("gpumem check: %s; this process runs unchecked", why);
+    check__say("gpumem check: %s; this process runs unchecked", why);
     fflush(out());
     pthread_mutex_unlock(&out_lock);
 }
 
-#ifdef GPUMEM_HAVE_JANSSON
-static json_t *stack_json(uint32_t id)
+const char *check__unchecked(void)
 {
-    json_t *arr = json_array();
-    gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
-    int n = id ? gpumem__stack_frames(id, frames, GPUMEM__STACK_MAX_FRAMES) : 0;
-    for (int i = 0; i < n; i++) {
-        json_t *fr = json_object();
-        json_object_set_new(fr, "function", json_string(frames[i].func));
-        json_object_set_new(fr, "file", frames[i].file ? json_string(frames[i].file) : json_null());
-        json_object_set_new(fr, "line", json_integer(frames[i].line));
-        json_object_set_new(fr, "module",
-                            frames[i].object ? json_string(frames[i].object) : json_null());
-        if (frames[i].inlined)
-            json_object_set_new(fr, "inlined", json_true()); /* into the next frame */
-        json_array_append_new(arr, fr);
-    }
-    return arr;
+    return unchecked_why;
 }
 
-static json_t *finding_json(const finding *f)
+int check__crash_log_fd(void)
 {
-    json_t *o = json_object();
-    char addr[32];
-    json_object_set_new(o, "kind", json_string(check_kind_name(f->kind)));
-    if (f->kind == CHECK_LEAK) {
-        json_object_set_new(o, "alloc_call", json_string(f->call));
-        json_object_set_new(o, "count", json_integer((json_int_t)f->count));
-        json_object_set_new(o, "leak_kind", json_string(check_leak_kind_name(f->leak_kind)));
-        if (!f->counted)
-            json_object_set_new(o, "error", json_false()); /* listed, not counted */
-        if (f->reached_from)
-            json_object_set_new(o, "reachable_from", json_string(f->reached_from));
-    } else {
-        json_object_set_new(o, "call", json_string(f->call));
-    }
-    if (f->memory)
-        json_object_set_new(o, "memory", json_string(gpumem_kind_name(f->memory)));
-    if (f->kind == CHECK_LEAK || f->kind == CHECK_FAILED_ALLOC)
-        json_object_set_new(o, "device", json_integer(f->device));
-    if (f->kind != CHECK_INVALID)
-        json_object_set_new(o, "bytes", json_integer((json_int_t)f->bytes));
-    if (f->address) {
-        snprintf(addr, sizeof addr, "%p", (void *)f->address);
-        json_object_set_new(o, "address", json_string(addr));
-    }
-    json_object_set_new(o, f->kind == CHECK_LEAK ? "alloc_stack" : "stack", stack_json(f->stack));
-    if (f->alloc_call && f->kind != CHECK_LEAK) {
-        json_object_set_new(o, "alloc_call", json_string(f->alloc_call));
-        json_object_set_new(o, "alloc_stack", stack_json(f->alloc_stack));
-    }
-    if (f->kind == CHECK_DOUBLE) {
-        json_object_set_new(o, "first_release_call", json_string(f->first_call));
-        json_object_set_new(o, "first_release_stack", stack_json(f->first_stack));
-    }
-    if (f->kind == CHECK_INTERIOR)
-        json_object_set_new(o, "offset", json_integer((json_int_t)f->offset));
-    if (f->kind == CHECK_FAILED_ALLOC) {
-        const char *name = gpumem__cuda_error_name(f->error);
-        json_object_set_new(o, "error", json_string(name ? name : "unknown"));
-    }
-    if (f->suppressed)
-        json_object_set_new(o, "suppressed", json_string(f->suppressed));
-    return o;
+    if (out_file && out_file != stderr)
+        return out_fd;
+    return !out_file && check__opt.log ? -1 : STDERR_FILENO;
 }
 
-static json_t *command_json(void)
-{
-    json_t *arr = json_array();
-    FILE *f = fopen("/proc/self/cmdline", "r");
-    if (!f)
-        return arr;
-    char *arg = NULL;
-    size_t cap = 0;
-    while (getdelim(&arg, &cap, '\0', f) > 0)
-        json_array_append_new(arr, json_string(arg));
-    free(arg);
-    fclose(f);
-    return arr;
-}
-
+/* The JSON report, through the renderer the crash-time report uses too (render_json.c). */
 static void write_json(const char *status, int code, const gpumem_stats_t *st,
-                       const device_sums *dev, uint64_t leaks, uint64_t leaked_bytes)
+                       const check__device_sums *dev, uint64_t leaks, uint64_t leaked_bytes)
 {
     char path[4096];
-    expand_path(opt.json, path, sizeof path);
-    json_t *root = json_object();
-    json_object_set_new(root, "schema", json_string("gpumem-check/1"));
-    json_object_set_new(root, "tool", json_string("gpumem check"));
-    json_object_set_new(root, "version", json_string(gpumem_version()));
-    json_object_set_new(root, "pid", json_integer((json_int_t)getpid()));
-    json_object_set_new(root, "command", command_json());
-    json_object_set_new(root, "status", json_string(status));
-    if (strcmp(status, "exited") == 0)
-        json_object_set_new(root, "exit_code", json_integer(code));
-    else if (strcmp(status, "signaled") == 0)
-        json_object_set_new(root, "signal", json_integer(code));
-    if (unchecked_why)
-        json_object_set_new(root, "unchecked_because", json_string(unchecked_why));
-    json_t *arr = json_array();
-    for (size_t i = 0; i < nfindings; i++)
-        json_array_append_new(arr, finding_json(&findings[i]));
-    json_object_set_new(root, "findings", arr);
-    json_t *peak = json_object();
-    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++)
-        if (st->count[k].total)
-            json_object_set_new(peak, gpumem_kind_name(k), json_integer((json_int_t)st->bytes[k].peak));
-    json_object_set_new(root, "peak", peak);
-    /* One entry per device the program allocated on; "summary" below is all of them merged. */
-    json_t *devices = json_array();
-    for (int d = 0; d < GPUMEM_STATS_DEVICES; d++) {
-        if (!st->device_count[d].total)
-            continue;
-        json_t *o = json_object();
-        json_object_set_new(o, "device", json_integer(d));
-        if (d == GPUMEM_STATS_DEVICES - 1)
-            json_object_set_new(o, "and_above", json_true());
-        json_object_set_new(o, "allocations", json_integer((json_int_t)st->device_count[d].total));
-        json_object_set_new(o, "peak_bytes", json_integer((json_int_t)st->device_bytes[d].peak));
-        json_object_set_new(o, "leaks", json_integer((json_int_t)dev->leaks[d]));
-        json_object_set_new(o, "leaked_bytes", json_integer((json_int_t)dev->leaked_bytes[d]));
-        json_object_set_new(o, "definitely_lost_bytes",
-                            json_integer((json_int_t)dev->bytes[LEAK_DEFINITE][d]));
-        json_object_set_new(o, "still_reachable_bytes",
-                            json_integer((json_int_t)dev->bytes[LEAK_REACHABLE][d]));
-        json_array_append_new(devices, o);
-    }
-    json_object_set_new(root, "devices", devices);
-    json_t *sum = json_object();
-    json_object_set_new(sum, "errors", json_integer(atomic_load(&error_count)));
-    json_object_set_new(sum, "leaks", json_integer((json_int_t)leaks));
-    json_object_set_new(sum, "leaked_bytes", json_integer((json_int_t)leaked_bytes));
-    json_object_set_new(sum, "suppressed", json_integer(atomic_load(&suppressed_count)));
-    json_object_set_new(root, "summary", sum);
-    errno = 0;
-    if (json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0)
+    check__expand_path(check__opt.json, path, sizeof path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) {
         say_both("gpumem check: error: cannot write the JSON report to %s (%s)", path,
-                 errno ? strerror(errno) : "jansson failed");
-    json_decref(root);
+                 strerror(errno));
+        return;
+    }
+    gpumem__sink o;
+    gpumem__sink_fd(&o, fd);
+    const char *code_key = strcmp(status, "exited") == 0     ? "exit_code"
+                           : strcmp(status, "signaled") == 0 ? "signal"
+                                                             : NULL;
+    check__json_head(&o, status, code_key, code);
+    size_t nfindings;
+    const finding *findings = check__findings_all(&nfindings);
+    for (size_t i = 0; i < nfindings; i++) {
+        check__json_next_finding(&o, i);
+        check__json_finding(&o, &findings[i], NULL, 0);
+    }
+    uint64_t peak[GPUMEM_KIND_COUNT_] = {0};
+    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++)
+        peak[k] = st->count[k].total ? st->bytes[k].peak : 0;
+    check__json_sums sum = {.leaks = leaks, .leaked_bytes = leaked_bytes, .st = st, .dev = dev,
+                            .complete = -1};
+    check__json_tail(&o, nfindings, peak, &sum);
+    int e = gpumem__sink_flush(&o);
+    if (close(fd) != 0 && !e)
+        e = errno;
+    if (e)
+        say_both("gpumem check: error: cannot write the JSON report to %s (%s)", path,
+                 strerror(e));
 }
-#endif
 
 static void write_status(const char *status, int code, const gpumem_stats_t *st,
-                         const device_sums *dev, uint64_t leaks, uint64_t leaked_bytes)
+                         const check__device_sums *dev, uint64_t leaks, uint64_t leaked_bytes)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/%ld", opt.status, (long)getpid());
+    snprintf(path, sizeof path, "%s/%ld", check__opt.status, (long)getpid());
     FILE *f = fopen(path, "w");
     if (!f) {
         say_both("gpumem check: warning: cannot write %s (%s): gpumem check's exit status will "
@@ -1221,7 +459,7 @@ static void write_status(const char *status, int code, const gpumem_stats_t *st,
     gpumem__command_line(cmd, sizeof cmd);
     /* Read by `gpumem check` (launch.c): its exit status, and its summary of many processes. */
     fprintf(f, "errors %ld\nstatus %s\ncode %d\nleaks %llu\nleaked_bytes %llu\ncommand %s\n",
-            atomic_load(&error_count), status, code, (unsigned long long)leaks,
+            check_error_count(), status, code, (unsigned long long)leaks,
             (unsigned long long)leaked_bytes, cmd);
     /* Each device the process allocated on, for the summary by device of many processes. */
     for (int d = 0; d < GPUMEM_STATS_DEVICES; d++)
@@ -1237,568 +475,9 @@ static void write_status(const char *status, int code, const gpumem_stats_t *st,
                  "not count this process", path, errno ? strerror(errno) : "write error");
 }
 
-/* ---- the crash-time report ----
- *
- * A fatal signal may land anywhere: inside the engine holding a registry shard or the output
- * lock, inside printf holding stdio's locks, inside malloc. So this report is
- * async-signal-safe by construction (sigsafe.h): registry shards are try-locked with a
- * bounded wait and the report says when some stayed busy; groups live in mmap'd memory;
- * output is formatted by hand and written with write(2) to the log's own descriptor; peaks
- * are read from their atomics. Stacks symbolized before are shown from their cache; the
- * others are symbolized in a child process (crash_symbolize below), because symbolizing
- * allocates and takes locks that the signal may have interrupted. */
-
-static void crash_line(gpumem__sink *o, const char *text)
-{
-    gpumem__sink_str(o, prefix);
-    gpumem__sink_str(o, text);
-}
-
-/* 8192 -> "8,192". */
-static void crash_grouped(gpumem__sink *o, uint64_t v)
-{
-    char digits[21];
-    gpumem__fmt_u64(v, digits);
-    int len = (int)strlen(digits);
-    for (int i = 0; i < len; i++) {
-        if (i && (len - i) % 3 == 0)
-            gpumem__sink_str(o, ",");
-        gpumem__sink_mem(o, digits + i, 1);
-    }
-}
-
-static int crash_open(const char *pattern)
-{
-    char path[4096];
-    expand_path(pattern, path, sizeof path);
-    int fd;
-    do
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    while (fd < 0 && errno == EINTR);
-    return fd;
-}
-
-static void crash_json_stack(gpumem__sink *o, uint32_t id)
-{
-    gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
-    int n = id ? gpumem__stack_frames_cached(id, frames, GPUMEM__STACK_MAX_FRAMES) : 0;
-    gpumem__sink_str(o, "[");
-    for (int i = 0; i < n; i++) {
-        gpumem__sink_str(o, i ? ", {\"function\": " : "{\"function\": ");
-        gpumem__sink_json_str(o, frames[i].func);
-        gpumem__sink_str(o, ", \"file\": ");
-        gpumem__sink_json_str(o, frames[i].file);
-        gpumem__sink_str(o, ", \"line\": ");
-        gpumem__sink_i64(o, frames[i].line);
-        gpumem__sink_str(o, ", \"module\": ");
-        gpumem__sink_json_str(o, frames[i].object);
-        gpumem__sink_str(o, "}");
-    }
-    gpumem__sink_str(o, "]");
-}
-
-/* leak_stack: a leak's stack as JSON, from the symbolizing child (else from the cache). */
-static void crash_json_finding(gpumem__sink *o, const finding *f, const char *leak_stack)
-{
-    gpumem__sink_str(o, "{\"kind\": ");
-    gpumem__sink_json_str(o, check_kind_name(f->kind));
-    gpumem__sink_str(o, f->kind == CHECK_LEAK ? ", \"alloc_call\": " : ", \"call\": ");
-    gpumem__sink_json_str(o, f->call);
-    if (f->kind == CHECK_LEAK) {
-        gpumem__sink_str(o, ", \"count\": ");
-        gpumem__sink_u64(o, f->count);
-    }
-    if (f->memory) {
-        gpumem__sink_str(o, ", \"memory\": ");
-        gpumem__sink_json_str(o, gpumem_kind_name(f->memory));
-    }
-    if (f->kind != CHECK_INVALID) {
-        gpumem__sink_str(o, ", \"bytes\": ");
-        gpumem__sink_u64(o, f->bytes);
-    }
-    if (f->address) {
-        gpumem__sink_str(o, ", \"address\": \"");
-        gpumem__sink_hex(o, f->address);
-        gpumem__sink_str(o, "\"");
-    }
-    gpumem__sink_str(o, f->kind == CHECK_LEAK ? ", \"alloc_stack\": " : ", \"stack\": ");
-    if (leak_stack)
-        gpumem__sink_str(o, leak_stack);
-    else
-        crash_json_stack(o, f->stack);
-    if (f->alloc_call && f->kind != CHECK_LEAK) {
-        gpumem__sink_str(o, ", \"alloc_call\": ");
-        gpumem__sink_json_str(o, f->alloc_call);
-        gpumem__sink_str(o, ", \"alloc_stack\": ");
-        crash_json_stack(o, f->alloc_stack);
-    }
-    if (f->kind == CHECK_DOUBLE) {
-        gpumem__sink_str(o, ", \"first_release_call\": ");
-        gpumem__sink_json_str(o, f->first_call);
-        gpumem__sink_str(o, ", \"first_release_stack\": ");
-        crash_json_stack(o, f->first_stack);
-    }
-    if (f->kind == CHECK_INTERIOR) {
-        gpumem__sink_str(o, ", \"offset\": ");
-        gpumem__sink_u64(o, f->offset);
-    }
-    if (f->kind == CHECK_FAILED_ALLOC) {
-        const char *name = gpumem__cuda_error_name(f->error);
-        gpumem__sink_str(o, ", \"error\": ");
-        gpumem__sink_json_str(o, name ? name : "unknown");
-    }
-    if (f->suppressed) {
-        gpumem__sink_str(o, ", \"suppressed\": ");
-        gpumem__sink_json_str(o, f->suppressed);
-    }
-    gpumem__sink_str(o, "}");
-}
-
-/* ---- stacks symbolized in a child for the crash-time report ----
- *
- * A leak's stack that was never shown before has only its return addresses. Symbolizing them
- * allocates and takes the symbolizer's, the heap's and the dynamic loader's locks, any of which
- * the fatal signal may have interrupted, so the report does not do it itself: it forks a child
- * with _Fork (which runs no atfork handlers and takes no lock), and the child, a copy of the
- * process with only this thread, symbolizes them and sends the text back through a pipe. If
- * a lock it needs was held at the signal it blocks for ever; the report waits for it at most
- * CRASH_SYMBOLIZE_MS in all, with poll, then kills and reaps it and uses what arrived: a
- * stack whose text did not arrive whole says it was not shown. The child also matches the
- * suppressions against the whole stack, and says which one matched.
- *
- * The child's records, one a group: the group's index in decimal, the stack as text lines,
- * the stack as a JSON array, the matching suppression's name (empty for none), each ended by
- * a NUL byte. */
-#define CRASH_SYMBOLIZE_MS 2000
-#define CRASH_SYMBOLIZE_BYTES ((size_t)16 << 20) /* the records' room, from mmap */
-
-typedef struct {
-    const char *text, *json; /* from the child; NULL when its record did not arrive */
-    const char *supp;        /* the suppression that matched; NULL for none */
-} crash_stack;
-
-typedef struct {
-    crash_stack *of; /* one per group, from mmap; NULL when no child ran */
-    size_t of_bytes;
-    char *buf; /* the records, from mmap */
-    size_t len;
-} crash_syms;
-
-static int crash_needs_child(const gpumem__group *g)
-{
-    gpumem__frame f[1];
-    return g->stack && gpumem__stack_frames_cached(g->stack, f, 1) < 0;
-}
-
-static void crash_symbolize_child(int fd, const gpumem__group *g, long ng, const char *indent)
-{
-    static const int fatal[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGINT, SIGTERM,
-                                SIGQUIT};
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++)
-        sigaction(fatal[i], &dfl, NULL);
-    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-    if (null >= 0) { /* what a symbolizer says about missing debug information */
-        dup2(null, STDERR_FILENO);
-        close(null);
-    }
-    gpumem__sink o;
-    gpumem__sink_fd(&o, fd);
-    for (long i = 0; i < ng; i++) {
-        if (!crash_needs_child(&g[i]))
-            continue;
-        gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
-        int nf = gpumem__stack_frames(g[i].stack, frames, GPUMEM__STACK_MAX_FRAMES);
-        gpumem__sink_i64(&o, i);
-        gpumem__sink_mem(&o, "", 1);
-        gpumem__sink_stack(&o, g[i].stack, indent, 1);
-        gpumem__sink_mem(&o, "", 1);
-        crash_json_stack(&o, g[i].stack);
-        gpumem__sink_mem(&o, "", 1);
-        const char *supp =
-            check_supp_match(CHECK_LEAK, g[i].site.func ? g[i].site.func : "?", frames, nf);
-        gpumem__sink_str(&o, supp ? supp : "");
-        gpumem__sink_mem(&o, "", 1);
-    }
-    gpumem__sink_flush(&o);
-    _exit(0);
-}
-
-static long crash_ms_since(const struct timespec *t0)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (long)(t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
-}
-
-/* Sets cs->of up, one entry a group (NULL when there is no memory for it), and fills it with
- * the child's records for the groups whose stacks are not symbolized yet. */
-static void crash_symbolize(crash_syms *cs, const gpumem__group *g, long ng, const char *indent)
-{
-    memset(cs, 0, sizeof *cs);
-    if (ng <= 0)
-        return;
-    cs->of_bytes = (size_t)ng * sizeof *cs->of;
-    void *of = mmap(NULL, cs->of_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-                    0);
-    if (of == MAP_FAILED)
-        return;
-    cs->of = of;
-    long need = 0;
-    for (long i = 0; i < ng; i++)
-        need += crash_needs_child(&g[i]);
-    if (!need)
-        return;
-    void *buf = mmap(NULL, CRASH_SYMBOLIZE_BYTES, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (buf == MAP_FAILED)
-        return;
-    cs->buf = buf;
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) != 0)
-        return;
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    pid_t pid = _Fork();
-    if (pid == 0) {
-        close(p[0]);
-        crash_symbolize_child(p[1], g, ng, indent);
-    }
-    close(p[1]);
-    int done = 0; /* the child closed its end: it has finished */
-    while (pid > 0 && cs->len < CRASH_SYMBOLIZE_BYTES - 1) {
-        long left = CRASH_SYMBOLIZE_MS - crash_ms_since(&t0);
-        if (left <= 0)
-            break;
-        struct pollfd pf = {.fd = p[0], .events = POLLIN};
-        int r = poll(&pf, 1, (int)left);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        ssize_t n = read(p[0], cs->buf + cs->len, CRASH_SYMBOLIZE_BYTES - 1 - cs->len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            done = n == 0;
-            break;
-        }
-        cs->len += (size_t)n;
-    }
-    close(p[0]);
-    if (pid > 0) {
-        /* Not after it finished: a handler of the program's own may have reaped it already,
-         * and its pid may be another process's now. */
-        if (!done)
-            kill(pid, SIGKILL);
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-            ;
-    }
-    /* Whole records only: index, text, JSON and suppression, each ended by a NUL. */
-    size_t at = 0;
-    for (;;) {
-        const char *field[4];
-        size_t end = at;
-        int k = 0;
-        for (; k < 4; k++) {
-            field[k] = cs->buf + end;
-            const char *nul = memchr(cs->buf + end, '\0', cs->len - end);
-            if (!nul)
-                break;
-            end = (size_t)(nul - cs->buf) + 1;
-        }
-        if (k < 4)
-            break;
-        long i = 0;
-        for (const char *c = field[0]; *c >= '0' && *c <= '9'; c++)
-            i = i * 10 + (*c - '0');
-        if (i < ng) {
-            cs->of[i].text = field[1];
-            cs->of[i].json = field[2];
-            cs->of[i].supp = *field[3] ? check_supp_use(field[3]) : NULL;
-        }
-        at = end;
-    }
-}
-
-static void crash_syms_unmap(crash_syms *cs)
-{
-    if (cs->of)
-        munmap(cs->of, cs->of_bytes);
-    if (cs->buf)
-        munmap(cs->buf, CRASH_SYMBOLIZE_BYTES);
-}
-
-/* The JSON report of a process ended by signal sig: the same schema, on one line. */
-static void crash_json(int sig, const gpumem__group *g, long ng, const crash_syms *cs,
-                       int skipped, uint64_t leaks, uint64_t leaked_bytes)
-{
-    int fd = crash_open(opt.json);
-    if (fd < 0)
-        return;
-    gpumem__sink o;
-    gpumem__sink_fd(&o, fd);
-    gpumem__sink_str(&o, "{\"schema\": \"gpumem-check/1\", \"tool\": \"gpumem check\", "
-                         "\"version\": ");
-    gpumem__sink_json_str(&o, gpumem_version());
-    gpumem__sink_str(&o, ", \"pid\": ");
-    gpumem__sink_i64(&o, (int64_t)getpid());
-    gpumem__sink_str(&o, ", \"command\": [");
-    int cmd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-    if (cmd >= 0) {
-        char arg[4096];
-        size_t len = 0;
-        int first = 1;
-        ssize_t n;
-        char c;
-        while ((n = read(cmd, &c, 1)) == 1 || (n < 0 && errno == EINTR)) {
-            if (n != 1)
-                continue;
-            if (c && len + 1 < sizeof arg) {
-                arg[len++] = c;
-                continue;
-            }
-            if (c)
-                continue;
-            arg[len] = '\0';
-            gpumem__sink_str(&o, first ? "" : ", ");
-            gpumem__sink_json_str(&o, arg);
-            first = 0;
-            len = 0;
-        }
-        close(cmd);
-    }
-    gpumem__sink_str(&o, "], \"status\": ");
-    gpumem__sink_json_str(&o, unchecked_why ? "unchecked" : "signaled");
-    gpumem__sink_str(&o, ", \"signal\": ");
-    gpumem__sink_i64(&o, sig);
-    if (unchecked_why) {
-        gpumem__sink_str(&o, ", \"unchecked_because\": ");
-        gpumem__sink_json_str(&o, unchecked_why);
-    }
-    gpumem__sink_str(&o, ", \"findings\": [");
-    long budget = 20 * 1000 * 1000;
-    int have = gpumem__trylock_for(&findings_lock, &budget);
-    size_t shown = 0;
-    for (size_t i = 0; have && i < nfindings; i++, shown++) {
-        gpumem__sink_str(&o, shown ? ", " : "");
-        crash_json_finding(&o, &findings[i], NULL);
-    }
-    if (have)
-        pthread_mutex_unlock(&findings_lock);
-    for (long i = 0; opt.leak != LEAK_NO && i < ng; i++, shown++) {
-        const crash_stack *c = cs->of ? &cs->of[i] : NULL;
-        finding f = {.kind = CHECK_LEAK, .call = g[i].site.func ? g[i].site.func : "?",
-                     .memory = g[i].kind, .bytes = g[i].bytes, .count = g[i].count,
-                     .stack = g[i].stack, .suppressed = c ? c->supp : NULL};
-        gpumem__sink_str(&o, shown ? ", " : "");
-        crash_json_finding(&o, &f, c ? c->json : NULL);
-    }
-    gpumem__sink_str(&o, "], \"peak\": {");
-    int first = 1;
-    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
-        uint64_t peak = gpumem__stats_peak(k);
-        if (!peak)
-            continue;
-        gpumem__sink_str(&o, first ? "" : ", ");
-        gpumem__sink_json_str(&o, gpumem_kind_name(k));
-        gpumem__sink_str(&o, ": ");
-        gpumem__sink_u64(&o, peak);
-        first = 0;
-    }
-    gpumem__sink_str(&o, "}, \"summary\": {\"errors\": ");
-    gpumem__sink_i64(&o, atomic_load(&error_count));
-    gpumem__sink_str(&o, ", \"leaks\": ");
-    gpumem__sink_u64(&o, leaks);
-    gpumem__sink_str(&o, ", \"leaked_bytes\": ");
-    gpumem__sink_u64(&o, leaked_bytes);
-    gpumem__sink_str(&o, ", \"suppressed\": ");
-    gpumem__sink_i64(&o, atomic_load(&suppressed_count));
-    gpumem__sink_str(&o, "}, \"complete\": ");
-    gpumem__sink_str(&o, skipped || !have ? "false" : "true");
-    gpumem__sink_str(&o, "}\n");
-    gpumem__sink_flush(&o);
-    close(fd);
-}
-
-static void crash_status(void)
-{
-    char path[4096];
-    size_t n = strlen(opt.status);
-    if (n + 24 > sizeof path)
-        return;
-    memcpy(path, opt.status, n);
-    path[n++] = '/';
-    gpumem__fmt_u64((uint64_t)getpid(), path + n);
-    int fd;
-    do
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    while (fd < 0 && errno == EINTR);
-    if (fd < 0)
-        return;
-    gpumem__sink o;
-    gpumem__sink_fd(&o, fd);
-    gpumem__sink_str(&o, "errors ");
-    gpumem__sink_i64(&o, atomic_load(&error_count));
-    gpumem__sink_str(&o, unchecked_why ? "\nstatus unchecked\n" : "\nstatus signaled\n");
-    gpumem__sink_flush(&o);
-    close(fd);
-}
-
-static void finish_signaled(int sig)
-{
-    int fd = STDERR_FILENO, opened = 0;
-    if (out_file && out_file != stderr) {
-        fd = out_fd;
-    } else if (!out_file && opt.log) {
-        fd = crash_open(opt.log);
-        opened = fd >= 0;
-        if (fd < 0)
-            fd = STDERR_FILENO;
-    }
-    gpumem__sink o;
-    gpumem__sink_fd(&o, fd);
-    const char *abbrev = sigabbrev_np(sig);
-    crash_line(&o, "Process terminating with the default action of signal ");
-    gpumem__sink_i64(&o, sig);
-    gpumem__sink_str(&o, " (SIG");
-    gpumem__sink_str(&o, abbrev ? abbrev : "?");
-    gpumem__sink_str(&o, ")\n");
-
-    gpumem__group *g = NULL;
-    size_t map_bytes = 0;
-    int skipped = 0;
-    long ng = gpumem__group_live_mapped(&g, &map_bytes, &skipped);
-    char indent[64];
-    size_t pl = strlen(prefix);
-    memcpy(indent, prefix, pl);
-    memcpy(indent + pl, "   ", 4);
-    crash_syms cs;
-    crash_symbolize(&cs, g, opt.leak != LEAK_NO ? ng : 0, indent);
-    uint64_t leaks = 0, leaked_bytes = 0, leak_blocks = 0;
-    uint64_t by_kind_bytes[GPUMEM_KIND_COUNT_] = {0}, by_kind_count[GPUMEM_KIND_COUNT_] = {0};
-    for (long i = 0; opt.leak != LEAK_NO && i < ng; i++) {
-        const char *call = g[i].site.func ? g[i].site.func : "?";
-        const crash_stack *from_child = cs.of && cs.of[i].text ? &cs.of[i] : NULL;
-        const char *supp;
-        if (from_child) {
-            supp = from_child->supp;
-        } else {
-            gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
-            int nf = g[i].stack ? gpumem__stack_frames_cached(g[i].stack, frames,
-                                                              GPUMEM__STACK_MAX_FRAMES)
-                                : 0;
-            supp = check_supp_match(CHECK_LEAK, call, frames, nf < 0 ? 0 : nf);
-            if (cs.of)
-                cs.of[i].supp = supp; /* for the JSON report */
-        }
-        if (supp) {
-            atomic_fetch_add(&suppressed_count, 1);
-            continue;
-        }
-        atomic_fetch_add(&error_count, 1);
-        leaks++;
-        leaked_bytes += g[i].bytes;
-        leak_blocks += g[i].count;
-        by_kind_bytes[g[i].kind] += g[i].bytes;
-        by_kind_count[g[i].kind] += g[i].count;
-        if (opt.leak != LEAK_FULL)
-            continue;
-        crash_line(&o, "");
-        crash_grouped(&o, g[i].bytes);
-        gpumem__sink_str(&o, " bytes in ");
-        gpumem__sink_u64(&o, g[i].count);
-        gpumem__sink_str(&o, " ");
-        gpumem__sink_str(&o, gpumem_kind_name(g[i].kind));
-        gpumem__sink_str(&o, g[i].count == 1 ? " allocation by " : " allocations by ");
-        gpumem__sink_str(&o, call);
-        gpumem__sink_str(&o, "() still live at exit\n");
-        if (!g[i].stack) {
-            crash_line(&o, "   (no stack)\n");
-        } else if (from_child) {
-            gpumem__sink_str(&o, from_child->text);
-        } else if (gpumem__sink_stack(&o, g[i].stack, indent, 1) < 0) {
-            crash_line(&o, "   (stack not shown: it cannot be symbolized safely while the "
-                           "process is ending by a signal)\n");
-        }
-        crash_line(&o, "\n");
-    }
-    if (opt.leak != LEAK_NO) {
-        if (leaks) {
-            crash_line(&o, "LEAK SUMMARY: ");
-            crash_grouped(&o, leaked_bytes);
-            gpumem__sink_str(&o, " bytes in ");
-            gpumem__sink_u64(&o, leak_blocks);
-            gpumem__sink_str(&o, leak_blocks == 1 ? " allocation from " : " allocations from ");
-            gpumem__sink_u64(&o, leaks);
-            gpumem__sink_str(&o, leaks == 1 ? " call site (" : " call sites (");
-            int first = 1;
-            for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
-                if (!by_kind_count[k])
-                    continue;
-                gpumem__sink_str(&o, first ? "" : ", ");
-                gpumem__sink_str(&o, gpumem_kind_name(k));
-                gpumem__sink_str(&o, " ");
-                crash_grouped(&o, by_kind_bytes[k]);
-                gpumem__sink_str(&o, " in ");
-                gpumem__sink_u64(&o, by_kind_count[k]);
-                first = 0;
-            }
-            gpumem__sink_str(&o, ")\n");
-            if (opt.leak == LEAK_SUMMARY)
-                crash_line(&o, "   --leak-check=full shows where each was allocated\n");
-        } else if (ng >= 0) {
-            crash_line(&o, "LEAK SUMMARY: no CUDA memory left allocated at exit\n");
-        }
-        if (ng < 0)
-            crash_line(&o, "LEAK SUMMARY: not available (no memory to group the leaks)\n");
-        if (skipped) {
-            crash_line(&o, "   gpumem check: report incomplete: ");
-            gpumem__sink_i64(&o, skipped);
-            gpumem__sink_str(&o, skipped == 1 ? " registry shard" : " registry shards");
-            gpumem__sink_str(&o, " busy (held by the code the signal interrupted); their "
-                                 "allocations are not counted\n");
-        }
-    }
-    crash_line(&o, "PEAK: ");
-    int any = 0;
-    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
-        uint64_t peak = gpumem__stats_peak(k);
-        if (!peak)
-            continue;
-        char b[32];
-        gpumem__sink_str(&o, any ? ", " : "");
-        gpumem__sink_str(&o, gpumem_kind_name(k));
-        gpumem__sink_str(&o, " ");
-        gpumem__sink_str(&o, gpumem_format_bytes(peak, b, sizeof b));
-        any = 1;
-    }
-    gpumem__sink_str(&o, any ? "\n" : "no CUDA memory allocated\n");
-    check_supp_sink_used(&o, prefix);
-    long errors = atomic_load(&error_count), supp = atomic_load(&suppressed_count);
-    crash_line(&o, "ERROR SUMMARY: ");
-    gpumem__sink_i64(&o, errors);
-    gpumem__sink_str(&o, errors == 1 ? " error (" : " errors (");
-    gpumem__sink_u64(&o, leaks);
-    gpumem__sink_str(&o, leaks == 1 ? " leak), " : " leaks), ");
-    gpumem__sink_i64(&o, supp);
-    gpumem__sink_str(&o, " suppressed\n");
-    gpumem__sink_flush(&o);
-    if (opened)
-        close(fd);
-    if (opt.json)
-        crash_json(sig, g, ng, &cs, skipped, leaks, leaked_bytes);
-    if (opt.status)
-        crash_status();
-    crash_syms_unmap(&cs);
-    gpumem__group_unmap(g, map_bytes);
-}
-
 /* What the leaks at exit add up to, by leak kind (1 definite, 2 reachable). */
 typedef struct {
-    device_sums dev;
+    check__device_sums dev;
     uint64_t leaks, leaked_bytes; /* the ones that are errors */
     uint64_t bytes[3], blocks[3], sites[3];
     uint64_t by_kind_bytes[3][GPUMEM_KIND_COUNT_], by_kind_count[3][GPUMEM_KIND_COUNT_];
@@ -1819,19 +498,20 @@ static void add_leak(leak_sums *s, const leak_group *g)
 /* One leak, with its stack and, for still reachable memory, where a pointer to it is. */
 static void say_leak(const leak_group *g, const finding *f, int per_device)
 {
-    char b1[32], on[32] = "";
-    if (per_device)
-        snprintf(on, sizeof on, " on device %d", g->device);
-    say("%s bytes in %llu %s allocation%s%s by %s() %s %s", grouped(g->bytes, b1, sizeof b1),
-        (unsigned long long)g->count, gpumem_kind_name(g->memory), g->count == 1 ? "" : "s", on,
-        f->call, g->count == 1 ? "is" : "are",
-        g->leak_kind == LEAK_DEFINITE ? "definitely lost" : "still reachable");
-    say_stack(g->stack);
+    char indent[64];
+    snprintf(indent, sizeof indent, "%s   ", check__prefix);
+    check__text_leak_args a = {.bytes = g->bytes, .count = g->count, .memory = g->memory,
+                               .device = per_device ? g->device : -1, .call = f->call,
+                               .leak_kind = g->leak_kind, .stack = g->stack, .indent = indent};
+    gpumem__sink o;
+    gpumem__sink_file(&o, out());
+    check__text_leak(&o, &a);
+    gpumem__sink_flush(&o);
     if (f->reached_from)
-        say(" %s referenced from %s", g->count == 1 ? "It is" : "The first of them is",
+        check__say(" %s referenced from %s", g->count == 1 ? "It is" : "The first of them is",
             f->reached_from);
     gen_suppression(f);
-    say("%s", "");
+    check__say("%s", "");
 }
 
 /* Reports each leak group (unless suppressed) and adds them up. */
@@ -1842,19 +522,19 @@ static void report_leaks(const leak_group *g, long ng, int per_device, leak_sums
         finding f = {.kind = CHECK_LEAK, .call = g[i].call ? g[i].call : "?",
                      .memory = g[i].memory, .bytes = g[i].bytes, .count = g[i].count,
                      .stack = g[i].stack, .leak_kind = lk,
-                     .counted = (opt.error_kinds & (unsigned)lk) != 0, .device = g[i].device};
-        int shown = (opt.show_kinds & (unsigned)lk) != 0;
+                     .counted = (check__opt.error_kinds & (unsigned)lk) != 0, .device = g[i].device};
+        int shown = (check__opt.show_kinds & (unsigned)lk) != 0;
         if (!shown && !f.counted) {
             add_leak(s, &g[i]); /* neither listed nor an error: only the summary counts it */
             continue;
         }
         if (g[i].from.where) {
             char text[512];
-            describe_reach(&g[i].from, text, sizeof text);
+            check__describe_reach(&g[i].from, text, sizeof text);
             f.reached_from = strdup(text); /* kept with the finding, for the JSON */
         }
-        int quiet = suppress(&f);
-        keep(&f);
+        int quiet = check__suppress(&f);
+        check__keep(&f);
         if (quiet)
             continue;
         if (f.counted) {
@@ -1864,7 +544,7 @@ static void report_leaks(const leak_group *g, long ng, int per_device, leak_sums
             s->dev.leaked_bytes[gpumem__dev_slot(g[i].device)] += g[i].bytes;
         }
         add_leak(s, &g[i]);
-        if (opt.leak == LEAK_FULL && shown)
+        if (check__opt.leak == LEAK_FULL && shown)
             say_leak(&g[i], &f, per_device);
     }
 }
@@ -1873,32 +553,29 @@ static void report_leaks(const leak_group *g, long ng, int per_device, leak_sums
 static void say_leak_summary(const leak_sums *s, long ng, long long scanned, int skipped)
 {
     static const char *const names[3] = {"", "definitely lost", "still reachable"};
-    char b[32];
+    gpumem__sink o;
+    gpumem__sink_file(&o, out());
     for (int lk = LEAK_DEFINITE; lk <= LEAK_REACHABLE; lk++) {
-        if (!s->sites[lk] || (opt.quiet && !(opt.error_kinds & (unsigned)lk)))
+        if (!s->sites[lk] || (check__opt.quiet && !(check__opt.error_kinds & (unsigned)lk)))
             continue; /* -q: only what counts as errors */
-        char kinds[512];
-        kind_list(kinds, sizeof kinds, s->by_kind_count[lk], s->by_kind_bytes[lk],
-                  s->by_kind_count[lk], grouped);
-        say("LEAK SUMMARY: %s: %s bytes in %llu allocation%s from %llu call site%s (%s)%s",
-            names[lk], grouped(s->bytes[lk], b, sizeof b), (unsigned long long)s->blocks[lk],
-            s->blocks[lk] == 1 ? "" : "s", (unsigned long long)s->sites[lk],
-            s->sites[lk] == 1 ? "" : "s", kinds,
-            (opt.show_kinds & (unsigned)lk) || opt.leak != LEAK_FULL
-                ? ""
-                : lk == LEAK_REACHABLE ? "; --show-leak-kinds=all lists them"
-                                       : "; --show-leak-kinds=definite lists them");
+        check__text_leak_summary(&o, names[lk], s->bytes[lk], s->blocks[lk], s->sites[lk],
+                                 s->by_kind_bytes[lk], s->by_kind_count[lk]);
+        gpumem__sink_str(&o, (check__opt.show_kinds & (unsigned)lk) || check__opt.leak != LEAK_FULL
+                                 ? "\n"
+                             : lk == LEAK_REACHABLE ? "; --show-leak-kinds=all lists them\n"
+                                                    : "; --show-leak-kinds=definite lists them\n");
     }
+    gpumem__sink_flush(&o);
     if (!s->sites[LEAK_DEFINITE] && !s->sites[LEAK_REACHABLE]) {
-        if (!opt.quiet)
-            say("LEAK SUMMARY: no CUDA memory left allocated at exit");
-    } else if (opt.leak == LEAK_SUMMARY)
-        say("   --leak-check=full shows where each was allocated");
+        if (!check__opt.quiet)
+            check__say("LEAK SUMMARY: no CUDA memory left allocated at exit");
+    } else if (check__opt.leak == LEAK_SUMMARY)
+        check__say("   --leak-check=full shows where each was allocated");
     if (ng > 0 && scanned < 0)
-        say("   (no pointer scan, it could not run: every allocation left is counted as "
+        check__say("   (no pointer scan, it could not run: every allocation left is counted as "
             "definitely lost)");
     if (skipped)
-        say("   (incomplete: %d registry shards were held by a thread)", skipped);
+        check__say("   (incomplete: %d registry shards were held by a thread)", skipped);
 }
 
 /* The leak report: each leak, the summary and, with several devices, a line for each. */
@@ -1907,7 +584,7 @@ static void finish_leaks(const gpumem_stats_t *st, leak_sums *s)
     leak_group *g = NULL;
     int skipped = 0;
     long long scanned = -1;
-    long ng = opt.leak == LEAK_NO ? 0 : leak_groups(1, &g, &skipped, &scanned);
+    long ng = check__opt.leak == LEAK_NO ? 0 : check__leak_groups(1, &g, &skipped, &scanned);
     /* With more than one device, leaks name their device and each device gets a line. */
     int devices_used = 0;
     for (int d = 0; d < GPUMEM_STATS_DEVICES; d++)
@@ -1915,10 +592,10 @@ static void finish_leaks(const gpumem_stats_t *st, leak_sums *s)
     int per_device = devices_used > 1;
     memset(s, 0, sizeof *s);
     report_leaks(g, ng, per_device, s);
-    if (opt.leak != LEAK_NO)
+    if (check__opt.leak != LEAK_NO)
         say_leak_summary(s, ng, scanned, skipped);
     free(g);
-    if (per_device && !opt.quiet)
+    if (per_device && !check__opt.quiet)
         say_devices(st, &s->dev);
 }
 
@@ -1935,11 +612,11 @@ static void close_log(void)
             e = errno;
         if (failed || e) {
             char path[4096];
-            expand_path(opt.log, path, sizeof path);
+            check__expand_path(check__opt.log, path, sizeof path);
             fprintf(stderr, "%sgpumem check: error: the log %s was not written completely (%s); "
                             "its findings are lost: run again with room on the disk, or "
                             "without --log-file\n",
-                    prefix, path, e ? strerror(e) : "write error");
+                    check__prefix, path, e ? strerror(e) : "write error");
             fflush(stderr);
         }
     }
@@ -1953,7 +630,7 @@ void check_finish(const char *status, int code)
     check_setup();
     check_tls_busy++;
     if (strcmp(status, "signaled") == 0) {
-        finish_signaled(code);
+        check__finish_signaled(code);
         check_tls_busy--;
         return;
     }
@@ -1965,30 +642,23 @@ void check_finish(const char *status, int code)
     gpumem_stats(&st);
     leak_sums s;
     finish_leaks(&st, &s);
-    char peaks[512];
-    uint64_t made[GPUMEM_KIND_COUNT_], peak[GPUMEM_KIND_COUNT_];
-    for (int k = 0; k < GPUMEM_KIND_COUNT_; k++) {
-        made[k] = st.count[k].total;
-        peak[k] = st.bytes[k].peak;
+    uint64_t peak[GPUMEM_KIND_COUNT_] = {0};
+    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++)
+        peak[k] = st.count[k].total ? st.bytes[k].peak : 0;
+    long errors = check_error_count(), supp = check__suppressed_count();
+    gpumem__sink o;
+    gpumem__sink_file(&o, out());
+    if (!check__opt.quiet) {
+        check__text_peak(&o, peak);
+        check_supp_sink_used(&o, check__prefix);
     }
-    kind_list(peaks, sizeof peaks, made, peak, NULL, gpumem_format_bytes);
-    if (!opt.quiet)
-        say("PEAK: %s", *peaks ? peaks : "no CUDA memory allocated");
-    long errors = atomic_load(&error_count), supp = atomic_load(&suppressed_count);
-    if (!opt.quiet)
-        check_supp_print_used(out(), prefix);
-    if (!opt.quiet || errors || s.leaks)
-        say("ERROR SUMMARY: %ld error%s (%llu leak%s), %ld suppressed", errors,
-            errors == 1 ? "" : "s", (unsigned long long)s.leaks, s.leaks == 1 ? "" : "s", supp);
+    if (!check__opt.quiet || errors || s.leaks)
+        check__text_errors(&o, errors, s.leaks, supp);
+    gpumem__sink_flush(&o);
     fflush(out());
-#ifdef GPUMEM_HAVE_JANSSON
-    if (opt.json)
+    if (check__opt.json)
         write_json(status, code, &st, &s.dev, s.leaks, s.leaked_bytes);
-#else
-    if (opt.json)
-        say("gpumem check: warning: --json needs gpumem built with jansson (libjansson-dev)");
-#endif
-    if (opt.status)
+    if (check__opt.status)
         write_status(status, code, &st, &s.dev, s.leaks, s.leaked_bytes);
     close_log(); /* a process killed by its signal next writes nothing more */
     if (locked)

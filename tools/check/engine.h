@@ -28,7 +28,7 @@ const char *check_kind_name(int kind);
 /* The kind named so, or -1. */
 int check_kind_from_name(const char *name);
 
-/* Reads the GPUMEM_CHECK_* variables `gpumem check` sets (see launch.c) and sets up the
+/* Reads the GPUMEM_CHECK_* variables `gpumem check` sets (settings.def) and sets up the
  * registry. Idempotent. The first output (a finding, or the report at the end) opens the log. */
 void check_setup(void);
 

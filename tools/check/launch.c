@@ -23,6 +23,7 @@
 #include "cli.h"
 #include "engine.h"
 #include "gpumem.h"
+#include "settings.h"
 #include "suppress.h"
 #include "tool.h"
 
@@ -224,21 +225,29 @@ static void json_puts(FILE *f, const char *text)
     fputc('"', f);
 }
 
-/* The JSON report of a program that was killed before it could write its own: PATH with %p
- * as the program's pid; an existing file (the program's own report) is left alone. */
-static void write_killed_json(const char *pattern, pid_t pid, int sig, const char *program)
+/* The file a --log-file or --json pattern names for the process pid: %p is its pid. (No
+ * suffix: the program's own process gets the path as given, engine.c.) */
+static void expand_pid(const char *pattern, pid_t pid, char *path, size_t size)
 {
-    char path[4096];
     size_t o = 0;
-    for (const char *c = pattern; *c && o + 24 < sizeof path; c++) {
+    for (const char *c = pattern; *c && o + 24 < size; c++) {
         if (c[0] == '%' && c[1] == 'p') {
-            o += (size_t)snprintf(path + o, sizeof path - o, "%ld", (long)pid);
+            o += (size_t)snprintf(path + o, size - o, "%ld", (long)pid);
             c++;
         } else {
             path[o++] = *c;
         }
     }
     path[o] = '\0';
+}
+
+/* The JSON report of a program that was killed before it could write its own: PATH with %p
+ * as the program's pid; an existing file is the program's own report (an earlier run's was
+ * removed before the program started: remove_stale_reports) and is left alone. */
+static void write_killed_json(const char *pattern, pid_t pid, int sig, const char *program)
+{
+    char path[4096];
+    expand_pid(pattern, pid, path, sizeof path);
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0)
         return;
@@ -340,7 +349,7 @@ static int set_env(const char *name, const char *value)
 /* What the command line asked for. */
 typedef struct {
     const char *leak, *log, *json, *gen, *trace, *show_kinds, *error_kinds;
-    char trace_abs[PATH_MAX * 2];
+    char log_abs[PATH_MAX * 2], json_abs[PATH_MAX * 2], trace_abs[PATH_MAX * 2];
     int default_supp, quiet;
     long error_exitcode;
     char *supp; /* the suppression files, newline-separated */
@@ -387,17 +396,18 @@ static int option_supp(cli *c, check_opts *o, const char *v)
     return add_supp_path(o, full) == 0 ? 0 : cli_usage_error(c, "%s", "out of memory");
 }
 
-/* --trace=PATH, made absolute: the program may change its folder. */
-static int option_trace(cli *c, check_opts *o, const char *v)
+/* --log-file, --json and --trace's PATH, made absolute into abs (PATH_MAX * 2 bytes): the
+ * program may change its folder before it writes them. */
+static int option_path(cli *c, const char **dst, char *abs, const char *v)
 {
     char cwd[PATH_MAX];
     if (!*v)
         return cli_usage_error(c, "%s needs a path", c->opt);
     if (v[0] != '/' && getcwd(cwd, sizeof cwd))
-        snprintf(o->trace_abs, sizeof o->trace_abs, "%s/%s", cwd, v);
+        snprintf(abs, PATH_MAX * 2, "%s/%s", cwd, v);
     else
-        snprintf(o->trace_abs, sizeof o->trace_abs, "%s", v);
-    o->trace = o->trace_abs;
+        snprintf(abs, PATH_MAX * 2, "%s", v);
+    *dst = abs;
     return 0;
 }
 
@@ -428,11 +438,11 @@ static int option(cli *c, int id, check_opts *o)
         return 0;
     }
     case OPT_LOG:
+        return option_path(c, &o->log, o->log_abs, v);
     case OPT_JSON:
-        *(id == OPT_LOG ? &o->log : &o->json) = v;
-        return *v ? 0 : cli_usage_error(c, "%s needs a path", c->opt);
+        return option_path(c, &o->json, o->json_abs, v);
     case OPT_TRACE:
-        return option_trace(c, o, v);
+        return option_path(c, &o->trace, o->trace_abs, v);
     case OPT_SUPP:
         return option_supp(c, o, v);
     case OPT_GEN:
@@ -506,22 +516,48 @@ static int set_program_env(const check_opts *o, const char *lib, const char *sta
     const char *old_preload = getenv("LD_PRELOAD");
     snprintf(preload, sizeof preload, "%s%s%s", lib, old_preload && *old_preload ? ":" : "",
              old_preload ? old_preload : "");
-    if (set_env("CUDA_INJECTION64_PATH", lib) || set_env("LD_PRELOAD", preload) ||
-        set_env("GPUMEM_CHECK_LEAK", o->leak) || set_env("GPUMEM_CHECK_GEN_SUPPRESSIONS", o->gen) ||
-        set_env("GPUMEM_CHECK_SHOW_LEAK_KINDS", o->show_kinds) ||
-        set_env("GPUMEM_CHECK_ERRORS_FOR_LEAK_KINDS", o->error_kinds) ||
-        set_env("GPUMEM_CHECK_STATUS", status_dir) ||
-        (o->quiet && set_env("GPUMEM_CHECK_QUIET", "1")) ||
-        (o->log && set_env("GPUMEM_CHECK_LOG", o->log)) ||
-        (o->json && set_env("GPUMEM_CHECK_JSON", o->json)) ||
-        (o->trace && set_env("GPUMEM_CHECK_TRACE", o->trace)) ||
-        (o->supp && set_env("GPUMEM_CHECK_SUPPRESSIONS", o->supp)))
+    if (set_env("CUDA_INJECTION64_PATH", lib) || set_env("LD_PRELOAD", preload))
         return -1;
+    /* Only what was asked: an unset variable is the library's default (settings.def). */
+    const struct {
+        check_setting s;
+        const char *value;
+    } settings[] = {{CHECK_SET_LEAK, o->leak},
+                    {CHECK_SET_GEN_SUPPRESSIONS, o->gen},
+                    {CHECK_SET_SHOW_LEAK_KINDS, o->show_kinds},
+                    {CHECK_SET_ERRORS_FOR_LEAK_KINDS, o->error_kinds},
+                    {CHECK_SET_STATUS, status_dir},
+                    {CHECK_SET_QUIET, o->quiet ? "1" : NULL},
+                    {CHECK_SET_LOG, o->log},
+                    {CHECK_SET_JSON, o->json},
+                    {CHECK_SET_TRACE, o->trace},
+                    {CHECK_SET_SUPPRESSIONS, o->supp}};
+    for (size_t i = 0; i < sizeof settings / sizeof *settings; i++)
+        if (settings[i].value && set_env(check_setting_name(settings[i].s), settings[i].value))
+            return -1;
     return 0;
 }
 
+/* Removes an earlier run's report files of the program's own process (pid: the process, before
+ * its exec), so that a program killed before it writes its report (SIGKILL) leaves no clean
+ * report of an earlier run for a CI job to read. Only regular files: --log-file=/dev/stderr
+ * stays. */
+static void remove_stale_reports(const check_opts *o, pid_t pid)
+{
+    const char *patterns[] = {o->log, o->json};
+    for (size_t i = 0; i < sizeof patterns / sizeof *patterns; i++) {
+        char path[4096];
+        struct stat sb;
+        if (!patterns[i])
+            continue;
+        expand_pid(patterns[i], pid, path, sizeof path);
+        if (lstat(path, &sb) == 0 && S_ISREG(sb.st_mode))
+            unlink(path);
+    }
+}
+
 /* Runs the program, signals forwarded to it; its wait status in *st. Returns 0, or 1. */
-static int run_program(char **argv, int *st)
+static int run_program(const check_opts *o, char **argv, int *st)
 {
     fflush(NULL);
     child = fork();
@@ -533,6 +569,7 @@ static int run_program(char **argv, int *st)
         char root[32];
         snprintf(root, sizeof root, "%ld", (long)getpid());
         setenv("GPUMEM_CHECK_ROOT", root, 1);
+        remove_stale_reports(o, getpid());
         execvp(argv[0], argv);
         fprintf(stderr, "gpumem check: error: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
@@ -654,7 +691,7 @@ int gpumem_check_main(int argc, char **argv)
     free(o.supp);
     if (rc >= 0)
         return rc;
-    if (run_program(argv + next, &st) != 0)
+    if (run_program(&o, argv + next, &st) != 0)
         return 1;
     return finish(&o, status_dir, argv[next], st);
 }

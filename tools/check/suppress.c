@@ -53,118 +53,155 @@ static void supp_free(supp *s)
     free(s->frames);
 }
 
-int check_supp_load(const char *path, char *err, size_t n)
+/* Opens a suppression file, without blocking and checked first: a FIFO (or a terminal, a
+ * device) given as a suppression file would block the open, or the read, for ever. Returns
+ * the stream, or NULL with a message in err. */
+static FILE *open_supp_file(const char *path, char *err, size_t n)
 {
-    /* Opened without blocking and checked first: a FIFO (or a terminal, a device) given as a
-     * suppression file would block the open, or the read, for ever. */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         snprintf(err, n, "%s: cannot read the suppression file (%s)", path, strerror(errno));
-        return -1;
+        return NULL;
     }
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         snprintf(err, n, "%s: not a regular file (%s); give a suppression file", path,
                  S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode) ? "a folder" : "a device");
         close(fd);
-        return -1;
+        return NULL;
     }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     FILE *f = fdopen(fd, "r");
     if (!f) {
         snprintf(err, n, "%s: cannot read the suppression file (%s)", path, strerror(errno));
         close(fd);
-        return -1;
     }
+    return f;
+}
+
+/* Where the parser is between the lines of a suppression file. */
+typedef struct {
+    int state; /* 0: outside, 1: want name, 2: want kind, 3: body */
+    supp cur;
+    char why_text[160];
+} supp_parser;
+
+/* The "gpumem:KIND" line. Returns NULL, or what is wrong. */
+static const char *kind_line(supp_parser *ps, const char *t)
+{
+    if (strncmp(t, "gpumem:", 7) != 0)
+        return "the second line must be gpumem:KIND (leak, mismatched-release, "
+               "double-free, invalid-free, interior-free, failed-alloc or *)";
+    if (strcmp(t + 7, "*") != 0 && (ps->cur.kind = check_kind_from_name(t + 7)) < 0) {
+        const char *names[CHECK_KIND_COUNT];
+        for (int k = 0; k < CHECK_KIND_COUNT; k++)
+            names[k] = check_kind_name(k);
+        const char *best = gpumem__suggest(t + 7, strlen(t + 7), names, CHECK_KIND_COUNT, 3);
+        snprintf(ps->why_text, sizeof ps->why_text,
+                 "unknown finding kind after gpumem: '%.40s'%s%s%s", t + 7,
+                 best ? "; did you mean gpumem:" : "", best ? best : "", best ? "?" : "");
+        return ps->why_text;
+    }
+    ps->state = 3;
+    return NULL;
+}
+
+/* A frame line: fun:, src:, obj: or '...'. Returns NULL, or what is wrong. */
+static const char *frame_line(supp *cur, char *t)
+{
+    frame_pat p = {LINE_ANY, NULL};
+    if (strcmp(t, "...") == 0)
+        p.type = LINE_ANY;
+    else if (strncmp(t, "fun:", 4) == 0)
+        p = (frame_pat){LINE_FUN, strdup(trim(t + 4))};
+    else if (strncmp(t, "src:", 4) == 0)
+        p = (frame_pat){LINE_SRC, strdup(trim(t + 4))};
+    else if (strncmp(t, "obj:", 4) == 0)
+        p = (frame_pat){LINE_OBJ, strdup(trim(t + 4))};
+    else
+        return "expected call:, fun:, src:, obj:, '...' or '}'";
+    frame_pat *grown = realloc(cur->frames, (size_t)(cur->nframes + 1) * sizeof *grown);
+    if (!grown) {
+        free(p.pattern);
+        return "out of memory";
+    }
+    cur->frames = grown;
+    cur->frames[cur->nframes++] = p;
+    return NULL;
+}
+
+/* A line of a suppression's body: call:, a frame, or the closing '}' that keeps it. */
+static const char *body_line(supp_parser *ps, char *t)
+{
+    if (strcmp(t, "}") == 0) {
+        supp *grown = realloc(supps, (nsupps + 1) * sizeof *grown);
+        if (!grown)
+            return "out of memory";
+        supps = grown;
+        supps[nsupps++] = ps->cur;
+        ps->cur = (supp){0};
+        ps->state = 0;
+        return NULL;
+    }
+    if (strncmp(t, "call:", 5) == 0 && ps->cur.nframes == 0 && !ps->cur.call) {
+        ps->cur.call = strdup(trim(t + 5));
+        return NULL;
+    }
+    return frame_line(&ps->cur, t);
+}
+
+/* One line, trimmed and not a comment. Returns NULL, or what is wrong. */
+static const char *parse_line(supp_parser *ps, char *t)
+{
+    switch (ps->state) {
+    case 0:
+        if (strcmp(t, "{") != 0)
+            return "expected '{' to start a suppression";
+        ps->state = 1;
+        return NULL;
+    case 1:
+        if (strcmp(t, "}") == 0 || strcmp(t, "{") == 0)
+            return "a suppression starts with its name";
+        ps->cur = (supp){.kind = -1};
+        ps->cur.name = strdup(t);
+        ps->state = 2;
+        return NULL;
+    case 2:
+        return kind_line(ps, t);
+    default:
+        return body_line(ps, t);
+    }
+}
+
+int check_supp_load(const char *path, char *err, size_t n)
+{
+    FILE *f = open_supp_file(path, err, n);
+    if (!f)
+        return -1;
     size_t first = nsupps;
     char *line = NULL;
     size_t cap = 0;
-    int lineno = 0, state = 0, fail = 0; /* state 0: outside, 1: want name, 2: want kind, 3: body */
-    supp cur = {0};
+    int lineno = 0, fail = 0;
+    supp_parser ps = {0};
     while (!fail && getline(&line, &cap, f) >= 0) {
         lineno++;
         char *t = trim(line);
         if (!*t || *t == '#')
             continue;
-        const char *why = NULL;
-        char why_text[160];
-        if (state == 0) {
-            if (strcmp(t, "{") == 0)
-                state = 1;
-            else
-                why = "expected '{' to start a suppression";
-        } else if (state == 1) {
-            if (strcmp(t, "}") == 0 || strcmp(t, "{") == 0) {
-                why = "a suppression starts with its name";
-            } else {
-                cur = (supp){.kind = -1};
-                cur.name = strdup(t);
-                state = 2;
-            }
-        } else if (state == 2) {
-            if (strncmp(t, "gpumem:", 7) != 0) {
-                why = "the second line must be gpumem:KIND (leak, mismatched-release, "
-                      "double-free, invalid-free, interior-free, failed-alloc or *)";
-            } else if (strcmp(t + 7, "*") != 0 && (cur.kind = check_kind_from_name(t + 7)) < 0) {
-                const char *names[CHECK_KIND_COUNT];
-                for (int k = 0; k < CHECK_KIND_COUNT; k++)
-                    names[k] = check_kind_name(k);
-                const char *best = gpumem__suggest(t + 7, strlen(t + 7), names, CHECK_KIND_COUNT, 3);
-                snprintf(why_text, sizeof why_text,
-                         "unknown finding kind after gpumem: '%.40s'%s%s%s", t + 7,
-                         best ? "; did you mean gpumem:" : "", best ? best : "", best ? "?" : "");
-                why = why_text;
-            } else {
-                state = 3;
-            }
-        } else if (strcmp(t, "}") == 0) {
-            supp *grown = realloc(supps, (nsupps + 1) * sizeof *grown);
-            if (!grown) {
-                why = "out of memory";
-            } else {
-                supps = grown;
-                supps[nsupps++] = cur;
-                cur = (supp){0};
-                state = 0;
-            }
-        } else if (strncmp(t, "call:", 5) == 0 && cur.nframes == 0 && !cur.call) {
-            cur.call = strdup(trim(t + 5));
-        } else {
-            frame_pat p = {LINE_ANY, NULL};
-            if (strcmp(t, "...") == 0)
-                p.type = LINE_ANY;
-            else if (strncmp(t, "fun:", 4) == 0)
-                p = (frame_pat){LINE_FUN, strdup(trim(t + 4))};
-            else if (strncmp(t, "src:", 4) == 0)
-                p = (frame_pat){LINE_SRC, strdup(trim(t + 4))};
-            else if (strncmp(t, "obj:", 4) == 0)
-                p = (frame_pat){LINE_OBJ, strdup(trim(t + 4))};
-            else
-                why = "expected call:, fun:, src:, obj:, '...' or '}'";
-            if (!why) {
-                frame_pat *grown = realloc(cur.frames, (size_t)(cur.nframes + 1) * sizeof *grown);
-                if (!grown) {
-                    free(p.pattern);
-                    why = "out of memory";
-                } else {
-                    cur.frames = grown;
-                    cur.frames[cur.nframes++] = p;
-                }
-            }
-        }
+        const char *why = parse_line(&ps, t);
         if (why) {
             snprintf(err, n, "%s:%d: %s", path, lineno, why);
             fail = 1;
         }
     }
-    if (!fail && state != 0) {
+    if (!fail && ps.state != 0) {
         snprintf(err, n, "%s:%d: the last suppression has no closing '}'", path, lineno);
         fail = 1;
     }
     free(line);
     fclose(f);
     if (fail) {
-        supp_free(&cur);
+        supp_free(&ps.cur);
         while (nsupps > first)
             supp_free(&supps[--nsupps]);
         return -1;
@@ -308,28 +345,29 @@ const char *check_supp_match(int kind, const char *call, const gpumem__frame *fr
     return NULL;
 }
 
+/* A name as a glob that matches only itself: C++ names hold glob_match's metacharacters
+ * ("f<float[4]>(float*)"), and a '[' left bare would make a set that does not match the
+ * name's own bracket, so the generated suppression would miss its finding. */
+static void put_literal(FILE *out, const char *prefix, const char *text)
+{
+    fputs(prefix, out);
+    for (const char *c = text; *c; c++) {
+        if (strchr("*?[\\", *c))
+            fputc('\\', out);
+        fputc(*c, out);
+    }
+    fputc('\n', out);
+}
+
 void check_supp_generate(FILE *out, int kind, const char *call, const gpumem__frame *frames,
                          int n)
 {
     fprintf(out, "{\n   <insert_a_suppression_name_here>\n   gpumem:%s\n", check_kind_name(kind));
     if (call)
-        fprintf(out, "   call:%s\n", call);
+        put_literal(out, "   call:", call);
     for (int i = 0; i < n; i++)
-        fprintf(out, "   fun:%s\n", frames[i].func);
+        put_literal(out, "   fun:", frames[i].func);
     fprintf(out, "}\n");
-}
-
-long check_supp_print_used(FILE *out, const char *prefix)
-{
-    long total = 0;
-    for (size_t i = 0; i < nsupps; i++) {
-        long used = atomic_load(&supps[i].used);
-        if (!used)
-            continue;
-        fprintf(out, "%sused suppression: %6ld %s\n", prefix, used, supps[i].name);
-        total += used;
-    }
-    return total;
 }
 
 const char *check_supp_use(const char *name)

@@ -9,7 +9,7 @@
  *      obj:PATTERN            or object path; `...` stands for any number of frames
  *   }
  *
- * PATTERNs are shell globs (*, ?, [...], as fnmatch), matched in linear time. A suppression matches a finding when its kind and call
+ * PATTERNs are shell globs (*, ?, [...] and \ escapes, as fnmatch), matched in linear time. A suppression matches a finding when its kind and call
  * match and its frame lines match the innermost frames of the finding's stack. */
 #ifndef GPUMEM_CHECK_SUPPRESS_H
 #define GPUMEM_CHECK_SUPPRESS_H
@@ -29,12 +29,12 @@ const char *check_supp_match(int kind, const char *call, const gpumem__frame *fr
  * returns its name (NULL when there is none so called). Takes no lock and never allocates:
  * the crash-time report counts matches made in its symbolizing child with it. */
 const char *check_supp_use(const char *name);
-/* Writes one suppression that matches the finding, named after it, for --gen-suppressions. */
+/* Writes one suppression that matches the finding, for --gen-suppressions; the call and
+ * function names are escaped, so it matches even where they hold glob characters. */
 void check_supp_generate(FILE *out, int kind, const char *call, const gpumem__frame *frames,
                          int n);
-/* Writes "used suppression: COUNT NAME" lines, each prefixed; returns the total count. */
-long check_supp_print_used(FILE *out, const char *prefix);
-/* The same lines into a signal-safe sink (the crash-time report). */
+/* Writes "used suppression: COUNT NAME" lines, each prefixed, into a signal-safe sink (the
+ * report at exit and after a signal). */
 struct gpumem__sink;
 void check_supp_sink_used(struct gpumem__sink *o, const char *prefix);
 /* Forgets every suppression (tests). */

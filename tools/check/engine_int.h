@@ -1,0 +1,160 @@
+/* What the engine's files share (engine.c, events.c, findings.c, leaks.c, crash.c,
+ * render_*.c); not for the front ends, which use engine.h. */
+#ifndef GPUMEM_CHECK_ENGINE_INT_H
+#define GPUMEM_CHECK_ENGINE_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpumem.h"
+#include "internal.h"
+#include "reach.h"
+
+enum { LEAK_NO, LEAK_SUMMARY, LEAK_FULL };
+
+/* Leak kinds, as valgrind names them: bits of --show-leak-kinds / --errors-for-leak-kinds. */
+enum { LEAK_DEFINITE = 1, LEAK_REACHABLE = 2 };
+
+/* What `gpumem check` asked for (settings.def), read once by check_setup. */
+typedef struct {
+    int leak;
+    unsigned show_kinds, error_kinds;
+    int gen_supp;
+    int stacks;
+    int quiet; /* -q: findings only */
+    long root;
+    const char *log, *json, *status;
+} check__options;
+extern check__options check__opt;
+
+/* valgrind's "==PID== " before each line of the report. */
+extern char check__prefix[32];
+
+typedef struct {
+    int kind;
+    const char *call;       /* release call, or the allocation call of a leak / failed-alloc */
+    int memory;             /* gpumem kind, 0 unknown */
+    uint64_t bytes, count, offset;
+    uintptr_t address;
+    uint32_t stack;         /* the call's (for a leak: the allocation's) */
+    const char *alloc_call; /* the allocation a release concerns */
+    uint32_t alloc_stack;
+    const char *first_call; /* double free: the first release */
+    uint32_t first_stack;
+    int error;              /* failed-alloc: the CUDA error */
+    const char *suppressed; /* the matching suppression's name */
+    int leak_kind;          /* a leak's: LEAK_DEFINITE or LEAK_REACHABLE */
+    int counted;            /* a leak: an error (its kind is in --errors-for-leak-kinds) */
+    int device;             /* a leak's or failed allocation's device (the context's) */
+    const char *reached_from; /* a still reachable leak: where a pointer to it was found */
+} finding;
+
+/* What was left on each device at exit (statistics slots), for the per-device lines. */
+typedef struct {
+    uint64_t bytes[3][GPUMEM_STATS_DEVICES], count[3][GPUMEM_STATS_DEVICES]; /* by leak kind */
+    uint64_t leaks[GPUMEM_STATS_DEVICES], leaked_bytes[GPUMEM_STATS_DEVICES]; /* counted ones */
+} check__device_sums;
+
+/* Reports f unless a suppression matches it, and keeps it for the JSON report (engine.c). */
+void check__report(finding *f);
+/* The calling code's stack, or 0 when stacks are off (GPUMEM_CHECK_STACKS=0). */
+uint32_t check__capture(void);
+/* What the program passed: the handle or address a registry key stands for (events.c). */
+uintptr_t check__key_shown(uintptr_t key);
+
+/* ---- leaks (leaks.c) */
+/* Allocations left at exit with the same call, memory kind, device, stack and leak kind. */
+typedef struct {
+    const char *call;
+    int memory, leak_kind, device;
+    uint32_t stack;
+    uint64_t count, bytes, first_seq;
+    check_reach_found from; /* still reachable: where the first allocation was reached from */
+} leak_group;
+
+/* The live allocations, grouped and sorted largest first, into *out (malloc'd); scan: run the
+ * pointer scan that tells the leak kinds. Returns the number of groups, or -1. */
+long check__leak_groups(int scan, leak_group **out, int *skipped, long long *scanned);
+/* Where a still reachable allocation's reference was found, in words. */
+void check__describe_reach(const check_reach_found *f, char *buf, size_t n);
+
+/* One line of the report, prefixed, under the output lock (engine.c). */
+void check__say(const char *fmt, ...) GPUMEM__FORMAT(1, 2);
+/* The findings' array, which the pointer scan must not read (its addresses are no pointers the
+ * program holds). */
+void check__findings_storage(const void **p, size_t *bytes);
+
+/* PATTERN with %p replaced by the pid; a child of the checked program (pid other than the
+ * root's) gets ".PID" appended when PATTERN has no %p. Async-signal-safe. */
+void check__expand_path(const char *pattern, char *path, size_t n);
+/* Why this process runs unchecked (check_unchecked), or NULL. */
+const char *check__unchecked(void);
+/* The log's descriptor for the crash-time report: the log file's when it is open, -1 when
+ * --log-file was asked for and is not open yet, else stderr's. */
+int check__crash_log_fd(void);
+/* ---- findings (findings.c) */
+/* Keeps f for the JSON report (a copy; its strings must outlive the report). */
+void check__keep(const finding *f);
+/* Matches the suppressions and counts f as suppressed or, unless it is a leak that is no
+ * error, as an error. Returns 1 when it is suppressed. */
+int check__suppress(finding *f);
+/* Every finding kept, without the lock: for the report at exit, when events have stopped. */
+const finding *check__findings_all(size_t *n);
+/* The findings kept so far in *list and *n, their lock taken within *budget nanoseconds;
+ * returns 0 when it stayed busy, else 1, and check__findings_unlock gives it back. */
+int check__findings_trylock(const finding **list, size_t *n, long *budget);
+void check__findings_unlock(void);
+/* Counts one finding as an error, or as suppressed. Lock-free. */
+void check__count_finding(int suppressed);
+long check__suppressed_count(void);
+
+/* ---- the JSON report (render_json.c): written through a sink, at exit and after a signal
+ * alike. head, then for each finding next_finding and finding, then tail. */
+struct gpumem__sink;
+typedef struct {
+    uint64_t leaks, leaked_bytes;   /* the leaks that are errors */
+    const gpumem_stats_t *st;       /* at exit, for "devices"; NULL after a signal */
+    const check__device_sums *dev;
+    int complete;                   /* after a signal: 1 or 0; -1 at exit (always complete) */
+} check__json_sums;
+/* code_key: "exit_code", "signal" or NULL (none). */
+void check__json_head(struct gpumem__sink *o, const char *status, const char *code_key, int code);
+void check__json_next_finding(struct gpumem__sink *o, size_t shown);
+/* leak_stack: the leak's stack as JSON already (from crash.c's symbolizing child), or NULL.
+ * cached: only stacks symbolized before are shown (after a signal). */
+void check__json_finding(struct gpumem__sink *o, const finding *f, const char *leak_stack,
+                         int cached);
+void check__json_stack(struct gpumem__sink *o, uint32_t id, int cached);
+/* peak: by gpumem kind, 0 for the kinds not allocated. */
+void check__json_tail(struct gpumem__sink *o, size_t shown, const uint64_t *peak,
+                      const check__json_sums *sum);
+
+/* ---- the end of the text report (render_text.c): leaks and summaries, through a sink, at
+ * exit and after a signal alike. Lines start with check__prefix. */
+void check__text_line(struct gpumem__sink *o, const char *text);
+void check__text_grouped(struct gpumem__sink *o, uint64_t v); /* 8192 -> "8,192" */
+typedef struct {
+    uint64_t bytes, count;
+    int memory, device;     /* device -1: not named (one device used) */
+    const char *call;
+    int leak_kind;          /* LEAK_DEFINITE, LEAK_REACHABLE, or 0 after a signal */
+    uint32_t stack;
+    const char *stack_text; /* the stack as text already (crash.c's child), or NULL */
+    const char *indent;     /* before each frame */
+    int cached;             /* only stacks symbolized before (after a signal) */
+} check__text_leak_args;
+/* "8,192 bytes in 2 device allocations by cudaMalloc() are definitely lost" and the stack. */
+void check__text_leak(struct gpumem__sink *o, const check__text_leak_args *a);
+/* "LEAK SUMMARY: [definitely lost: ]8,192 bytes in 2 allocations from 1 call site (device
+ * 8,192 in 2)", without the line's end. */
+void check__text_leak_summary(struct gpumem__sink *o, const char *leak_kind, uint64_t bytes,
+                              uint64_t blocks, uint64_t sites, const uint64_t *by_kind_bytes,
+                              const uint64_t *by_kind_count);
+/* "PEAK: device 8.0 KiB, pinned 4.0 KiB"; peak by gpumem kind, 0 for those not allocated. */
+void check__text_peak(struct gpumem__sink *o, const uint64_t *peak);
+void check__text_errors(struct gpumem__sink *o, long errors, uint64_t leaks, long suppressed);
+
+/* The report of a process that signal sig ends (crash.c): async-signal-safe. */
+void check__finish_signaled(int sig);
+
+#endif
