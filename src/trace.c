@@ -95,13 +95,12 @@ static atomic_uint_fast64_t recorded, dropped;
 enum { FILE_WRITER_IDLE, FILE_WRITER_BUSY, FILE_EXIT };
 static atomic_int file_owner;
 static atomic_uint_fast64_t written;
-static atomic_int writer_done, ended;
+static atomic_int ended;
 
-/* The exit path's bounds: the lock (as the exit report waits for registry shards), a writer
- * that writes nothing at all for this long, and an idle writer to take the file from. */
+/* The exit path's bounds: the lock (as the exit report waits for registry shards), and a
+ * writer in the middle of a batch that formats and writes nothing at all for this long. */
 #define EXIT_LOCK_NS 50000000L
 #define EXIT_STALL_NS 2000000000L
-#define EXIT_CLAIM_NS 500000000L
 
 static atomic_uint_fast64_t live_bytes[GPUMEM_KIND_COUNT_][GPUMEM_STATS_DEVICES];
 
@@ -434,6 +433,11 @@ static void put_json_str(text *t, const char *s)
     put_n(t, "\"", 1);
 }
 
+/* Set while the exit path formats what the writer left: it may run in a signal handler that
+ * interrupted malloc, so the stack table grows with mmap then, names are not cached and stacks not
+ * symbolized for them. */
+static int no_malloc;
+
 /* "file:line (func)" of a stack's innermost frame; "" when unknown. */
 static void frame_text(const gpumem__frame *f, char *buf, size_t n)
 {
@@ -450,7 +454,8 @@ static void site_name(const gpumem_site *site, uint32_t stack, char *buf, size_t
     gpumem__frame f;
     if (site->file)
         gpumem__site_str(*site, buf, n);
-    else if (stack && gpumem__stack_frames(stack, &f, 1) == 1)
+    else if (stack && (no_malloc ? gpumem__stack_frames_cached(stack, &f, 1)
+                                 : gpumem__stack_frames(stack, &f, 1)) == 1)
         frame_text(&f, buf, n);
     else
         snprintf(buf, n, "%s", site->func ? site->func : "(unknown site)");
@@ -460,13 +465,22 @@ static void site_name(const gpumem_site *site, uint32_t stack, char *buf, size_t
 static uint32_t *seen;
 static size_t seen_n, seen_cap;
 
+static uint32_t *seen_alloc(size_t cap)
+{
+    if (!no_malloc)
+        return calloc(cap, sizeof(uint32_t));
+    void *m = mmap(NULL, cap * sizeof(uint32_t), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return m == MAP_FAILED ? NULL : m;
+}
+
 static void stack_seen(uint32_t id)
 {
     if (!id)
         return;
     if (seen_n * 2 >= seen_cap) {
         size_t cap = seen_cap ? seen_cap * 2 : 1024;
-        uint32_t *grown = calloc(cap, sizeof *grown);
+        uint32_t *grown = seen_alloc(cap);
         if (!grown)
             return;
         for (size_t i = 0; i < seen_cap; i++) {
@@ -477,7 +491,8 @@ static void stack_seen(uint32_t id)
                 j = (j + 1) & (cap - 1);
             grown[j] = seen[i];
         }
-        free(seen);
+        if (!no_malloc)
+            free(seen); /* else left: it may be from mmap, or free would wait for malloc */
         seen = grown;
         seen_cap = cap;
     }
@@ -517,6 +532,10 @@ static void put_name(text *t, const gpumem_site *site, uint32_t stack, int relea
             gpumem__site_str(*site, raw, sizeof raw);
         else
             snprintf(raw, sizeof raw, "%s", site->func ? site->func : "");
+        if (no_malloc) {
+            put_json_str(t, raw);
+            return;
+        }
         text q = {0};
         put_json_str(&q, raw);
         free(n->json);
@@ -737,7 +756,6 @@ static void *writer_main(void *arg)
     }
     pthread_mutex_unlock(&lock);
     text_free(&t);
-    atomic_store(&writer_done, 1);
     return NULL;
 }
 
@@ -847,31 +865,40 @@ static void write_incomplete_end(const char *why)
     gpumem__sink_flush(&o);
 }
 
+/* "the trace FILE is incomplete: WHY; TAIL" on stderr, with write(2). */
+static void warn_incomplete(const char *why, const char *tail)
+{
+    gpumem__sink o;
+    gpumem__sink_fd(&o, STDERR_FILENO);
+    gpumem__sink_str(&o, "gpumem: warning: the trace ");
+    gpumem__sink_str(&o, path_text);
+    gpumem__sink_str(&o, " is incomplete: ");
+    gpumem__sink_str(&o, why);
+    gpumem__sink_str(&o, tail);
+    gpumem__sink_flush(&o);
+}
+
 static uint64_t writer_progress(void)
 {
     return atomic_load(&written) + atomic_load(&recorded);
 }
 
-static int writer_finished(void)
-{
-    return atomic_load(&writer_done);
-}
-
-/* The file becomes the exit path's, from a writer between two batches. */
+/* The file becomes the finish's, from a writer between two batches: the writer touches
+ * neither the file nor its own tables (names, stacks) again. */
 static int file_claimed(void)
 {
     int idle = FILE_WRITER_IDLE;
     return atomic_compare_exchange_strong(&file_owner, &idle, FILE_EXIT);
 }
 
-/* Waits until done() holds, for as long as the writer makes progress (formats or writes
- * something) at least every EXIT_STALL_NS: a slow disk is waited for, a reader that stopped
- * reading or a lock that will never be free is not. Returns whether done() held. */
-static int wait_writer(int (*done)(void))
+/* Takes the file from the writer, waiting for as long as it makes progress (formats or writes
+ * something) at least every EXIT_STALL_NS: a slow disk is waited for, a FIFO whose reader
+ * stopped reading or a lock that will never be free is not. Returns whether it was taken. */
+static int claim_file(void)
 {
     uint64_t seen_progress = writer_progress();
     long still = 0;
-    while (!done()) {
+    while (!file_claimed()) {
         if (still >= EXIT_STALL_NS)
             return 0;
         struct timespec d = {0, 1000000};
@@ -883,67 +910,32 @@ static int wait_writer(int (*done)(void))
     return 1;
 }
 
-/* The exit path when the trace cannot be finished: takes the file from the writer once it is
- * between batches, ends it with a line that says the trace is incomplete and why, and says so
- * on stderr. What was still in memory is not written: the process is ending. */
-static void trace_abandon(const char *why)
-{
-    if (atomic_exchange(&ended, 1))
-        return;
-    atomic_store(&gpumem__trace_on, 0);
-    int claimed = wait_writer(file_claimed);
-    if (claimed && !write_failed)
-        write_incomplete_end(why);
-    gpumem__sink o;
-    gpumem__sink_fd(&o, STDERR_FILENO);
-    gpumem__sink_str(&o, "gpumem: warning: the trace ");
-    gpumem__sink_str(&o, path_text);
-    gpumem__sink_str(&o, " is incomplete: ");
-    gpumem__sink_str(&o, why);
-    gpumem__sink_str(&o, claimed ? "; events not written by then are not in it\n"
-                                 : "; it ends where its writer stopped\n");
-    gpumem__sink_flush(&o);
-}
-
-/* Stops recording and the writer; called with the lock held, which it releases. Returns 0
- * once the writer has ended, -1 at exit when it made no progress for EXIT_STALL_NS. */
-static int stop_writer(int at_exit)
+/* Stops recording and takes every buffer not written yet: the queue and each thread's
+ * current one. Under lock. A thread still inside a hook may finish its event after this,
+ * unseen (the buffer stays allocated, so that is harmless). */
+static trace_buf *take_rest(void)
 {
     atomic_store(&gpumem__trace_on, 0);
     closed = 1;
-    /* What every thread recorded so far; a thread still inside a hook may finish its event
-     * after this, unseen (the buffer stays allocated, so that is harmless). */
     for (trace_slot *s = slots; s; s = s->next) {
         trace_buf *b = atomic_exchange(&s->cur, NULL);
         if (b)
             buf_queue(b);
     }
-    stopping = 1;
-    pthread_cond_signal(&wake);
-    pthread_cond_broadcast(&drained);
-    pthread_mutex_unlock(&lock);
-    if (at_exit && !wait_writer(writer_finished))
-        return -1;
-    pthread_join(writer, NULL);
-    return 0;
+    trace_buf *rest = queue_head;
+    queue_head = queue_tail = NULL;
+    queued = 0;
+    return rest;
 }
 
-/* Writes the end and closes the file; called with the lock held, which it releases. At exit,
- * the text lives in memory from mmap: the code a signal interrupted may hold malloc's lock. */
-static int trace_finish(int at_exit)
+/* Writes what the writer left, the stacks and the end, and closes the file, which the caller
+ * has claimed. At exit nothing here calls malloc (see no_malloc), but symbolizing stacks. */
+static int end_file(trace_buf *rest, int at_exit)
 {
-    if (!opened || closed) {
-        int failed = write_failed != 0;
-        pthread_mutex_unlock(&lock);
-        return failed ? -1 : 0;
-    }
-    if (stop_writer(at_exit) != 0) {
-        trace_abandon("its writer made no progress for 2 s (a reader that stopped reading, or "
-                      "a lock held by the code that exit() interrupted)");
-        return -1;
-    }
-    atomic_store(&ended, 1);
     text t = {.mapped = at_exit};
+    no_malloc = at_exit;
+    for (trace_buf *b = rest; b; b = b->next)
+        write_buffer(&t, b);
     uint64_t ns = now_ns();
     put_stacks(&t, ns);
     put_end(&t, ns);
@@ -958,22 +950,64 @@ static int trace_finish(int at_exit)
     return write_failed ? -1 : 0;
 }
 
-/* At exit, perhaps from a signal handler that interrupted a thread holding the lock: the lock
- * is waited for a bounded time, as the exit report waits for registry shards. */
+/* At exit, perhaps in a signal handler that interrupted anything: the lock is waited for a
+ * bounded time (as the exit report waits for registry shards), the writer is never waited
+ * for to wake up (a wake-up meant for it may have gone to the interrupted thread), only for
+ * its batch in progress; what it left, this thread writes itself. */
 static void finish_at_exit(void)
 {
     long budget = EXIT_LOCK_NS;
-    if (gpumem__trylock_for(&lock, &budget))
-        trace_finish(1);
-    else
-        trace_abandon("its lock was held by the code that exit() interrupted (exit() called "
-                      "from a signal handler?)");
+    int locked = gpumem__trylock_for(&lock, &budget);
+    if (locked && (!opened || closed)) {
+        pthread_mutex_unlock(&lock);
+        return;
+    }
+    if (atomic_exchange(&ended, 1)) {
+        if (locked)
+            pthread_mutex_unlock(&lock);
+        return;
+    }
+    atomic_store(&gpumem__trace_on, 0);
+    trace_buf *rest = locked ? take_rest() : NULL;
+    if (locked)
+        pthread_mutex_unlock(&lock);
+    if (!claim_file()) {
+        warn_incomplete("its writer made no progress for 2 s at exit (a reader that stopped "
+                        "reading, or a lock held by the code that exit() interrupted)",
+                        "; it ends where the writer stopped\n");
+    } else if (!locked) {
+        const char *why = "its lock was held by the code that exit() interrupted (exit() "
+                          "called from a signal handler?)";
+        if (!write_failed)
+            write_incomplete_end(why);
+        warn_incomplete(why, "; events not written by then are not in it\n");
+    } else {
+        end_file(rest, 1);
+    }
 }
 
 int gpumem__trace_close(void)
 {
     pthread_mutex_lock(&lock);
-    return trace_finish(0);
+    if (!opened || closed || atomic_exchange(&ended, 1)) {
+        int failed = write_failed != 0;
+        pthread_mutex_unlock(&lock);
+        return failed ? -1 : 0;
+    }
+    trace_buf *rest = take_rest();
+    stopping = 1;
+    pthread_cond_signal(&wake);
+    pthread_cond_broadcast(&drained);
+    pthread_mutex_unlock(&lock);
+    pthread_join(writer, NULL);
+    file_claimed();
+    int rc = end_file(rest, 0);
+    while (rest) {
+        trace_buf *next = rest->next;
+        free(rest);
+        rest = next;
+    }
+    return rc;
 }
 
 /* fork() happens with the lock held, so that the child's copy of the state is consistent.
