@@ -10,10 +10,13 @@
  * once, symbolized then, as reports do at exit) and a marker that the trace is complete.
  *
  * The file is written with write(2), never through stdio: a child made by fork() has a copy of
- * whatever a stdio buffer held and would write it again at its exit. The finish at exit may
- * run in a signal handler that interrupted a thread holding the trace's lock: it waits a
- * bounded time for the lock and for the writer, and when either stays busy it ends the file
- * with a line that says the trace is incomplete (docs/reliability.md). */
+ * whatever a stdio buffer held and would write it again at its exit. It is opened without
+ * blocking (a FIFO with no reader is refused) and locked while written (a second process
+ * writes FILE.PID). The finish at exit may run in a signal handler that interrupted a thread
+ * holding or waiting for the trace's lock: it waits a bounded time for the lock and for the
+ * writer's batch in progress, writes what is left itself without malloc, and when the lock
+ * stays busy ends the file with an event that says the trace is incomplete
+ * (docs/reliability.md). */
 #define _GNU_SOURCE
 #include "trace.h"
 
