@@ -144,6 +144,17 @@ static void buf_queue(trace_buf *b)
     pthread_cond_signal(&wake);
 }
 
+/* Written buffers back to the spares. Under lock. */
+static void buf_spare(trace_buf *list)
+{
+    while (list) {
+        trace_buf *next = list->next;
+        list->next = spare;
+        spare = list;
+        list = next;
+    }
+}
+
 /* A thread that ends gives its buffer to the writer. */
 static void slot_release(void *arg)
 {
@@ -750,12 +761,7 @@ static void *writer_main(void *arg)
         atomic_store(&file_owner, FILE_WRITER_IDLE);
         pthread_mutex_lock(&lock);
         pthread_cond_broadcast(&drained);
-        while (list) { /* back to the spares */
-            trace_buf *next = list->next;
-            list->next = spare;
-            spare = list;
-            list = next;
-        }
+        buf_spare(list);
     }
     pthread_mutex_unlock(&lock);
     text_free(&t);
@@ -956,7 +962,8 @@ static int end_file(trace_buf *rest, int at_exit)
 /* At exit, perhaps in a signal handler that interrupted anything: the lock is waited for a
  * bounded time (as the exit report waits for registry shards), the writer is never waited
  * for to wake up (a wake-up meant for it may have gone to the interrupted thread), only for
- * its batch in progress; what it left, this thread writes itself. */
+ * its batch in progress, which needs no lock; what it left, this thread writes itself, with
+ * the lock held so that no thread records or ends meanwhile. */
 static void finish_at_exit(void)
 {
     long budget = EXIT_LOCK_NS;
@@ -972,8 +979,6 @@ static void finish_at_exit(void)
     }
     atomic_store(&gpumem__trace_on, 0);
     trace_buf *rest = locked ? take_rest() : NULL;
-    if (locked)
-        pthread_mutex_unlock(&lock);
     if (!claim_file()) {
         warn_incomplete("its writer made no progress for 2 s at exit (a reader that stopped "
                         "reading, or a lock held by the code that exit() interrupted)",
@@ -986,7 +991,10 @@ static void finish_at_exit(void)
         warn_incomplete(why, "; events not written by then are not in it\n");
     } else {
         end_file(rest, 1);
+        buf_spare(rest); /* not freed: free may wait for malloc's lock */
     }
+    if (locked)
+        pthread_mutex_unlock(&lock);
 }
 
 int gpumem__trace_close(void)
