@@ -22,6 +22,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -688,7 +689,7 @@ static void say_failed(const char *what, int err)
     gpumem__sink_str(&o, what);
     gpumem__sink_str(&o, path_text);
     gpumem__sink_str(&o, " failed (");
-    gpumem__sink_str(&o, strerror(err));
+    gpumem__sink_str(&o, err == EAGAIN ? "its reader took nothing for 2 s" : strerror(err));
     gpumem__sink_str(&o, "); the trace is incomplete\n  hint: free space there, or choose "
                          "another file with ");
     gpumem__sink_str(&o, option_name());
@@ -696,13 +697,20 @@ static void say_failed(const char *what, int err)
     gpumem__sink_flush(&o);
 }
 
-/* Writes p[0..n) to the file; returns 0 or the errno of the failure. */
+/* Writes p[0..n) to the file; returns 0 or the errno of the failure. At exit the file does
+ * not block (see finish_at_exit): a FIFO that stays full for 2 s fails with EAGAIN. */
 static int write_all(const char *p, size_t n)
 {
     while (n) {
         ssize_t w = write(fd, p, n);
         if (w < 0 && errno == EINTR)
             continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            struct pollfd wait = {fd, POLLOUT, 0};
+            if (poll(&wait, 1, 2000) > 0 || errno == EINTR)
+                continue;
+            return EAGAIN;
+        }
         if (w <= 0)
             return w < 0 ? errno : EIO;
         p += w;
@@ -905,16 +913,17 @@ static int file_claimed(void)
  * stopped reading or a lock that will never be free is not. Returns whether it was taken. */
 static int claim_file(void)
 {
-    uint64_t seen_progress = writer_progress();
-    long still = 0;
+    uint64_t seen_progress = writer_progress(), since = now_ns();
     while (!file_claimed()) {
-        if (still >= EXIT_STALL_NS)
-            return 0;
+        uint64_t progress = writer_progress(), now = now_ns();
+        if (progress != seen_progress) {
+            seen_progress = progress;
+            since = now;
+        } else if (now - since >= (uint64_t)EXIT_STALL_NS) {
+            return 0; /* timed by the clock: on a loaded machine a 1 ms sleep takes longer */
+        }
         struct timespec d = {0, 1000000};
         nanosleep(&d, NULL);
-        uint64_t now = writer_progress();
-        still = now == seen_progress ? still + d.tv_nsec : 0;
-        seen_progress = now;
     }
     return 1;
 }
@@ -979,7 +988,11 @@ static void finish_at_exit(void)
     }
     atomic_store(&gpumem__trace_on, 0);
     trace_buf *rest = locked ? take_rest() : NULL;
-    if (!claim_file()) {
+    int claimed = claim_file();
+    int flags = claimed ? fcntl(fd, F_GETFL) : -1; /* a reader that stopped: wait 2 s at most */
+    if (flags != -1)
+        fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+    if (!claimed) {
         warn_incomplete("its writer made no progress for 2 s at exit (a reader that stopped "
                         "reading, or a lock held by the code that exit() interrupted)",
                         "; it ends where the writer stopped\n");

@@ -199,6 +199,25 @@ static void test_fifo_with_reader(void)
     json_decref(t.root);
 }
 
+/* A FIFO whose reader stops reading: the writer blocks once the pipe is full, and the exit
+ * waits for it only while it makes progress (2 s), and for the pipe itself 2 s at most, then
+ * says the trace is incomplete. Before: the program never ended. */
+static void test_fifo_reader_stops(void)
+{
+    char fifo[512], err[512];
+    snprintf(fifo, sizeof fifo, "%s", in_dir("fifo-stuck"));
+    snprintf(err, sizeof err, "%s", in_dir("fifo-stuck.err"));
+    ASSERT_EQ(mkfifo(fifo, 0600), 0);
+    int r = open(fifo, O_RDONLY | O_NONBLOCK); /* open, and never read */
+    ASSERT_NE(r, -1);
+    char *argv[] = {(char *)self, "child", "churn", "5000", NULL};
+    EXPECT_EQ(run(fifo, err, argv), 0);
+    close(r);
+    const char *said = slurp(err); /* the writer was stuck, or the exit path's own write */
+    EXPECT_TRUE(strstr(said, "is incomplete: its writer made no progress for 2 s at exit") ||
+                strstr(said, "failed (its reader took nothing for 2 s); the trace is incomplete"));
+}
+
 /* Children made by fork() that end with exit() write nothing into the parent's trace. Before:
  * each wrote the parent's buffered text again (3 of 3 traces damaged). */
 static void test_fork_children_exit(void)
@@ -357,6 +376,7 @@ int main(int argc, char **argv)
         return 1;
     RUN(test_fifo_without_reader);
     RUN(test_fifo_with_reader);
+    RUN(test_fifo_reader_stops);
     RUN(test_fork_children_exit);
     RUN(test_two_processes);
     RUN(test_long_names);
