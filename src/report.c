@@ -547,8 +547,10 @@ static void sink_errno(gpumem__sink *o, int e)
 static long setup_pid;
 static struct timespec setup_time;
 
-/* "cannot write the report to PATH (WHY, else errno e's words); writing it WHERE". */
-static void warn_report_file(const char *path, const char *why, int e, const char *where)
+/* "cannot write the report to PATH (WHY, else errno e's words); writing it WHERE", and a hint
+ * line when hint is not NULL. */
+static void warn_report_file(const char *path, const char *why, int e, const char *where,
+                             const char *hint)
 {
     gpumem__sink w;
     gpumem__sink_fd(&w, STDERR_FILENO);
@@ -562,18 +564,23 @@ static void warn_report_file(const char *path, const char *why, int e, const cha
     gpumem__sink_str(&w, "); writing it ");
     gpumem__sink_str(&w, where);
     gpumem__sink_str(&w, "\n");
+    if (hint) {
+        gpumem__sink_str(&w, "  hint: ");
+        gpumem__sink_str(&w, hint);
+        gpumem__sink_str(&w, "\n");
+    }
     gpumem__sink_flush(&w);
 }
 
 /* Whether the regular file f is another process's report: locked by it now, or written since
- * this process set its report up. */
+ * this process set its report up. Otherwise f stays locked by this process until closed. */
 static int report_of_another(int f, const struct stat *st)
 {
     if (flock(f, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK)
         return 1;
+    const struct timespec *m = &st->st_mtim, *t = &setup_time;
     return st->st_size > 0 &&
-           (st->st_mtim.tv_sec > setup_time.tv_sec ||
-            (st->st_mtim.tv_sec == setup_time.tv_sec && st->st_mtim.tv_nsec >= setup_time.tv_nsec));
+           (m->tv_sec > t->tv_sec || (m->tv_sec == t->tv_sec && m->tv_nsec >= t->tv_nsec));
 }
 
 /* Opens path for the report without blocking: a FIFO needs a reader (ENXIO otherwise), and
@@ -614,7 +621,7 @@ static int open_report_file(char *path, size_t cap)
     int child = me != setup_pid;
     if (gpumem__path_expand(pattern, me, child, path, cap) >= cap) {
         warn_report_file("GPUMEM_REPORT_FILE", "the name is longer than a path may be, with %p "
-                         "replaced", 0, "here");
+                         "replaced", 0, "here", "choose a shorter name");
         return -1;
     }
     int fd = open_report_path(path, !strstr(pattern, "%p") && !child);
@@ -623,15 +630,18 @@ static int open_report_file(char *path, size_t cap)
         memcpy(shared, path, strlen(path) + 1);
         if (gpumem__path_expand(pattern, me, 1, path, cap) >= cap) {
             warn_report_file(shared, "another process wrote its report there, and the name "
-                             "with .PID is longer than a path may be", 0, "here");
+                             "with .PID is longer than a path may be", 0, "here",
+                             "choose a shorter name");
             return -1;
         }
         fd = open_report_path(path, 0);
         if (fd >= 0)
-            warn_report_file(shared, "another process wrote its report there", 0, path);
+            warn_report_file(shared, "another process wrote its report there", 0, path,
+                             "put %p in GPUMEM_REPORT_FILE to give each process a file of its "
+                             "own");
     }
     if (fd < 0)
-        warn_report_file(path, NULL, fd == -2 ? EBUSY : errno, "here");
+        warn_report_file(path, NULL, fd == -2 ? EBUSY : errno, "here", NULL);
     return fd;
 }
 

@@ -215,6 +215,7 @@ static void test_exec_child_keeps_report(void)
     EXPECT_CONTAINS(slurp(report), "gpumem: 1 allocation (1.0 MiB) still live at exit");
     EXPECT_CONTAINS(slurp(parents), "gpumem: 1 allocation (1.0 MiB) still live at exit");
     EXPECT_CONTAINS(slurp(err), "(another process wrote its report there); writing it ");
+    EXPECT_CONTAINS(slurp(err), "hint: put %p in GPUMEM_REPORT_FILE to give each process");
 }
 
 /* A folder under dir deep enough that a name of len bytes fits in it with a last part of
