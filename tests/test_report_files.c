@@ -270,6 +270,7 @@ static void test_long_names(void)
     EXPECT_CONTAINS(slurp(err), "gpumem: warning: cannot write the report to "
                                 "GPUMEM_REPORT_FILE (the name is longer than a path may be, "
                                 "with %p replaced); writing it here\n"
+                                "  hint: choose a shorter name\n"
                                 "gpumem: 1 allocation (1.0 MiB) still live at exit");
     EXPECT_TRUE(!holds_file_of(folder, 'y'));
 }
