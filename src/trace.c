@@ -742,37 +742,41 @@ static void write_buffer(text *t, trace_buf *b)
         flush_text(t);
 }
 
+/* The writer's batch and text, where a leak checker at exit finds them while the writer is
+ * blocked (a FIFO whose reader stopped): not only on the writer's stack. Writer thread only. */
+static trace_buf *writing;
+static text writer_text;
+
 static void *writer_main(void *arg)
 {
     (void)arg;
     if (writer_setup)
         writer_setup();
-    text t = {0};
+    text *t = &writer_text;
     pthread_mutex_lock(&lock);
     for (;;) {
         while (!queue_head && !stopping)
             pthread_cond_wait(&wake, &lock);
-        trace_buf *list = queue_head;
+        trace_buf *list = writing = queue_head;
         queue_head = queue_tail = NULL;
         queued = 0;
         if (!list && stopping)
             break;
         pthread_mutex_unlock(&lock);
         int idle = FILE_WRITER_IDLE;
-        if (!atomic_compare_exchange_strong(&file_owner, &idle, FILE_WRITER_BUSY)) {
-            text_free(&t); /* the exit path took the file and ended it */
-            return NULL;
-        }
+        if (!atomic_compare_exchange_strong(&file_owner, &idle, FILE_WRITER_BUSY))
+            return NULL; /* the exit path took the file and ended it */
         for (trace_buf *b = list; b; b = b->next)
-            write_buffer(&t, b);
-        flush_text(&t);
+            write_buffer(t, b);
+        flush_text(t);
         atomic_store(&file_owner, FILE_WRITER_IDLE);
         pthread_mutex_lock(&lock);
         pthread_cond_broadcast(&drained);
         buf_spare(list);
+        writing = NULL;
     }
     pthread_mutex_unlock(&lock);
-    text_free(&t);
+    text_free(t);
     return NULL;
 }
 
@@ -1004,10 +1008,11 @@ static void finish_at_exit(void)
         warn_incomplete(why, "; events not written by then are not in it\n");
     } else {
         end_file(rest, 1);
-        buf_spare(rest); /* not freed: free may wait for malloc's lock */
     }
-    if (locked)
+    if (locked) {
+        buf_spare(rest); /* not freed: free may wait for malloc's lock */
         pthread_mutex_unlock(&lock);
+    }
 }
 
 int gpumem__trace_close(void)
