@@ -757,22 +757,22 @@ static void *writer_main(void *arg)
     for (;;) {
         while (!queue_head && !stopping)
             pthread_cond_wait(&wake, &lock);
-        trace_buf *list = writing = queue_head;
+        writing = queue_head;
         queue_head = queue_tail = NULL;
         queued = 0;
-        if (!list && stopping)
+        if (!writing && stopping)
             break;
         pthread_mutex_unlock(&lock);
         int idle = FILE_WRITER_IDLE;
         if (!atomic_compare_exchange_strong(&file_owner, &idle, FILE_WRITER_BUSY))
             return NULL; /* the exit path took the file and ended it */
-        for (trace_buf *b = list; b; b = b->next)
+        for (trace_buf *b = writing; b; b = b->next)
             write_buffer(t, b);
         flush_text(t);
         atomic_store(&file_owner, FILE_WRITER_IDLE);
         pthread_mutex_lock(&lock);
         pthread_cond_broadcast(&drained);
-        buf_spare(list);
+        buf_spare(writing);
         writing = NULL;
     }
     pthread_mutex_unlock(&lock);
