@@ -555,7 +555,8 @@ typedef struct gpumem_stats_t {
 /** Fills @p out. Returns GPUMEM_OK, or GPUMEM_EINVAL for NULL. No CUDA call. */
 GPUMEM_API int gpumem_stats(gpumem_stats_t *out);
 /** Prints the statistics as a table, one row per kind and per device used, each row ending in
- *  "ok" or "not all freed". Returns GPUMEM_OK, or GPUMEM_EINVAL for NULL. No CUDA call. */
+ *  "ok" or "not all freed", and flushes @p out. Returns GPUMEM_OK, GPUMEM_EINVAL for NULL, or
+ *  GPUMEM_EIO when writing to or flushing @p out failed (a full disk). No CUDA call. */
 GPUMEM_API int gpumem_stats_print(FILE *out);
 /** Sets every peak to its current value, to measure the peak of a phase of the program.
  *  Peaks are exact for the calling thread's own allocations; with several threads allocating
@@ -620,8 +621,9 @@ GPUMEM_API gpumem_checkpoint_t gpumem_checkpoint_device(int device);
  * the allocations made since @p cp that are still live, grouped by call site and sorted by
  * bytes, and the device memory change. Device memory is reserved by CUDA in chunks, so
  * device_used moves in steps (commonly 2 MiB) and small allocations can show as 0 or as a
- * chunk. Returns GPUMEM_OK, GPUMEM_EINVAL for a NULL @p cp, GPUMEM_ENOMEM when grouping
- * needs memory it cannot get. Thread-safe.
+ * chunk. @p out is flushed. Returns GPUMEM_OK, GPUMEM_EINVAL for a NULL @p cp, GPUMEM_ENOMEM
+ * when grouping needs memory it cannot get, GPUMEM_EIO when writing to or flushing @p out
+ * failed (a full disk; @p diff is filled all the same). Thread-safe.
  */
 GPUMEM_API int gpumem_checkpoint_diff(const gpumem_checkpoint_t *cp, FILE *out,
                                       gpumem_checkpoint_diff_t *diff);

@@ -121,6 +121,6 @@ int gpumem_checkpoint_diff(const gpumem_checkpoint_t *cp, FILE *out,
     }
     free(g);
     if (diff)
-        *diff = d;
-    return GPUMEM_OK;
+        *diff = d; /* right also when writing failed: only the text is incomplete */
+    return out ? gpumem__err_stream(out, 0, "gpumem_checkpoint_diff") : GPUMEM_OK;
 }

@@ -4,6 +4,7 @@
  * and kinds); callers only pass the status on. Error paths allocate nothing: the message is
  * built in the record's own buffer. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -206,6 +207,23 @@ int gpumem__err_raise(gpumem_error *e)
     fn(&snap, arg);
     *e = snap;
     return snap.code;
+}
+
+int gpumem__err_stream(FILE *out, int write_error, const char *fn)
+{
+    errno = 0;
+    int e = write_error;
+    if (fflush(out) != 0 && !e)
+        e = errno ? errno : EIO;
+    if (!e && ferror(out))
+        e = EIO; /* an earlier write failed; its errno is gone */
+    if (!e)
+        return GPUMEM_OK;
+    gpumem_error *err = gpumem__err_begin(GPUMEM_EIO, fn, (gpumem_site){NULL, NULL, 0});
+    gpumem__err_append(err, "%s could not write to the stream it was given (%s): what it "
+                            "wrote is incomplete\n  hint: free space where the stream goes "
+                            "(a full disk?), or pass another stream", fn, strerror(e));
+    return gpumem__err_raise(err);
 }
 
 int gpumem_sync_launch(void)

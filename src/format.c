@@ -1,5 +1,8 @@
-/* Human-readable sizes for messages and reports, without allocation, stdio or floating point:
- * the exit-time report formats sizes from a signal handler (sigsafe.h). */
+/* Text chores that messages, reports and traces share, each written once: sizes for people,
+ * JSON strings, file names with %p. Without allocation, stdio or floating point: the exit-time
+ * report uses them from a signal handler (sigsafe.h). */
+#include <string.h>
+
 #include "gpumem.h"
 #include "sigsafe.h"
 
@@ -52,4 +55,129 @@ char *gpumem_format_bytes(uint64_t bytes, char *buf, size_t n)
         buf[i] = text[i];
     buf[i] = '\0';
     return buf;
+}
+
+/* ---- JSON strings ----
+ *
+ * Every JSON string gpumem writes (traces, reports, gpumem check's crash report) goes through
+ * gpumem__json_piece, so that one rule holds everywhere: the text is valid UTF-8 whatever the
+ * bytes were. Command lines, file names and __FILE__ are bytes, not necessarily UTF-8 (a
+ * Latin-1 file name, an argument cut short); a JSON reader refuses the whole document for one
+ * bad byte. Each invalid sequence (its longest valid beginning, as Unicode recommends) becomes
+ * U+FFFD, written as its escape so that the output stays ASCII there. */
+
+/* The length of the UTF-8 sequence that byte c begins, or 0 when no sequence begins so. */
+static size_t utf8_lead_length(unsigned char c)
+{
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        return 2;
+    if (c >= 0xE0 && c <= 0xEF)
+        return 3;
+    if (c >= 0xF0 && c <= 0xF4)
+        return 4;
+    return 0; /* a continuation byte, an overlong lead (C0, C1) or beyond U+10FFFF */
+}
+
+/* Whether c may follow lead as the sequence's second byte: no overlong forms, no UTF-16
+ * surrogates (ED A0..BF), nothing above U+10FFFF. */
+static int utf8_second_ok(unsigned char lead, unsigned char c)
+{
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (lead == 0xE0)
+        lo = 0xA0;
+    else if (lead == 0xED)
+        hi = 0x9F;
+    else if (lead == 0xF0)
+        lo = 0x90;
+    else if (lead == 0xF4)
+        hi = 0x8F;
+    return c >= lo && c <= hi;
+}
+
+size_t gpumem__json_piece(const char *s, char out[GPUMEM__JSON_PIECE_MAX], size_t *took)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *u = (const unsigned char *)s;
+    size_t len = utf8_lead_length(u[0]);
+    if (len == 1) {
+        *took = 1;
+        if (u[0] == '"' || u[0] == '\\') {
+            out[0] = '\\';
+            out[1] = (char)u[0];
+            return 2;
+        }
+        if (u[0] < 0x20) {
+            memcpy(out, "\\u00", 4);
+            out[4] = hex[u[0] >> 4];
+            out[5] = hex[u[0] & 15];
+            return 6;
+        }
+        out[0] = (char)u[0];
+        return 1;
+    }
+    size_t i = 1;
+    while (len && i < len && (i == 1 ? utf8_second_ok(u[0], u[i]) : (u[i] & 0xC0) == 0x80))
+        i++;
+    if (len && i == len) {
+        memcpy(out, s, len);
+        *took = len;
+        return len;
+    }
+    *took = i; /* the invalid sequence's valid beginning, at least its first byte */
+    memcpy(out, "\\ufffd", 6);
+    return 6;
+}
+
+size_t gpumem__utf8_whole(const char *s, size_t len)
+{
+    for (size_t back = 1; back <= 3 && back <= len; back++) {
+        unsigned char c = (unsigned char)s[len - back];
+        if ((c & 0xC0) == 0x80)
+            continue; /* a continuation byte: its lead is further back */
+        size_t need = c >= 0xC0 ? utf8_lead_length(c) : 1;
+        return need > back ? len - back : len;
+    }
+    return len;
+}
+
+/* ---- file names ---- */
+
+size_t gpumem__path_expand(const char *pattern, long pid, int add_pid, char *out, size_t cap)
+{
+    char digits[21];
+    gpumem__fmt_u64((uint64_t)pid, digits);
+    size_t need = 0, dn = strlen(digits);
+    int has_pid = 0;
+    for (const char *c = pattern; *c; c++, need++)
+        if (c[0] == '%' && c[1] == 'p') {
+            need += dn - 1;
+            has_pid = 1;
+            c++;
+        }
+    int suffix = add_pid && !has_pid;
+    need += suffix ? 1 + dn : 0;
+    if (need >= cap) {
+        if (cap)
+            out[0] = '\0';
+        return need;
+    }
+    size_t o = 0;
+    for (const char *c = pattern; *c; c++) {
+        if (c[0] == '%' && c[1] == 'p') {
+            memcpy(out + o, digits, dn);
+            o += dn;
+            c++;
+        } else {
+            out[o++] = *c;
+        }
+    }
+    if (suffix) {
+        out[o++] = '.';
+        memcpy(out + o, digits, dn);
+        o += dn;
+    }
+    out[o] = '\0';
+    return need;
 }

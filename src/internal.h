@@ -370,6 +370,10 @@ int gpumem__err_sticky_hint(gpumem_error *e);
 void gpumem__err_alloc_site(gpumem_error *e, const gpumem__rec *r);
 /* Calls the handler; returns e->code. */
 int gpumem__err_raise(gpumem_error *e);
+/* The end of a public function that wrote to the caller's stream out: flushes it and, when
+ * that or an earlier write failed (write_error: an errno already seen, else 0), raises
+ * GPUMEM_EIO for fn with the reason. Returns GPUMEM_OK or GPUMEM_EIO. */
+int gpumem__err_stream(FILE *out, int write_error, const char *fn);
 /* Resets the record's code to GPUMEM_OK (a call that returned without failing). */
 void gpumem__err_clear(void);
 /* Maps a cudaError_t from an allocation to a gpumem status. */

@@ -18,7 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backtrace.h"
@@ -512,9 +515,8 @@ int gpumem_report(FILE *out, unsigned flags)
     gpumem__sink o;
     gpumem__sink_file(&o, out);
     int rc = report(&o, flags, 0, "on demand");
-    if (gpumem__sink_flush(&o) != 0 || fflush(out) != 0)
-        return GPUMEM_EIO;
-    return rc;
+    int written = gpumem__err_stream(out, gpumem__sink_flush(&o), "gpumem_report");
+    return written != GPUMEM_OK ? written : rc;
 }
 
 /* A few errno values in words: strerror may consult the locale and allocate. */
@@ -531,6 +533,9 @@ static const char *errno_words(int e)
     case ENOENT: return "no such file or directory";
     case EROFS: return "read-only file system";
     case EISDIR: return "is a directory";
+    case ENXIO: return "a FIFO that no process reads";
+    case EAGAIN: return "its reader took nothing for 2 s";
+    case EBUSY: return "in use by another process";
     default: return NULL;
     }
 }
@@ -546,41 +551,106 @@ static void sink_errno(gpumem__sink *o, int e)
     }
 }
 
+/* Who set the exit report up, and when: a process with another pid is a child made by fork()
+ * without exec; a report file written since then was written by another process of this run. */
+static long setup_pid;
+static struct timespec setup_time;
+
+/* "cannot write the report to PATH (WHY, else errno e's words); writing it WHERE", and a hint
+ * line when hint is not NULL. */
+static void warn_report_file(const char *path, const char *why, int e, const char *where,
+                             const char *hint)
+{
+    gpumem__sink w;
+    gpumem__sink_fd(&w, STDERR_FILENO);
+    gpumem__sink_str(&w, "gpumem: warning: cannot write the report to ");
+    gpumem__sink_str(&w, path);
+    gpumem__sink_str(&w, " (");
+    if (why)
+        gpumem__sink_str(&w, why);
+    else
+        sink_errno(&w, e);
+    gpumem__sink_str(&w, "); writing it ");
+    gpumem__sink_str(&w, where);
+    gpumem__sink_str(&w, "\n");
+    if (hint) {
+        gpumem__sink_str(&w, "  hint: ");
+        gpumem__sink_str(&w, hint);
+        gpumem__sink_str(&w, "\n");
+    }
+    gpumem__sink_flush(&w);
+}
+
+/* Whether the regular file f is another process's report: locked by it now, or written since
+ * this process set its report up. Otherwise f stays locked by this process until closed. */
+static int report_of_another(int f, const struct stat *st)
+{
+    if (flock(f, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK)
+        return 1;
+    const struct timespec *m = &st->st_mtim, *t = &setup_time;
+    return st->st_size > 0 &&
+           (m->tv_sec > t->tv_sec || (m->tv_sec == t->tv_sec && m->tv_nsec >= t->tv_nsec));
+}
+
+/* Opens path for the report without blocking: a FIFO needs a reader (ENXIO otherwise), and
+ * stays non-blocking (the sink waits a bounded time for it). With mine_only, a regular file
+ * that is another process's report is left alone: -2. Else the descriptor, or -1 with errno. */
+static int open_report_path(const char *path, int mine_only)
+{
+    int f;
+    do
+        f = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0666);
+    while (f < 0 && errno == EINTR);
+    struct stat st;
+    if (f < 0 || fstat(f, &st) != 0 || !S_ISREG(st.st_mode))
+        return f;
+    if (mine_only && report_of_another(f, &st)) {
+        close(f);
+        return -2;
+    }
+    if (ftruncate(f, 0) != 0) {
+        int e = errno;
+        close(f);
+        errno = e;
+        return -1;
+    }
+    return f;
+}
+
 /* GPUMEM_REPORT_FILE with %p replaced by the process id, opened with open(2); -1 means the
- * report goes to stderr (said there when the file could not be opened). */
+ * report goes to stderr (said there when the file could not be opened). Without %p, each
+ * process of a run keeps its own report: a child made by fork() writes PATH.PID, and so does a
+ * process that finds PATH written by another since it started (said on stderr). */
 static int open_report_file(char *path, size_t cap)
 {
     const char *pattern = gpumem__opt_str(GPUMEM__OPT_REPORT_FILE);
     if (!*pattern)
         return -1;
-    size_t o = 0;
-    for (const char *c = pattern; *c && o + 24 < cap; c++) {
-        if (c[0] == '%' && c[1] == 'p') {
-            char pid[21];
-            gpumem__fmt_u64((uint64_t)getpid(), pid);
-            for (const char *d = pid; *d; d++)
-                path[o++] = *d;
-            c++;
-        } else {
-            path[o++] = *c;
+    long me = (long)getpid();
+    int child = me != setup_pid;
+    if (gpumem__path_expand(pattern, me, child, path, cap) >= cap) {
+        warn_report_file("GPUMEM_REPORT_FILE", "the name is longer than a path may be, with %p "
+                         "replaced", 0, "here", "choose a shorter name");
+        return -1;
+    }
+    int fd = open_report_path(path, !strstr(pattern, "%p") && !child);
+    if (fd == -2) {
+        char shared[4096];
+        memcpy(shared, path, strlen(path) + 1);
+        if (gpumem__path_expand(pattern, me, 1, path, cap) >= cap) {
+            warn_report_file(shared, "another process wrote its report there, and the name "
+                             "with .PID is longer than a path may be", 0, "here",
+                             "choose a shorter name");
+            return -1;
         }
+        fd = open_report_path(path, 0);
+        if (fd >= 0)
+            warn_report_file(shared, "another process wrote its report there", 0, path,
+                             "put %p in GPUMEM_REPORT_FILE to give each process a file of its "
+                             "own");
     }
-    path[o] = '\0';
-    int fd;
-    do
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    while (fd < 0 && errno == EINTR);
-    if (fd < 0) {
-        int e = errno;
-        gpumem__sink w;
-        gpumem__sink_fd(&w, STDERR_FILENO);
-        gpumem__sink_str(&w, "gpumem: warning: cannot write the report to ");
-        gpumem__sink_str(&w, path);
-        gpumem__sink_str(&w, " (");
-        sink_errno(&w, e);
-        gpumem__sink_str(&w, "); writing it here\n");
-        gpumem__sink_flush(&w);
-    }
+    if (fd < 0)
+        warn_report_file(path, NULL, fd == -2 ? EBUSY : errno, "here", NULL);
     return fd;
 }
 
@@ -672,5 +742,7 @@ void gpumem__report_at_exit_setup(void)
         code = 0;
     }
     atomic_store(&leak_exitcode, (int)code);
+    setup_pid = (long)getpid();
+    clock_gettime(CLOCK_REALTIME, &setup_time);
     atexit(report_at_exit);
 }

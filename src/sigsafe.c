@@ -1,5 +1,5 @@
 /* Async-signal-safe output (sigsafe.h). Everything here is made of write(2), nanosleep(2),
- * pthread_mutex_trylock and plain arithmetic: no stdio (except the caller's stream for
+ * poll(2), pthread_mutex_trylock and plain arithmetic: no stdio (except the caller's stream for
  * on-demand reports), no allocation, no lock that can be waited for forever. */
 #define _POSIX_C_SOURCE 200809L
 #include "sigsafe.h"
@@ -7,6 +7,7 @@
 #include "backtrace.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +26,21 @@ void gpumem__sink_file(gpumem__sink *s, FILE *f)
     s->file = f;
 }
 
+/* A descriptor opened without blocking (a FIFO: its reader may have stopped reading) that
+ * stays full this long is given up: a report never waits for ever. */
+#define FULL_PIPE_MS 2000
+
+/* Waits up to FULL_PIPE_MS for fd to take more; 0 when it will, else EAGAIN. */
+static int wait_writable(int fd)
+{
+    struct pollfd p = {fd, POLLOUT, 0};
+    int n;
+    do
+        n = poll(&p, 1, FULL_PIPE_MS);
+    while (n < 0 && errno == EINTR);
+    return n > 0 ? 0 : EAGAIN;
+}
+
 static void drain(gpumem__sink *s)
 {
     size_t off = 0;
@@ -39,7 +55,9 @@ static void drain(gpumem__sink *s)
         ssize_t n = write(s->fd, s->buf + off, s->len - off);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0)
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            s->error = wait_writable(s->fd);
+        else if (n <= 0)
             s->error = n < 0 ? errno : EIO;
         else
             off += (size_t)n;
@@ -125,17 +143,11 @@ void gpumem__sink_json_str(gpumem__sink *s, const char *str)
         return;
     }
     gpumem__sink_mem(s, "\"", 1);
-    for (const unsigned char *c = (const unsigned char *)str; *c; c++) {
-        if (*c == '"' || *c == '\\') {
-            char esc[2] = {'\\', (char)*c};
-            gpumem__sink_mem(s, esc, 2);
-        } else if (*c < 0x20) {
-            char esc[7] = {'\\', 'u', '0', '0', "0123456789abcdef"[*c >> 4],
-                           "0123456789abcdef"[*c & 15], 0};
-            gpumem__sink_mem(s, esc, 6);
-        } else {
-            gpumem__sink_mem(s, (const char *)c, 1);
-        }
+    while (*str) {
+        char piece[GPUMEM__JSON_PIECE_MAX];
+        size_t took, n = gpumem__json_piece(str, piece, &took);
+        gpumem__sink_mem(s, piece, n);
+        str += took;
     }
     gpumem__sink_mem(s, "\"", 1);
 }

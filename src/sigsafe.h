@@ -41,6 +41,23 @@ int gpumem__sink_stack(gpumem__sink *o, uint32_t stack, const char *indent, int 
  * in s->error). */
 int gpumem__sink_flush(gpumem__sink *s);
 
+/* ---- format.c: text chores shared by reports, traces and messages (also signal-safe) ---- */
+
+/* The most bytes gpumem__json_piece writes for one piece (an escaped U+FFFD is 6). */
+#define GPUMEM__JSON_PIECE_MAX 8
+/* The JSON string text of the next piece of s (s[0] is not NUL): one character, escaped when
+ * JSON asks (quote, backslash, control characters), or an escaped U+FFFD for a sequence that
+ * is not UTF-8. Sets *took to the bytes of s it stands for; returns the bytes written to out.
+ * The one JSON string escaper of gpumem: every JSON string is written with it. */
+size_t gpumem__json_piece(const char *s, char out[GPUMEM__JSON_PIECE_MAX], size_t *took);
+/* len, less a multi-byte character cut short at the end of s[0..len): where text is cut to
+ * fit a buffer, this cuts it at a character boundary. */
+size_t gpumem__utf8_whole(const char *s, size_t len);
+/* pattern with every "%p" replaced by pid and, with add_pid when there is no %p, ".PID"
+ * appended, into out (cap bytes, NUL included). Returns the length of the whole name; when
+ * that is cap or more, out is "": a file name is never shortened into another name. */
+size_t gpumem__path_expand(const char *pattern, long pid, int add_pid, char *out, size_t cap);
+
 /* Decimal text of v into buf (at least 21 bytes); returns buf. */
 char *gpumem__fmt_u64(uint64_t v, char *buf);
 

@@ -197,5 +197,5 @@ int gpumem_stats_print(FILE *out)
         snprintf(name, sizeof name, "device %d%s", d, d == GPUMEM_STATS_DEVICES - 1 ? "+" : "");
         print_row(out, name, s.device_bytes[d], s.device_count[d]);
     }
-    return GPUMEM_OK;
+    return gpumem__err_stream(out, 0, "gpumem_stats_print");
 }

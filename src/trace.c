@@ -7,19 +7,35 @@
  * trace cut short by a crash is still readable line by line up to where it stops. Events of
  * different threads reach the file out of order (a buffer is written when it is full); every
  * event has its timestamp and readers sort by it. The end of the file carries the stacks (each
- * once, symbolized then, as reports do at exit) and a marker that the trace is complete. */
+ * once, symbolized then, as reports do at exit) and a marker that the trace is complete.
+ *
+ * The file is written with write(2), never through stdio: a child made by fork() has a copy of
+ * whatever a stdio buffer held and would write it again at its exit. It is opened without
+ * blocking (a FIFO with no reader is refused) and locked while written (a second process
+ * writes FILE.PID). The finish at exit may run in a signal handler that interrupted a thread
+ * holding or waiting for the trace's lock: it waits a bounded time for the lock and for the
+ * writer's batch in progress, writes what is left itself without malloc, and when the lock
+ * stays busy ends the file with an event that says the trace is incomplete
+ * (docs/reliability.md). */
 #define _GNU_SOURCE
 #include "trace.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "backtrace.h"
+#include "sigsafe.h"
 
 atomic_int gpumem__trace_on;
 
@@ -71,11 +87,24 @@ static pthread_t writer;
 static void (*writer_setup)(void);
 static pthread_key_t slot_key;
 
-static FILE *file;
+static int fd = -1;
 static char path_text[4096];
 static const char *tool_name = "gpumem";
 static int write_failed;
 static atomic_uint_fast64_t recorded, dropped;
+
+/* Who writes the file: the writer thread between batches (idle) or during one (busy), or, for
+ * good, the exit path, which takes it only from an idle writer. Bytes written, for the exit
+ * path to tell a writer that is slow from one that is stuck. */
+enum { FILE_WRITER_IDLE, FILE_WRITER_BUSY, FILE_EXIT };
+static atomic_int file_owner;
+static atomic_uint_fast64_t written;
+static atomic_int ended;
+
+/* The exit path's bounds: the lock (as the exit report waits for registry shards), and a
+ * writer in the middle of a batch that formats and writes nothing at all for this long. */
+#define EXIT_LOCK_NS 50000000L
+#define EXIT_STALL_NS 2000000000L
 
 static atomic_uint_fast64_t live_bytes[GPUMEM_KIND_COUNT_][GPUMEM_STATS_DEVICES];
 
@@ -114,6 +143,17 @@ static void buf_queue(trace_buf *b)
     queue_tail = b;
     queued++;
     pthread_cond_signal(&wake);
+}
+
+/* Written buffers back to the spares. Under lock. */
+static void buf_spare(trace_buf *list)
+{
+    while (list) {
+        trace_buf *next = list->next;
+        list->next = spare;
+        spare = list;
+        list = next;
+    }
 }
 
 /* A thread that ends gives its buffer to the writer. */
@@ -302,20 +342,46 @@ void gpumem__trace_counts(uint64_t *rec, uint64_t *drop, uint64_t *waited)
 typedef struct {
     char *p;
     size_t n, cap;
+    int mapped; /* memory from mmap: the exit path's, which must not wait for malloc's lock */
 } text;
+
+static int text_grow(text *t, size_t need)
+{
+    size_t cap = t->cap ? t->cap : 1 << 16;
+    while (cap < need)
+        cap *= 2;
+    char *grown;
+    if (t->mapped) {
+        void *m = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            return -1;
+        grown = m;
+        if (t->n)
+            memcpy(grown, t->p, t->n);
+        if (t->p)
+            munmap(t->p, t->cap);
+    } else if (!(grown = realloc(t->p, cap))) {
+        return -1;
+    }
+    t->p = grown;
+    t->cap = cap;
+    return 0;
+}
+
+static void text_free(text *t)
+{
+    if (t->mapped && t->p)
+        munmap(t->p, t->cap);
+    else if (!t->mapped)
+        free(t->p);
+    t->p = NULL;
+    t->n = t->cap = 0;
+}
 
 static void put_n(text *t, const char *s, size_t n)
 {
-    if (t->n + n > t->cap) {
-        size_t cap = t->cap ? t->cap : 1 << 16;
-        while (cap < t->n + n)
-            cap *= 2;
-        char *grown = realloc(t->p, cap);
-        if (!grown)
-            return; /* out of host memory: this line is cut, the reader says so */
-        t->p = grown;
-        t->cap = cap;
-    }
+    if (t->n + n > t->cap && text_grow(t, t->n + n) != 0)
+        return; /* out of host memory: this line is cut, the reader says so */
     memcpy(t->p + t->n, s, n);
     t->n += n;
 }
@@ -369,25 +435,23 @@ static void put_ts(text *t, uint64_t ns)
     put_n(t, frac, 3);
 }
 
-/* s as a JSON string, quotes included. */
+/* s as a JSON string, quotes included: valid UTF-8 whatever its bytes (format.c). */
 static void put_json_str(text *t, const char *s)
 {
     put_n(t, "\"", 1);
-    for (const char *c = s ? s : ""; *c; c++) {
-        unsigned char ch = (unsigned char)*c;
-        if (ch == '"' || ch == '\\') {
-            char esc[2] = {'\\', (char)ch};
-            put_n(t, esc, 2);
-        } else if (ch < 0x20) {
-            char esc[8];
-            snprintf(esc, sizeof esc, "\\u%04x", ch);
-            put(t, esc);
-        } else {
-            put_n(t, c, 1);
-        }
+    for (const char *c = s ? s : ""; *c;) {
+        char piece[GPUMEM__JSON_PIECE_MAX];
+        size_t took, n = gpumem__json_piece(c, piece, &took);
+        put_n(t, piece, n);
+        c += took;
     }
     put_n(t, "\"", 1);
 }
+
+/* Set while the exit path formats what the writer left: it may run in a signal handler that
+ * interrupted malloc, so the stack table grows with mmap then, names are not cached and stacks not
+ * symbolized for them. */
+static int no_malloc;
 
 /* "file:line (func)" of a stack's innermost frame; "" when unknown. */
 static void frame_text(const gpumem__frame *f, char *buf, size_t n)
@@ -405,7 +469,8 @@ static void site_name(const gpumem_site *site, uint32_t stack, char *buf, size_t
     gpumem__frame f;
     if (site->file)
         gpumem__site_str(*site, buf, n);
-    else if (stack && gpumem__stack_frames(stack, &f, 1) == 1)
+    else if (stack && (no_malloc ? gpumem__stack_frames_cached(stack, &f, 1)
+                                 : gpumem__stack_frames(stack, &f, 1)) == 1)
         frame_text(&f, buf, n);
     else
         snprintf(buf, n, "%s", site->func ? site->func : "(unknown site)");
@@ -415,13 +480,22 @@ static void site_name(const gpumem_site *site, uint32_t stack, char *buf, size_t
 static uint32_t *seen;
 static size_t seen_n, seen_cap;
 
+static uint32_t *seen_alloc(size_t cap)
+{
+    if (!no_malloc)
+        return calloc(cap, sizeof(uint32_t));
+    void *m = mmap(NULL, cap * sizeof(uint32_t), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return m == MAP_FAILED ? NULL : m;
+}
+
 static void stack_seen(uint32_t id)
 {
     if (!id)
         return;
     if (seen_n * 2 >= seen_cap) {
         size_t cap = seen_cap ? seen_cap * 2 : 1024;
-        uint32_t *grown = calloc(cap, sizeof *grown);
+        uint32_t *grown = seen_alloc(cap);
         if (!grown)
             return;
         for (size_t i = 0; i < seen_cap; i++) {
@@ -432,7 +506,8 @@ static void stack_seen(uint32_t id)
                 j = (j + 1) & (cap - 1);
             grown[j] = seen[i];
         }
-        free(seen);
+        if (!no_malloc)
+            free(seen); /* else left: it may be from mmap, or free would wait for malloc */
         seen = grown;
         seen_cap = cap;
     }
@@ -472,6 +547,10 @@ static void put_name(text *t, const gpumem_site *site, uint32_t stack, int relea
             gpumem__site_str(*site, raw, sizeof raw);
         else
             snprintf(raw, sizeof raw, "%s", site->func ? site->func : "");
+        if (no_malloc) {
+            put_json_str(t, raw);
+            return;
+        }
         text q = {0};
         put_json_str(&q, raw);
         free(n->json);
@@ -594,17 +673,61 @@ static void format_event(text *t, const trace_ev *e)
     }
 }
 
+/* What the option that names the trace is called, for hints. */
+static const char *option_name(void)
+{
+    return strcmp(tool_name, "gpumem") == 0 ? "GPUMEM_TRACE" : "--trace";
+}
+
+/* A failed write, said once on stderr with write(2): the exit path must not wait for stdio's
+ * lock of stderr, which the code that a signal interrupted may hold. */
+static void say_failed(const char *what, int err)
+{
+    gpumem__sink o;
+    gpumem__sink_fd(&o, STDERR_FILENO);
+    gpumem__sink_str(&o, "gpumem: error: ");
+    gpumem__sink_str(&o, what);
+    gpumem__sink_str(&o, path_text);
+    gpumem__sink_str(&o, " failed (");
+    gpumem__sink_str(&o, err == EAGAIN ? "its reader took nothing for 2 s" : strerror(err));
+    gpumem__sink_str(&o, "); the trace is incomplete\n  hint: free space there, or choose "
+                         "another file with ");
+    gpumem__sink_str(&o, option_name());
+    gpumem__sink_str(&o, "\n");
+    gpumem__sink_flush(&o);
+}
+
+/* Writes p[0..n) to the file; returns 0 or the errno of the failure. At exit the file does
+ * not block (see finish_at_exit): a FIFO that stays full for 2 s fails with EAGAIN. */
+static int write_all(const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            struct pollfd wait = {fd, POLLOUT, 0};
+            if (poll(&wait, 1, 2000) > 0 || errno == EINTR)
+                continue;
+            return EAGAIN;
+        }
+        if (w <= 0)
+            return w < 0 ? errno : EIO;
+        p += w;
+        n -= (size_t)w;
+        atomic_fetch_add_explicit(&written, (uint64_t)w, memory_order_relaxed);
+    }
+    return 0;
+}
+
 /* Writes t out (writer thread or the finish, never both at once); a failure is reported
  * once, and nothing more is written after it. */
 static void flush_text(text *t)
 {
-    if (!write_failed && t->n && fwrite(t->p, 1, t->n, file) != t->n) {
-        write_failed = errno ? errno : EIO;
-        fprintf(stderr,
-                "gpumem: error: writing the trace to %s failed (%s); the trace is incomplete\n"
-                "  hint: free space there, or choose another file with %s\n",
-                path_text, strerror(write_failed),
-                strcmp(tool_name, "gpumem") == 0 ? "GPUMEM_TRACE" : "--trace");
+    int err;
+    if (!write_failed && t->n && (err = write_all(t->p, t->n)) != 0) {
+        write_failed = err;
+        say_failed("writing the trace to ", err);
     }
     t->n = 0;
 }
@@ -619,42 +742,301 @@ static void write_buffer(text *t, trace_buf *b)
         flush_text(t);
 }
 
+/* The writer's batch and text, where a leak checker at exit finds them while the writer is
+ * blocked (a FIFO whose reader stopped): not only on the writer's stack. Writer thread only. */
+static trace_buf *writing;
+static text writer_text;
+
 static void *writer_main(void *arg)
 {
     (void)arg;
     if (writer_setup)
         writer_setup();
-    text t = {0};
+    text *t = &writer_text;
     pthread_mutex_lock(&lock);
     for (;;) {
         while (!queue_head && !stopping)
             pthread_cond_wait(&wake, &lock);
-        trace_buf *list = queue_head;
+        writing = queue_head;
         queue_head = queue_tail = NULL;
         queued = 0;
-        if (!list && stopping)
+        if (!writing && stopping)
             break;
         pthread_mutex_unlock(&lock);
-        for (trace_buf *b = list; b; b = b->next)
-            write_buffer(&t, b);
-        flush_text(&t);
+        int idle = FILE_WRITER_IDLE;
+        if (!atomic_compare_exchange_strong(&file_owner, &idle, FILE_WRITER_BUSY))
+            return NULL; /* the exit path took the file and ended it */
+        for (trace_buf *b = writing; b; b = b->next)
+            write_buffer(t, b);
+        flush_text(t);
+        atomic_store(&file_owner, FILE_WRITER_IDLE);
         pthread_mutex_lock(&lock);
         pthread_cond_broadcast(&drained);
-        while (list) { /* back to the spares */
-            trace_buf *next = list->next;
-            list->next = spare;
-            spare = list;
-            list = next;
-        }
+        buf_spare(writing);
+        writing = NULL;
     }
     pthread_mutex_unlock(&lock);
-    free(t.p);
+    text_free(t);
     return NULL;
 }
 
+/* ---- the end of the file ---- */
+
+/* The stacks that events named, each once, symbolized now (with GPUMEM_BACKTRACE=1). */
+static void put_stacks(text *t, uint64_t ns)
+{
+    trace_ev end = {.ns = ns};
+    put_head(t, &end, "M");
+    put(t, ",\"name\":\"gpumem_stacks\",\"args\":{\"stacks\":{");
+    int first = 1;
+    for (size_t i = 0; i < seen_cap; i++) {
+        if (!seen[i])
+            continue;
+        gpumem__frame f[GPUMEM__STACK_MAX_FRAMES];
+        int n = gpumem__stack_frames(seen[i], f, GPUMEM__STACK_MAX_FRAMES);
+        put(t, first ? "\"" : ",\"");
+        first = 0;
+        put_u64(t, seen[i]);
+        put(t, "\":[");
+        for (int k = 0; k < n; k++) {
+            char fr[1024];
+            frame_text(&f[k], fr, sizeof fr);
+            if (k)
+                put(t, ",");
+            put_json_str(t, fr);
+        }
+        put(t, "]");
+    }
+    put(t, "}}},\n");
+}
+
+/* The end marker with the totals, and the end of traceEvents. */
+static void put_end(text *t, uint64_t ns)
+{
+    trace_ev end = {.ns = ns};
+    put_head(t, &end, "M");
+    put(t, ",\"name\":\"gpumem_end\",\"args\":{\"events\":");
+    put_u64(t, atomic_load(&recorded));
+    put(t, ",\"dropped\":");
+    put_u64(t, atomic_load(&dropped));
+    put(t, ",\"end_ts\":");
+    put_ts(t, ns);
+    put(t, "}}\n],\n");
+}
+
+/* The same stacks as the trace event format's frame tree, for viewers that show "sf". */
+static void put_frames(text *t)
+{
+    put(t, "\"stackFrames\":{");
+    int first = 1;
+    for (size_t i = 0; i < seen_cap; i++) {
+        if (!seen[i])
+            continue;
+        gpumem__frame f[GPUMEM__STACK_MAX_FRAMES];
+        int n = gpumem__stack_frames(seen[i], f, GPUMEM__STACK_MAX_FRAMES);
+        for (int k = 0; k < n; k++) {
+            char fr[1024];
+            frame_text(&f[k], fr, sizeof fr);
+            put(t, first ? "\n\"" : ",\n\"");
+            first = 0;
+            put_u64(t, seen[i]);
+            put(t, ".");
+            put_u64(t, (uint64_t)k);
+            put(t, "\":{\"name\":");
+            put_json_str(t, fr);
+            if (k + 1 < n) {
+                put(t, ",\"parent\":\"");
+                put_u64(t, seen[i]);
+                put(t, ".");
+                put_u64(t, (uint64_t)k + 1);
+                put(t, "\"");
+            }
+            put(t, "}");
+        }
+    }
+    put(t, "\n}}\n");
+}
+
+/* ts as the trace event format writes it, with the sink (the exit path's output). */
+static void sink_ts(gpumem__sink *o, uint64_t ns)
+{
+    char frac[3] = {(char)('0' + ns / 100 % 10), (char)('0' + ns / 10 % 10),
+                    (char)('0' + ns % 10)};
+    gpumem__sink_u64(o, ns / 1000);
+    gpumem__sink_mem(o, ".", 1);
+    gpumem__sink_mem(o, frac, 3);
+}
+
+/* The end of a trace that cannot be finished: an event that says it is incomplete and why,
+ * then the closing brackets, so that the file is still one JSON document. No gpumem_end: a
+ * reader takes the trace as cut short. Written through the sink: no malloc. */
+static void write_incomplete_end(const char *why)
+{
+    gpumem__sink o;
+    gpumem__sink_fd(&o, fd);
+    gpumem__sink_str(&o, "{\"ph\":\"M\",\"pid\":");
+    gpumem__sink_i64(&o, pid);
+    gpumem__sink_str(&o, ",\"tid\":0,\"ts\":");
+    sink_ts(&o, now_ns());
+    gpumem__sink_str(&o, ",\"name\":\"gpumem_incomplete\",\"args\":{\"reason\":");
+    gpumem__sink_json_str(&o, why);
+    gpumem__sink_str(&o, ",\"events\":");
+    gpumem__sink_u64(&o, atomic_load(&recorded));
+    gpumem__sink_str(&o, "}}\n],\n\"stackFrames\":{\n}}\n");
+    gpumem__sink_flush(&o);
+}
+
+/* "the trace FILE is incomplete: WHY; TAIL" on stderr, with write(2). */
+static void warn_incomplete(const char *why, const char *tail)
+{
+    gpumem__sink o;
+    gpumem__sink_fd(&o, STDERR_FILENO);
+    gpumem__sink_str(&o, "gpumem: warning: the trace ");
+    gpumem__sink_str(&o, path_text);
+    gpumem__sink_str(&o, " is incomplete: ");
+    gpumem__sink_str(&o, why);
+    gpumem__sink_str(&o, tail);
+    gpumem__sink_flush(&o);
+}
+
+static uint64_t writer_progress(void)
+{
+    return atomic_load(&written) + atomic_load(&recorded);
+}
+
+/* The file becomes the finish's, from a writer between two batches: the writer touches
+ * neither the file nor its own tables (names, stacks) again. */
+static int file_claimed(void)
+{
+    int idle = FILE_WRITER_IDLE;
+    return atomic_compare_exchange_strong(&file_owner, &idle, FILE_EXIT);
+}
+
+/* Takes the file from the writer, waiting for as long as it makes progress (formats or writes
+ * something) at least every EXIT_STALL_NS: a slow disk is waited for, a FIFO whose reader
+ * stopped reading or a lock that will never be free is not. Returns whether it was taken. */
+static int claim_file(void)
+{
+    uint64_t seen_progress = writer_progress(), since = now_ns();
+    while (!file_claimed()) {
+        uint64_t progress = writer_progress(), now = now_ns();
+        if (progress != seen_progress) {
+            seen_progress = progress;
+            since = now;
+        } else if (now - since >= (uint64_t)EXIT_STALL_NS) {
+            return 0; /* timed by the clock: on a loaded machine a 1 ms sleep takes longer */
+        }
+        struct timespec d = {0, 1000000};
+        nanosleep(&d, NULL);
+    }
+    return 1;
+}
+
+/* Stops recording and takes every buffer not written yet: the queue and each thread's
+ * current one. Under lock. A thread still inside a hook may finish its event after this,
+ * unseen (the buffer stays allocated, so that is harmless). */
+static trace_buf *take_rest(void)
+{
+    atomic_store(&gpumem__trace_on, 0);
+    closed = 1;
+    for (trace_slot *s = slots; s; s = s->next) {
+        trace_buf *b = atomic_exchange(&s->cur, NULL);
+        if (b)
+            buf_queue(b);
+    }
+    trace_buf *rest = queue_head;
+    queue_head = queue_tail = NULL;
+    queued = 0;
+    return rest;
+}
+
+/* Writes what the writer left, the stacks and the end, and closes the file, which the caller
+ * has claimed. At exit nothing here calls malloc (see no_malloc), but symbolizing stacks. */
+static int end_file(trace_buf *rest, int at_exit)
+{
+    text t = {.mapped = at_exit};
+    no_malloc = at_exit;
+    for (trace_buf *b = rest; b; b = b->next)
+        write_buffer(&t, b);
+    uint64_t ns = now_ns();
+    put_stacks(&t, ns);
+    put_end(&t, ns);
+    put_frames(&t);
+    flush_text(&t);
+    text_free(&t);
+    if (close(fd) != 0 && errno != EINTR && !write_failed) {
+        write_failed = errno;
+        say_failed("closing the trace ", write_failed);
+    }
+    fd = -1;
+    return write_failed ? -1 : 0;
+}
+
+/* At exit, perhaps in a signal handler that interrupted anything: the lock is waited for a
+ * bounded time (as the exit report waits for registry shards), the writer is never waited
+ * for to wake up (a wake-up meant for it may have gone to the interrupted thread), only for
+ * its batch in progress, which needs no lock; what it left, this thread writes itself, with
+ * the lock held so that no thread records or ends meanwhile. */
 static void finish_at_exit(void)
 {
-    gpumem__trace_close();
+    long budget = EXIT_LOCK_NS;
+    int locked = gpumem__trylock_for(&lock, &budget);
+    if (locked && (!opened || closed)) {
+        pthread_mutex_unlock(&lock);
+        return;
+    }
+    if (atomic_exchange(&ended, 1)) {
+        if (locked)
+            pthread_mutex_unlock(&lock);
+        return;
+    }
+    atomic_store(&gpumem__trace_on, 0);
+    trace_buf *rest = locked ? take_rest() : NULL;
+    int claimed = claim_file();
+    int flags = claimed ? fcntl(fd, F_GETFL) : -1; /* a reader that stopped: wait 2 s at most */
+    if (flags != -1)
+        fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+    if (!claimed) {
+        warn_incomplete("its writer made no progress for 2 s at exit (a reader that stopped "
+                        "reading, or a lock held by the code that exit() interrupted)",
+                        "; it ends where the writer stopped\n");
+    } else if (!locked) {
+        const char *why = "its lock was held by the code that exit() interrupted (exit() "
+                          "called from a signal handler?)";
+        if (!write_failed)
+            write_incomplete_end(why);
+        warn_incomplete(why, "; events not written by then are not in it\n");
+    } else {
+        end_file(rest, 1);
+    }
+    if (locked) {
+        buf_spare(rest); /* not freed: free may wait for malloc's lock */
+        pthread_mutex_unlock(&lock);
+    }
+}
+
+int gpumem__trace_close(void)
+{
+    pthread_mutex_lock(&lock);
+    if (!opened || closed || atomic_exchange(&ended, 1)) {
+        int failed = write_failed != 0;
+        pthread_mutex_unlock(&lock);
+        return failed ? -1 : 0;
+    }
+    trace_buf *rest = take_rest();
+    stopping = 1;
+    pthread_cond_signal(&wake);
+    pthread_cond_broadcast(&drained);
+    pthread_mutex_unlock(&lock);
+    pthread_join(writer, NULL);
+    file_claimed();
+    int rc = end_file(rest, 0);
+    while (rest) {
+        trace_buf *next = rest->next;
+        free(rest);
+        rest = next;
+    }
+    return rc;
 }
 
 /* fork() happens with the lock held, so that the child's copy of the state is consistent.
@@ -674,7 +1056,7 @@ static void in_child(void)
 {
     atomic_store(&gpumem__trace_on, 0);
     closed = 1;
-    file = NULL;
+    fd = -1; /* the parent's: the child never writes to it */
     pthread_mutex_unlock(&lock);
 }
 
@@ -692,18 +1074,89 @@ void gpumem__trace_at_fork(int phase)
         pthread_mutex_unlock(&lock); /* no trace in the parent: the child may open its own */
 }
 
-static void expand_pid(const char *pattern, char *out, size_t n)
+/* The trace's file, opened without blocking: a FIFO with no reader is refused (ENXIO) rather
+ * than waited for. A regular file is locked for as long as this process writes it; one that
+ * another process holds (its trace is going there) is left to it: -2. Else the descriptor, or
+ * -1 with errno. */
+static int open_file(const char *path)
 {
-    size_t o = 0;
-    for (const char *c = pattern; *c && o + 24 < n; c++) {
-        if (c[0] == '%' && c[1] == 'p') {
-            o += (size_t)snprintf(out + o, n - o, "%ld", (long)getpid());
-            c++;
-        } else {
-            out[o++] = *c;
+    int f;
+    do
+        f = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0666);
+    while (f < 0 && errno == EINTR);
+    if (f < 0)
+        return -1;
+    struct stat st;
+    if (fstat(f, &st) == 0 && S_ISREG(st.st_mode)) {
+        if (flock(f, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+            close(f);
+            return -2;
+        }
+        if (ftruncate(f, 0) != 0) {
+            int err = errno;
+            close(f);
+            errno = err;
+            return -1;
         }
     }
-    out[o] = '\0';
+    int flags = fcntl(f, F_GETFL); /* a FIFO with a reader is a stream like any other now */
+    if (flags != -1)
+        fcntl(f, F_SETFL, flags & ~O_NONBLOCK);
+    return f;
+}
+
+/* "the trace's file name ... is longer than a path may be" for a name of len bytes. */
+static int refuse_long_name(size_t len)
+{
+    fprintf(stderr,
+            "gpumem: error: the trace's file name is %zu bytes long with %%p replaced, longer "
+            "than a path may be (%zu); nothing will be recorded\n"
+            "  hint: choose a shorter name with %s\n",
+            len, sizeof path_text - 1, option_name());
+    return -1;
+}
+
+/* Opens the file pattern names (%p: the process id) into fd and path_text, or says on stderr
+ * why not. When another process is writing its trace to that file, this one writes to
+ * FILE.PID instead, and says so. */
+static int file_open(const char *pattern)
+{
+    long me = (long)getpid();
+    size_t len = gpumem__path_expand(pattern, me, 0, path_text, sizeof path_text);
+    if (len >= sizeof path_text)
+        return refuse_long_name(len);
+    int f = open_file(path_text);
+    if (f == -2) {
+        char shared[sizeof path_text];
+        memcpy(shared, path_text, len + 1);
+        len = gpumem__path_expand(pattern, me, 1, path_text, sizeof path_text);
+        if (len >= sizeof path_text)
+            return refuse_long_name(len);
+        if ((f = open_file(path_text)) >= 0)
+            fprintf(stderr,
+                    "gpumem: warning: another process is writing its trace to %s; this one "
+                    "(pid %ld) writes to %s\n  hint: put %%p in %s to give each process a file "
+                    "of its own\n",
+                    shared, me, path_text, option_name());
+        else if (f == -2)
+            errno = EBUSY;
+    }
+    if (f >= 0) {
+        fd = f;
+        return 0;
+    }
+    if (errno == ENXIO)
+        fprintf(stderr,
+                "gpumem: warning: the trace file %s is a FIFO that no process reads; nothing "
+                "will be recorded\n  hint: start its reader first, or name a regular file with "
+                "%s\n",
+                path_text, option_name());
+    else
+        fprintf(stderr,
+                "gpumem: error: cannot write the trace to %s (%s); nothing will be recorded\n"
+                "  hint: check that the folder exists and can be written\n",
+                path_text, strerror(errno));
+    return -1;
 }
 
 void gpumem__command_line(char *buf, size_t n)
@@ -714,35 +1167,17 @@ void gpumem__command_line(char *buf, size_t n)
         return;
     size_t got = fread(buf, 1, n - 1, f);
     fclose(f);
+    if (got == n - 1) /* cut to fit: at a character boundary */
+        got = gpumem__utf8_whole(buf, got);
     buf[got] = '\0';
     for (size_t i = 0; i + 1 < got; i++)
         if (buf[i] == '\0' || buf[i] == '\n')
             buf[i] = ' ';
 }
 
-int gpumem__trace_open(const char *path, const char *tool, void (*writer_init)(void))
+/* The first lines: the process's name and command line, the format, the clock. */
+static void write_head(const char *tool)
 {
-    pthread_mutex_lock(&lock);
-    if (opened) {
-        pthread_mutex_unlock(&lock);
-        return 0;
-    }
-    expand_pid(path, path_text, sizeof path_text);
-    tool_name = tool;
-    file = fopen(path_text, "w");
-    if (!file) {
-        int err = errno;
-        pthread_mutex_unlock(&lock);
-        fprintf(stderr,
-                "gpumem: error: cannot write the trace to %s (%s); nothing will be recorded\n"
-                "  hint: check that the folder exists and can be written\n",
-                path_text, strerror(err));
-        return -1;
-    }
-    opened = 1;
-    pid = (long)getpid();
-    writer_setup = writer_init;
-    pthread_key_create(&slot_key, slot_release);
     char cmd[1024];
     gpumem__command_line(cmd, sizeof cmd);
     text t = {0};
@@ -764,10 +1199,44 @@ int gpumem__trace_open(const char *path, const char *tool, void (*writer_init)(v
     put_ts(&t, now_ns());
     put(&t, "}},\n");
     flush_text(&t);
-    free(t.p);
-    if (pthread_create(&writer, NULL, writer_main, NULL) != 0) {
-        fclose(file);
-        file = NULL;
+    text_free(&t);
+}
+
+/* The writer takes no asynchronous signal: a handler that calls exit() then never runs on it,
+ * and the exit path can wait for it to finish. */
+static int writer_start(void)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    int sync_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT, SIGSYS};
+    for (size_t i = 0; i < sizeof sync_signals / sizeof *sync_signals; i++)
+        sigdelset(&all, sync_signals[i]);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&writer, NULL, writer_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
+int gpumem__trace_open(const char *path, const char *tool, void (*writer_init)(void))
+{
+    pthread_mutex_lock(&lock);
+    if (opened) {
+        pthread_mutex_unlock(&lock);
+        return 0;
+    }
+    tool_name = tool;
+    if (file_open(path) != 0) {
+        pthread_mutex_unlock(&lock);
+        return -1;
+    }
+    opened = 1;
+    pid = (long)getpid();
+    writer_setup = writer_init;
+    pthread_key_create(&slot_key, slot_release);
+    write_head(tool);
+    if (writer_start() != 0) {
+        close(fd);
+        fd = -1;
         closed = 1;
         pthread_mutex_unlock(&lock);
         fprintf(stderr, "gpumem: error: cannot start the trace's writer thread; nothing will "
@@ -779,109 +1248,4 @@ int gpumem__trace_open(const char *path, const char *tool, void (*writer_init)(v
     atomic_store(&gpumem__trace_on, 1);
     pthread_mutex_unlock(&lock);
     return 0;
-}
-
-int gpumem__trace_close(void)
-{
-    pthread_mutex_lock(&lock);
-    if (!opened || closed) {
-        int failed = write_failed != 0;
-        pthread_mutex_unlock(&lock);
-        return failed ? -1 : 0;
-    }
-    atomic_store(&gpumem__trace_on, 0);
-    closed = 1;
-    /* What every thread recorded so far; a thread still inside a hook may finish its event
-     * after this, unseen (the buffer stays allocated, so that is harmless). */
-    for (trace_slot *s = slots; s; s = s->next) {
-        trace_buf *b = atomic_exchange(&s->cur, NULL);
-        if (b)
-            buf_queue(b);
-    }
-    stopping = 1;
-    pthread_cond_signal(&wake);
-    pthread_cond_broadcast(&drained);
-    pthread_mutex_unlock(&lock);
-    pthread_join(writer, NULL);
-
-    /* The end: the stacks that events named, then the totals. */
-    text t = {0};
-    trace_ev end = {.ns = now_ns()};
-    put_head(&t, &end, "M");
-    put(&t, ",\"name\":\"gpumem_stacks\",\"args\":{\"stacks\":{");
-    int first = 1;
-    for (size_t i = 0; i < seen_cap; i++) {
-        if (!seen[i])
-            continue;
-        gpumem__frame f[GPUMEM__STACK_MAX_FRAMES];
-        int n = gpumem__stack_frames(seen[i], f, GPUMEM__STACK_MAX_FRAMES);
-        put(&t, first ? "\"" : ",\"");
-        first = 0;
-        put_u64(&t, seen[i]);
-        put(&t, "\":[");
-        for (int k = 0; k < n; k++) {
-            char fr[1024];
-            frame_text(&f[k], fr, sizeof fr);
-            if (k)
-                put(&t, ",");
-            put_json_str(&t, fr);
-        }
-        put(&t, "]");
-    }
-    put(&t, "}}},\n");
-    put_head(&t, &end, "M");
-    put(&t, ",\"name\":\"gpumem_end\",\"args\":{\"events\":");
-    put_u64(&t, atomic_load(&recorded));
-    put(&t, ",\"dropped\":");
-    put_u64(&t, atomic_load(&dropped));
-    put(&t, ",\"end_ts\":");
-    put_ts(&t, end.ns);
-    put(&t, "}}\n],\n\"stackFrames\":{");
-    /* The same stacks as the trace event format's frame tree, for viewers that show "sf". */
-    first = 1;
-    for (size_t i = 0; i < seen_cap; i++) {
-        if (!seen[i])
-            continue;
-        gpumem__frame f[GPUMEM__STACK_MAX_FRAMES];
-        int n = gpumem__stack_frames(seen[i], f, GPUMEM__STACK_MAX_FRAMES);
-        for (int k = 0; k < n; k++) {
-            char fr[1024];
-            frame_text(&f[k], fr, sizeof fr);
-            put(&t, first ? "\n\"" : ",\n\"");
-            first = 0;
-            put_u64(&t, seen[i]);
-            put(&t, ".");
-            put_u64(&t, (uint64_t)k);
-            put(&t, "\":{\"name\":");
-            put_json_str(&t, fr);
-            if (k + 1 < n) {
-                put(&t, ",\"parent\":\"");
-                put_u64(&t, seen[i]);
-                put(&t, ".");
-                put_u64(&t, (uint64_t)k + 1);
-                put(&t, "\"");
-            }
-            put(&t, "}");
-        }
-    }
-    put(&t, "\n}}\n");
-    flush_text(&t);
-    free(t.p);
-    errno = 0;
-    if (fflush(file) != 0) {
-        if (!write_failed) {
-            write_failed = errno ? errno : EIO;
-            fprintf(stderr,
-                    "gpumem: error: writing the trace to %s failed (%s); the trace is "
-                    "incomplete\n  hint: free space there, or choose another file\n",
-                    path_text, strerror(write_failed));
-        }
-    }
-    if (fclose(file) != 0 && !write_failed) {
-        write_failed = errno ? errno : EIO;
-        fprintf(stderr, "gpumem: error: closing the trace %s failed (%s); the trace is "
-                        "incomplete\n", path_text, strerror(write_failed));
-    }
-    file = NULL;
-    return write_failed ? -1 : 0;
 }

@@ -26,8 +26,11 @@ static inline int gpumem__tracing(void)
  * "gpumem check", written into the file). Only the first call that succeeds opens a trace;
  * later calls return 0 and change nothing. @p writer_init, when not NULL, runs first on the
  * writer thread (gpumem check marks that thread as its own there). Registers the exit-time
- * finish. Returns 0, or -1 after printing a `gpumem: error:` line that names the file and why
- * (then nothing is recorded). Never calls CUDA.
+ * finish. Never blocks: a FIFO that no process reads is refused. A regular file that another
+ * process is writing its trace to is left to it: this process writes PATH.PID and says so.
+ * Returns 0, or -1 after printing a `gpumem: error:` (or, for the FIFO, `warning:`) line that
+ * names the file and why, also for a name longer than a path may be (then nothing is
+ * recorded). Never calls CUDA.
  */
 int gpumem__trace_open(const char *path, const char *tool, void (*writer_init)(void));
 
@@ -45,9 +48,9 @@ void gpumem__trace_failed(int kind, uint64_t bytes, int device, gpumem_site site
 
 /**
  * Writes out every buffer and the end of the file (the stacks, each once, symbolized), and
- * closes it. Events recorded later are dropped. Idempotent; runs at exit by itself. Returns 0,
- * or -1 when writing failed (reported once on stderr, with the file and why: a full disk is
- * never silent).
+ * closes it. Events recorded later are dropped. Idempotent; runs at exit by itself, where it
+ * waits a bounded time only (see trace.c). Returns 0, or -1 when writing failed (reported
+ * once on stderr, with the file and why: a full disk is never silent).
  */
 int gpumem__trace_close(void);
 

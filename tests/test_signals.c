@@ -2,9 +2,11 @@
  * in a loop (and a second thread does the same), the parent signals it at a random moment,
  * and the child's handler calls exit(), so the report runs wherever the signal landed: inside
  * gpumem holding a registry shard, inside printf holding stdio's locks, anywhere. Every child
- * must be gone within a bound, and its report must be whole, or say it is incomplete.
+ * must be gone within a bound, and its report must be whole, or say it is incomplete. With
+ * `trace`, the child records a trace too (GPUMEM_TRACE), whose exit-time finish must not hang
+ * either: each trace must end whole, or with an event that says it is incomplete.
  *
- * `test_signals [ROUNDS]` (default 1000); `test_signals child` is the child. */
+ * `test_signals [ROUNDS] [trace]` (default 1000); `test_signals child` is the child. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -92,12 +94,36 @@ static int report_whole(const char *r)
            strstr(r, "4.0 KiB in 1 managed allocation at ");
 }
 
+/* A trace ends whole (the end marker, then the closing brackets) or with the event that says
+ * it is incomplete and the closing brackets; 1 for whole, 2 for incomplete, 0 for neither. */
+static int trace_end(const char *path)
+{
+    char tail[8192];
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return 0;
+    struct stat st;
+    off_t from = fstat(fd, &st) == 0 && st.st_size > (off_t)sizeof tail - 1
+                     ? st.st_size - (off_t)sizeof tail + 1
+                     : 0;
+    ssize_t n = pread(fd, tail, sizeof tail - 1, from);
+    close(fd);
+    tail[n > 0 ? n : 0] = '\0';
+    size_t len = strlen(tail);
+    if (len < 4 || strcmp(tail + len - 4, "\n}}\n") != 0)
+        return 0;
+    return strstr(tail, "\"name\":\"gpumem_end\"")          ? 1
+           : strstr(tail, "\"name\":\"gpumem_incomplete\"") ? 2
+                                                             : 0;
+}
+
 int main(int argc, char **argv)
 {
     self = argv[0];
     if (argc > 1 && strcmp(argv[1], "child") == 0)
         return child();
     int rounds = argc > 1 ? atoi(argv[1]) : 1000;
+    int traced = argc > 2 && strcmp(argv[2], "trace") == 0;
     char dir[] = "/tmp/gpumem-signals-XXXXXX";
     if (!mkdtemp(dir)) {
         perror("mkdtemp");
@@ -107,8 +133,13 @@ int main(int argc, char **argv)
     snprintf(pattern, sizeof pattern, "GPUMEM_REPORT_FILE=%s/r-%%p.txt", dir);
     putenv(pattern);
     putenv("GPUMEM_LEAK_REPORT=full");
+    char trace_pattern[128];
+    snprintf(trace_pattern, sizeof trace_pattern, "GPUMEM_TRACE=%s/t-%%p.json", dir);
+    if (traced)
+        putenv(trace_pattern);
     srand((unsigned)time(NULL) ^ (unsigned)getpid());
-    int hung = 0, broken = 0, incomplete = 0, odd_status = 0;
+    int hung = 0, broken = 0, incomplete = 0, odd_status = 0, traces_broken = 0,
+        traces_incomplete = 0;
     double worst = 0;
     for (int round = 0; round < rounds; round++) {
         int ready;
@@ -149,15 +180,30 @@ int main(int argc, char **argv)
             }
         }
         unlink(path);
+        if (traced) {
+            snprintf(path, sizeof path, "%s/t-%ld.json", dir, (long)pid);
+            int end = ended ? trace_end(path) : 1; /* a hung child is counted above */
+            traces_incomplete += end == 2;
+            if (!end && ++traces_broken <= 3)
+                fprintf(stderr, "round %d: the trace %s neither ends whole nor says it is "
+                                "incomplete\n", round, path);
+            if (end)
+                unlink(path);
+        }
     }
-    rmdir(dir);
+    if (!traces_broken)
+        rmdir(dir);
     fprintf(stderr,
             "%d rounds: %d hung, %d reports not whole, %d said incomplete, %d odd exits; "
             "slowest exit %.3f s\n",
             rounds, hung, broken, incomplete, odd_status, worst);
+    if (traced)
+        fprintf(stderr, "traces: %d broken, %d said incomplete\n", traces_broken,
+                traces_incomplete);
     EXPECT_EQ(hung, 0);
     EXPECT_EQ(broken, 0);
     EXPECT_EQ(odd_status, 0);
+    EXPECT_EQ(traces_broken, 0);
     EXPECT_LE(worst * 1000, 4000); /* seconds on a loaded 2-core machine */
     return harness_exit();
 }

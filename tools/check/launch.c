@@ -24,6 +24,7 @@
 #include "engine.h"
 #include "gpumem.h"
 #include "settings.h"
+#include "sigsafe.h"
 #include "suppress.h"
 #include "tool.h"
 
@@ -211,16 +212,15 @@ static void print_processes(const proc_status *p, int n)
     }
 }
 
+/* text as a JSON string with the library's escaper: a program's path need not be UTF-8. */
 static void json_puts(FILE *f, const char *text)
 {
     fputc('"', f);
-    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
-        if (*c == '"' || *c == '\\')
-            fprintf(f, "\\%c", *c);
-        else if (*c < 0x20)
-            fprintf(f, "\\u%04x", *c);
-        else
-            fputc(*c, f);
+    while (*text) {
+        char piece[GPUMEM__JSON_PIECE_MAX];
+        size_t took, n = gpumem__json_piece(text, piece, &took);
+        fwrite(piece, 1, n, f);
+        text += took;
     }
     fputc('"', f);
 }
