@@ -582,7 +582,7 @@ static int lint_main(int argc, char **argv, struct lint_options *o, struct cli *
         for (size_t i = 0; i < c->paths.n; i++)
             if (lint_collect_path(o, c->paths.v[i], u) != 0)
                 return LINT_EXIT_USAGE;
-        lint_derive_flags(u);
+        lint_derive_flags(u, &c->extra);
     }
     for (size_t i = 0; i < u->skipped.n; i++)
         lint_strlist_add(problems, u->skipped.v[i]);
