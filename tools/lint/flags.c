@@ -3,7 +3,8 @@
  * find otherwise: for each `#include "x.h"` that is not beside the including file, and each
  * `#include <x.h>`, that is neither in a folder of the user's flags (after `--`) nor a system
  * header, the folder under the walked roots that holds x.h (by its path's tail; the nearest to
- * the including file when several do), following the headers found so to a depth of 16. A
+ * the including file when several do), else in the include/ folder of a path given (or of a
+ * named file's folder), following the headers found so to a depth of 16. A
  * derived folder is searched after the user's, so it never hides their headers or the
  * system's: a Windows `unistd.h` shim somewhere in the tree is not put before
  * /usr/include/unistd.h, and a sample's copy of a helper header not before the user's -I.
@@ -181,6 +182,27 @@ static const char *tree_header(const struct lint_units *u, const char *here, con
     return best;
 }
 
+/** NAME in the include/ folder of a root that holds the unit (a named file's folder is a
+ *  root, but not walked): the header's path, malloc'd, with that folder an -I of the unit. */
+static char *root_include(const struct lint_units *u, struct lint_unit *x, const char *name,
+                          size_t nlen)
+{
+    for (size_t r = 0; r < u->roots.n; r++) {
+        const char *root = u->roots.v[r];
+        size_t rl = strlen(root);
+        if (strncmp(x->abs, root, rl) != 0 || x->abs[rl] != '/')
+            continue;
+        char inc[4200];
+        snprintf(inc, sizeof inc, "%s/include", root);
+        char *h = file_in(inc, name, nlen);
+        if (h) {
+            add_include(&x->args, "-I", inc, strlen(inc));
+            return h;
+        }
+    }
+    return NULL;
+}
+
 /** For `#include "name"` (or <name>) seen in folder @p here: the header's path, malloc'd, to
  *  be followed, or NULL for a system header or one not found. Where the compiler finds it
  *  (beside the includer for quotes, the user's folders, the system's) no flag is added;
@@ -203,10 +225,11 @@ static char *resolve(const struct lint_units *u, const struct search *s, struct 
         return NULL;
     }
     const char *h = tree_header(u, here, name, nlen);
-    if (!h)
-        return NULL;
-    add_include(&x->args, "-I", h, strlen(h) - nlen - 1);
-    return strdup(h);
+    if (h) {
+        add_include(&x->args, "-I", h, strlen(h) - nlen - 1);
+        return strdup(h);
+    }
+    return root_include(u, x, name, nlen);
 }
 
 /** The include directive on the line [p, eol): its name's start and length, and whether it
