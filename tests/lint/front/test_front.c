@@ -318,6 +318,15 @@ static void test_not_analyzed(void)
     EXPECT_EQ(r.rc, 3);
     EXPECT_CONTAINS(r.out, "\"executionSuccessful\": false");
     EXPECT_CONTAINS(r.out, "use of undeclared identifier");
+    /* Where the cause is known, what to do. */
+    fresh("nofix");
+    write_file("nohdr.cu", "// FAKE: error 'elsewhere.h' file not found\n");
+    write_file("old.cu", "// FAKE: error use of undeclared identifier 'cudaThreadSynchronize'\n");
+    lint("--no-config", ".", NULL);
+    EXPECT_EQ(r.rc, 3);
+    EXPECT_CONTAINS(r.err, "'elsewhere.h' file not found (the header is not under the paths "
+                           "given: add its folder with -I after --)");
+    EXPECT_CONTAINS(r.err, "'cudaThreadSynchronize' (CUDA 13 removed the cudaThread* calls: ");
     fresh("timeout");
     write_file("slow.cu", "// FAKE: hang\n");
     time_t t0 = time(NULL);
