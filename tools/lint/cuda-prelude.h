@@ -56,4 +56,38 @@ static inline __device__ void __stwb(T *p, V v)
 {
     *p = v;
 }
+
+/* nvcc's atomic builtins with a memory order (CUDA 12.8), as plain device loads and stores. */
+#ifndef __NV_ATOMIC_RELAXED
+#define __NV_ATOMIC_RELAXED 0
+#define __NV_ATOMIC_CONSUME 1
+#define __NV_ATOMIC_ACQUIRE 2
+#define __NV_ATOMIC_RELEASE 3
+#define __NV_ATOMIC_ACQ_REL 4
+#define __NV_ATOMIC_SEQ_CST 5
+#define __NV_THREAD_SCOPE_SYSTEM 0
+#define __NV_THREAD_SCOPE_DEVICE 1
+#define __NV_THREAD_SCOPE_BLOCK 2
+template <class T>
+static inline __device__ T __nv_atomic_load_n(const T *p, int order, int scope = 0)
+{
+    return (void)order, (void)scope, *p;
+}
+template <class T, class V>
+static inline __device__ void __nv_atomic_store_n(T *p, V v, int order, int scope = 0)
+{
+    (void)order, (void)scope, *p = v;
+}
+#endif
+#endif
+
+/* The runtime calls CUDA 13 removed, as their successors (code written for CUDA 12 and
+ * earlier is analyzed; a finding names the successor). */
+#if defined(CUDART_VERSION) && CUDART_VERSION >= 13000
+#define cudaThreadSynchronize cudaDeviceSynchronize
+#define cudaThreadExit cudaDeviceReset
+#define cudaThreadSetLimit cudaDeviceSetLimit
+#define cudaThreadGetLimit cudaDeviceGetLimit
+#define cudaThreadSetCacheConfig cudaDeviceSetCacheConfig
+#define cudaThreadGetCacheConfig cudaDeviceGetCacheConfig
 #endif

@@ -67,6 +67,28 @@ static void add_config(struct lint_strlist *a, const char *key, const struct lin
     free(s);
 }
 
+/* What GCC 12 (nvcc's host compiler here) and nvcc's front end warn about and clang 22 stops
+ * at, by language: old C's implicit declarations, implicit int and loose pointer conversions,
+ * C++17's `register`. Given before the user's flags, which can make them errors again (GCC 14
+ * and later stop at the C ones too). */
+static const struct {
+    const char *lang, *flag;
+} lenient[] = {
+    {"c", "-Wno-error=implicit-function-declaration"},
+    {"c", "-Wno-error=implicit-int"},
+    {"c", "-Wno-error=incompatible-pointer-types"},
+    {"c", "-Wno-error=int-conversion"},
+    {"c++", "-Wno-register"},
+    {"cuda", "-Wno-register"},
+};
+
+static void lenient_flags(const char *lang, struct lint_strlist *a)
+{
+    for (size_t i = 0; i < sizeof lenient / sizeof lenient[0]; i++)
+        if (strcmp(lenient[i].lang, lang) == 0)
+            lint_strlist_add(a, lenient[i].flag);
+}
+
 void lint_unit_argv(const struct lint_options *o, const struct lint_run *r,
                     const struct lint_unit *u, const char *sarif_out, struct lint_strlist *a)
 {
@@ -94,6 +116,7 @@ void lint_unit_argv(const struct lint_options *o, const struct lint_run *r,
             lint_strlist_add(a, prelude);
         }
     }
+    lenient_flags(u->lang, a);
     /* Include folders are searched in the order given: the user's flags, then (without a
      * database) the folders derived from the tree, then CUDA's. A database's flags are the
      * unit's own and come before the user's, as clang-tidy has them. */

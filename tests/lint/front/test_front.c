@@ -795,6 +795,12 @@ static void test_omp_and_rdc(void)
     EXPECT_EQ(r.rc, 0);
     /* A launch from device code needs relocatable device code: every CUDA unit has it. */
     EXPECT_EQ(count(r.out, "-fgpu-rdc"), 1);
+    /* What GCC warns about and clang stops at: warnings, as the build has them. */
+    EXPECT_CONTAINS(r.out, "-Wno-register ");
+    write_file("old.c", "int z;\n");
+    lint("--no-config", "--print-commands", "old.c", NULL);
+    EXPECT_CONTAINS(r.out, " -x c -Wno-error=implicit-function-declaration ");
+    lint("--no-config", "--print-commands", ".", NULL);
     glob_t g;
     if (glob("/usr/lib/gcc/*/*/include/omp.h", 0, NULL, &g) == 0 && g.gl_pathc) {
         char want[600];
