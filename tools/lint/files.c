@@ -220,7 +220,9 @@ static void take_file(const char *abs, struct lint_units *u, int named)
         lang = dot && strcmp(dot, ".cuh") == 0 ? "cuda" : "c++";
         lint_strlist_add(&u->headers, abs);
     }
-    unit_add(u, abs, lang);
+    struct lint_unit *x = unit_add(u, abs, lang);
+    if (x)
+        x->named = named;
 }
 
 static void walk_dir(const struct lint_options *o, const char *dir, struct lint_units *u,

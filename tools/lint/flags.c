@@ -1,11 +1,20 @@
 /* Flags for units without a compilation database: the analyzer needs the include paths a
- * build would give. They are derived from the tree: for each `#include "x.h"` that is not
- * beside the including file, and each `#include <x.h>`, the folder under the walked roots that
- * holds x.h (by its path's tail), following the headers found so to a depth of 16; and each
- * root's include/ folder. The CUDA toolkit is found as scripts/setup finds it. */
+ * build would give. They are derived from the tree, and only for what the compiler could not
+ * find otherwise: for each `#include "x.h"` that is not beside the including file, and each
+ * `#include <x.h>`, that is neither in a folder of the user's flags (after `--`) nor a system
+ * header, the folder under the walked roots that holds x.h (by its path's tail; the nearest to
+ * the including file when several do), else in the include/ folder of a path given (or of a
+ * named file's folder), following the headers found so to a depth of 16. A
+ * derived folder is searched after the user's, so it never hides their headers or the
+ * system's: a Windows `unistd.h` shim somewhere in the tree is not put before
+ * /usr/include/unistd.h, and a sample's copy of a helper header not before the user's -I.
+ * `omp.h`, which clang 22 does not ship without libomp, is taken from GCC's folder. A source
+ * file that another unit includes (`#include "kernels.cu"`) is analyzed through that unit, as
+ * its build compiles it, not alone. The CUDA toolkit is found as scripts/setup finds it. */
 #define _POSIX_C_SOURCE 200809L
 #include "lint_internal.h"
 
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,10 +43,73 @@ const char *lint_cuda_root(void)
     return NULL;
 }
 
-static int is_dir(const char *p)
+/** Where the compiler looks for headers without derived flags: the folders of the user's
+ *  flags, and the system's (CUDA's, /usr/local/include, /usr/include and its multiarch
+ *  folders, clang's own); and GCC's folder that holds omp.h, or "". */
+struct search {
+    struct lint_strlist user, system;
+    char omp[4096];
+};
+
+/** The include folders of the user's flags: -I, -iquote, -isystem, -idirafter, joined or
+ *  separate, made absolute. */
+static void user_dirs(const struct lint_strlist *flags, struct lint_strlist *out)
 {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+    static const char *const opts[] = {"-I", "-iquote", "-isystem", "-idirafter"};
+    for (size_t i = 0; i < flags->n; i++) {
+        for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++) {
+            size_t ol = strlen(opts[k]);
+            if (strncmp(flags->v[i], opts[k], ol) != 0)
+                continue;
+            const char *dir = flags->v[i][ol] ? flags->v[i] + ol
+                              : i + 1 < flags->n ? flags->v[++i] : NULL;
+            char *abs = dir ? lint_path_absolute(dir) : NULL;
+            if (abs)
+                lint_strlist_add(out, abs);
+            free(abs);
+            break;
+        }
+    }
+}
+
+static void add_glob(struct lint_strlist *out, const char *pattern)
+{
+    glob_t g;
+    if (glob(pattern, 0, NULL, &g) == 0)
+        for (size_t i = 0; i < g.gl_pathc; i++)
+            lint_strlist_add(out, g.gl_pathv[i]);
+    globfree(&g);
+}
+
+static void search_init(struct search *s, const struct lint_strlist *flags)
+{
+    memset(s, 0, sizeof *s);
+    user_dirs(flags, &s->user);
+    const char *cuda = lint_cuda_root();
+    char buf[4200];
+    if (cuda) {
+        snprintf(buf, sizeof buf, "%s/include", cuda);
+        lint_strlist_add(&s->system, buf);
+        snprintf(buf, sizeof buf, "%s/include/cccl", cuda);
+        lint_strlist_add(&s->system, buf);
+    }
+    lint_strlist_add(&s->system, "/usr/local/include");
+    lint_strlist_add(&s->system, "/usr/include");
+    add_glob(&s->system, "/usr/include/*-linux-gnu*");
+    add_glob(&s->system, "/usr/lib/llvm-22/lib/clang/*/include");
+    glob_t g;
+    if (glob("/usr/lib/gcc/*/*/include/omp.h", 0, NULL, &g) == 0 && g.gl_pathc) {
+        /* The last in name order: the newest GCC, as a rule. */
+        snprintf(s->omp, sizeof s->omp, "%s", g.gl_pathv[g.gl_pathc - 1]);
+        *strrchr(s->omp, '/') = '\0';
+    }
+    globfree(&g);
+}
+
+static void search_free(struct search *s)
+{
+    lint_strlist_free(&s->user);
+    lint_strlist_free(&s->system);
 }
 
 static int is_file(const char *p)
@@ -46,46 +118,152 @@ static int is_file(const char *p)
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/** Adds "-I DIR" to @p args unless it is there already. */
-static void add_include(struct lint_strlist *args, const char *dir, size_t len)
+/** DIR/NAME, normalized, when it is a file; malloc'd, or NULL. */
+static char *file_in(const char *dir, const char *name, size_t nlen)
+{
+    size_t n = strlen(dir) + nlen + 2;
+    char *p = malloc(n);
+    if (!p)
+        return NULL;
+    snprintf(p, n, "%s/%.*s", dir, (int)nlen, name);
+    char *norm = is_file(p) ? lint_path_normalize(p) : NULL;
+    free(p);
+    return norm;
+}
+
+/** The first folder of @p dirs that holds NAME: the file's path, malloc'd, or NULL. */
+static char *find_in(const struct lint_strlist *dirs, const char *name, size_t nlen)
+{
+    for (size_t i = 0; i < dirs->n; i++) {
+        char *p = file_in(dirs->v[i], name, nlen);
+        if (p)
+            return p;
+    }
+    return NULL;
+}
+
+/** Adds "-I DIR" (or @p opt DIR) to @p args unless it is there already. */
+static void add_include(struct lint_strlist *args, const char *opt, const char *dir, size_t len)
 {
     for (size_t i = 0; i + 1 < args->n; i++)
-        if (strcmp(args->v[i], "-I") == 0 && strlen(args->v[i + 1]) == len &&
+        if (strcmp(args->v[i], opt) == 0 && strlen(args->v[i + 1]) == len &&
             memcmp(args->v[i + 1], dir, len) == 0)
             return;
-    lint_strlist_add(args, "-I");
+    lint_strlist_add(args, opt);
     lint_strlist_addn(args, dir, len);
 }
 
-/** For `#include "name"` (or <name>) seen in folder @p here: the header's path, beside it or
- *  among the headers found under the walked roots (whose folder then becomes an -I of the
- *  unit); malloc'd, or NULL when it is neither (a system header). */
-static char *resolve(struct lint_units *u, struct lint_unit *x, const char *here, const char *name,
-                     size_t nlen, int quoted)
+static size_t common_prefix(const char *a, const char *b)
 {
-    size_t hl = strlen(here);
-    char *beside = malloc(hl + nlen + 2);
-    if (!beside)
-        return NULL;
-    snprintf(beside, hl + nlen + 2, "%s/%.*s", here, (int)nlen, name);
-    if (quoted && is_file(beside))
-        return beside;
-    free(beside);
+    size_t n = 0;
+    while (a[n] && a[n] == b[n])
+        n++;
+    return n;
+}
+
+/** The header under the walked roots whose path ends in "/NAME", the nearest to folder
+ *  @p here (the longest common prefix; the first in walk order among equals), or NULL. */
+static const char *tree_header(const struct lint_units *u, const char *here, const char *name,
+                               size_t nlen)
+{
+    const char *best = NULL;
+    size_t best_len = 0;
     for (size_t i = 0; i < u->headers.n; i++) {
         const char *h = u->headers.v[i];
         size_t l = strlen(h);
         if (l > nlen && h[l - nlen - 1] == '/' && memcmp(h + l - nlen, name, nlen) == 0) {
-            add_include(&x->args, h, l - nlen - 1);
-            return strdup(h);
+            size_t c = common_prefix(h, here);
+            if (!best || c > best_len) {
+                best = h;
+                best_len = c;
+            }
+        }
+    }
+    return best;
+}
+
+/** NAME in the include/ folder of a root that holds the unit (a named file's folder is a
+ *  root, but not walked): the header's path, malloc'd, with that folder an -I of the unit. */
+static char *root_include(const struct lint_units *u, struct lint_unit *x, const char *name,
+                          size_t nlen)
+{
+    for (size_t r = 0; r < u->roots.n; r++) {
+        const char *root = u->roots.v[r];
+        size_t rl = strlen(root);
+        if (strncmp(x->abs, root, rl) != 0 || x->abs[rl] != '/')
+            continue;
+        char inc[4200];
+        snprintf(inc, sizeof inc, "%s/include", root);
+        char *h = file_in(inc, name, nlen);
+        if (h) {
+            add_include(&x->args, "-I", inc, strlen(inc));
+            return h;
         }
     }
     return NULL;
 }
 
+/** For `#include "name"` (or <name>) seen in folder @p here: the header's path, malloc'd, to
+ *  be followed, or NULL for a system header or one not found. Where the compiler finds it
+ *  (beside the includer for quotes, the user's folders, the system's) no flag is added;
+ *  otherwise the folder of the walked tree that holds it becomes an -I of the unit. */
+static char *resolve(const struct lint_units *u, const struct search *s, struct lint_unit *x,
+                     const char *here, const char *name, size_t nlen, int quoted)
+{
+    char *found = quoted ? file_in(here, name, nlen) : NULL;
+    if (!found)
+        found = find_in(&s->user, name, nlen);
+    if (found)
+        return found;
+    char *sys = find_in(&s->system, name, nlen);
+    if (sys) {
+        free(sys);
+        return NULL;
+    }
+    if (nlen == 5 && memcmp(name, "omp.h", 5) == 0 && s->omp[0]) {
+        add_include(&x->args, "-isystem", s->omp, strlen(s->omp));
+        return NULL;
+    }
+    const char *h = tree_header(u, here, name, nlen);
+    if (h) {
+        add_include(&x->args, "-I", h, strlen(h) - nlen - 1);
+        return strdup(h);
+    }
+    return root_include(u, x, name, nlen);
+}
+
+/** The include directive on the line [p, eol): its name's start and length, and whether it
+ *  is quoted; 0 when the line is not one. */
+static int include_name(const char *p, const char *eol, const char **name, size_t *nlen,
+                        int *quoted)
+{
+    while (p < eol && (*p == ' ' || *p == '\t'))
+        p++;
+    if (p >= eol || *p != '#')
+        return 0;
+    p++;
+    while (p < eol && (*p == ' ' || *p == '\t'))
+        p++;
+    if (eol - p <= 7 || memcmp(p, "include", 7) != 0)
+        return 0;
+    p += 7;
+    while (p < eol && (*p == ' ' || *p == '\t'))
+        p++;
+    char close = p < eol && *p == '"' ? '"' : p < eol && *p == '<' ? '>' : 0;
+    const char *e = close ? memchr(p + 1, close, (size_t)(eol - p - 1)) : NULL;
+    if (!e || e == p + 1)
+        return 0;
+    *name = p + 1;
+    *nlen = (size_t)(e - p - 1);
+    *quoted = close == '"';
+    return 1;
+}
+
 /** Scans @p file (the unit, then the headers it includes, to a depth of 16) for includes;
- *  @p seen holds the files already scanned for this unit. */
-static void scan_includes(struct lint_units *u, struct lint_unit *x, const char *file,
-                          struct lint_strlist *seen, int depth)
+ *  @p seen holds the files already scanned for this unit: its include closure. */
+static void scan_includes(const struct lint_units *u, const struct search *s,
+                          struct lint_unit *x, const char *file, struct lint_strlist *seen,
+                          int depth)
 {
     if (depth > 16 || lint_strlist_has(seen, file, strlen(file)))
         return;
@@ -97,61 +275,103 @@ static void scan_includes(struct lint_units *u, struct lint_unit *x, const char 
         return;
     char *here = strdup(file);
     char *slash = here ? strrchr(here, '/') : NULL;
-    if (!slash) {
-        free(here);
-        free(text);
-        return;
-    }
-    *slash = '\0';
-    for (char *p = text; p < text + len;) {
-        char *eol = p;
-        while (eol < text + len && *eol != '\n' && *eol != '\r')
-            eol++;
-        char *q = p;
-        while (q < eol && (*q == ' ' || *q == '\t'))
-            q++;
-        if (q < eol && *q == '#') {
-            q++;
-            while (q < eol && (*q == ' ' || *q == '\t'))
-                q++;
-            if (eol - q > 7 && memcmp(q, "include", 7) == 0) {
-                q += 7;
-                while (q < eol && (*q == ' ' || *q == '\t'))
-                    q++;
-                char close = q < eol && *q == '"' ? '"' : q < eol && *q == '<' ? '>' : 0;
-                char *e = close ? memchr(q + 1, close, (size_t)(eol - q - 1)) : NULL;
-                if (e && e > q + 1) {
-                    char *h = resolve(u, x, here, q + 1, (size_t)(e - q - 1), close == '"');
-                    if (h)
-                        scan_includes(u, x, h, seen, depth + 1);
-                    free(h);
-                }
-            }
+    if (slash) {
+        *slash = '\0';
+        for (char *p = text; p < text + len;) {
+            char *eol = p;
+            while (eol < text + len && *eol != '\n' && *eol != '\r')
+                eol++;
+            const char *name;
+            size_t nlen;
+            int quoted;
+            char *h = include_name(p, eol, &name, &nlen, &quoted)
+                          ? resolve(u, s, x, here, name, nlen, quoted)
+                          : NULL;
+            if (h)
+                scan_includes(u, s, x, h, seen, depth + 1);
+            free(h);
+            p = eol + 1;
         }
-        p = eol + 1;
     }
     free(here);
     free(text);
 }
 
-void lint_derive_flags(struct lint_units *u)
+/** The index of the walked (not named) unit at @p abs, or u->n. */
+static size_t unit_at(const struct lint_units *u, const char *abs)
 {
+    if (!lint_unit_lang(abs))
+        return u->n;
+    for (size_t i = 0; i < u->n; i++)
+        if (!u->v[i].from_db && !u->v[i].named && strcmp(u->v[i].abs, abs) == 0)
+            return i;
+    return u->n;
+}
+
+/** Drops the units marked in @p drop, keeping the others' order. */
+static void drop_units(struct lint_units *u, const unsigned char *drop)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < u->n; i++) {
+        if (!drop[i]) {
+            u->v[k++] = u->v[i];
+            continue;
+        }
+        free(u->v[i].path);
+        free(u->v[i].abs);
+        free(u->v[i].lang);
+        free(u->v[i].skip);
+        lint_strlist_free(&u->v[i].args);
+    }
+    u->n = k;
+}
+
+/** An edge of "unit i includes unit j" (directly or through headers). */
+struct edge {
+    size_t i, j;
+};
+
+/** A unit that another unit includes is dropped, unless it includes that unit too (a cycle:
+ *  both are kept). Source files included by others are few, so the edges are too. */
+static void drop_included(struct lint_units *u, const struct edge *e, size_t ne)
+{
+    unsigned char *drop = calloc(u->n ? u->n : 1, 1);
+    if (!drop)
+        return;
+    for (size_t a = 0; a < ne; a++) {
+        int cycle = 0;
+        for (size_t b = 0; b < ne && !cycle; b++)
+            cycle = e[b].i == e[a].j && e[b].j == e[a].i;
+        if (!cycle)
+            drop[e[a].j] = 1;
+    }
+    drop_units(u, drop);
+    free(drop);
+}
+
+void lint_derive_flags(struct lint_units *u, const struct lint_strlist *user_flags)
+{
+    struct search s;
+    search_init(&s, user_flags);
+    struct edge *e = NULL;
+    size_t ne = 0, cap = 0;
     for (size_t i = 0; i < u->n; i++) {
         struct lint_unit *x = &u->v[i];
         if (x->from_db)
             continue;
         struct lint_strlist seen = {0};
-        scan_includes(u, x, x->abs, &seen, 0);
-        lint_strlist_free(&seen);
-        for (size_t r = 0; r < u->roots.n; r++) {
-            size_t n = strlen(u->roots.v[r]) + 16;
-            char *inc = malloc(n);
-            if (!inc)
-                continue;
-            snprintf(inc, n, "%s/include", u->roots.v[r]);
-            if (is_dir(inc) && strncmp(x->abs, u->roots.v[r], strlen(u->roots.v[r])) == 0)
-                add_include(&x->args, inc, strlen(inc));
-            free(inc);
+        scan_includes(u, &s, x, x->abs, &seen, 0);
+        for (size_t k = 1; k < seen.n; k++) {
+            size_t j = unit_at(u, seen.v[k]);
+            struct edge *g = j < u->n && j != i ? lint_array_grow(e, ne, &cap, sizeof *e) : NULL;
+            if (g) {
+                e = g;
+                e[ne++] = (struct edge){i, j};
+            }
         }
+        lint_strlist_free(&seen);
     }
+    drop_included(u, e, ne);
+    free(e);
+    search_free(&s);
 }

@@ -522,6 +522,40 @@ static void check_units(const struct lint_options *o, struct lint_units *u)
     }
 }
 
+/* What makes a unit compile, by clang's first error, where the cause is known: one row per
+ * cause, the first row whose text is in the error wins. */
+static const struct {
+    const char *error, *fix;
+} parse_fixes[] = {
+    {"' file not found", "the header is not under the paths given: add its folder with -I after "
+                         "--"},
+    {"'cudaThread", "CUDA 13 removed the cudaThread* calls: port them, or map them with "
+                    "-DcudaThreadSynchronize=cudaDeviceSynchronize (and the like) after --"},
+    {"texture<", "texture references were removed in CUDA 12 (nvcc rejects them too): port to "
+                 "texture objects"},
+    {"cudaBindTexture", "texture references were removed in CUDA 12 (nvcc rejects them too): "
+                        "port to texture objects"},
+};
+
+/** Adds "PATH: not analyzed: ERROR", and what to do when the error says. */
+static void add_not_analyzed(struct lint_strlist *problems, const char *path, const char *error)
+{
+    const char *fix = NULL;
+    for (size_t k = 0; error && !fix && k < sizeof parse_fixes / sizeof parse_fixes[0]; k++)
+        if (strstr(error, parse_fixes[k].error))
+            fix = parse_fixes[k].fix;
+    if (!error)
+        error = "unknown failure";
+    size_t n = strlen(path) + strlen(error) + (fix ? strlen(fix) : 0) + 40;
+    char *m = malloc(n);
+    if (!m)
+        return;
+    snprintf(m, n, "%s: not analyzed: %s%s%s%s", path, error, fix ? " (" : "", fix ? fix : "",
+             fix ? ")" : "");
+    lint_strlist_add(problems, m);
+    free(m);
+}
+
 static double now(void)
 {
     struct timespec t;
@@ -606,7 +640,7 @@ static int lint_main(int argc, char **argv, struct lint_options *o, struct cli *
         for (size_t i = 0; i < c->paths.n; i++)
             if (lint_collect_path(o, c->paths.v[i], u) != 0)
                 return LINT_EXIT_USAGE;
-        lint_derive_flags(u);
+        lint_derive_flags(u, &c->extra);
     }
     for (size_t i = 0; i < u->skipped.n; i++)
         lint_strlist_add(problems, u->skipped.v[i]);
@@ -675,16 +709,8 @@ static int lint_main(int argc, char **argv, struct lint_options *o, struct cli *
             res[i].status = 1;
             res[i].error = strdup(msg);
         }
-        if (res[i].status) {
-            size_t n = strlen(u->v[i].path) + strlen(res[i].error ? res[i].error : "") + 40;
-            char *m = malloc(n);
-            if (m) {
-                snprintf(m, n, "%s: not analyzed: %s", u->v[i].path,
-                         res[i].error ? res[i].error : "unknown failure");
-                lint_strlist_add(problems, m);
-                free(m);
-            }
-        }
+        if (res[i].status)
+            add_not_analyzed(problems, u->v[i].path, res[i].error);
     }
     if (plugin_failed) {
         fprintf(stderr, "gpumem lint: error: clang could not load the analyzer plugin %s "

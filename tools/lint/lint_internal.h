@@ -157,6 +157,7 @@ struct lint_unit {
     struct lint_strlist args; /**< compiler flags (include paths, macros, -std) */
     int from_db;              /**< 1 when the flags came from a compilation database */
     char *skip;               /**< why the unit is not analyzed, or NULL */
+    int named;                /**< 1 when named on the command line (not found by a walk) */
 };
 struct lint_units {
     struct lint_unit *v;
@@ -204,9 +205,11 @@ int lint_read_file(const char *path, size_t max, char **buf, size_t *len, const 
 /** The CUDA toolkit's root ($CUDAToolkit_ROOT, $CUDA_HOME, /usr/local/cuda, /usr/lib/cuda,
  *  /usr: the first with include/cuda_runtime_api.h), or NULL. */
 const char *lint_cuda_root(void);
-/** Adds, to each unit without flags from a database, -I for the folders holding the headers
- *  it includes with quotes (found under the walked roots) and each root's include/ folder. */
-void lint_derive_flags(struct lint_units *u);
+/** Adds, to each unit without flags from a database, -I for the folders of the walked tree
+ *  that hold the headers it includes and the compiler would not find otherwise (beside the
+ *  includer, in @p user_flags' folders, among the system's), and GCC's omp.h folder when it
+ *  includes omp.h; drops the walked units that another unit includes. */
+void lint_derive_flags(struct lint_units *u, const struct lint_strlist *user_flags);
 
 /* ---- findings (sarif_in.c) ---- */
 /** A location with a message: a step of the path, or a related location. */

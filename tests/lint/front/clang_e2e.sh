@@ -2,7 +2,9 @@
 # End-to-end: `gpumem lint` with the real clang 22 and a small test plugin (test_plugin.cpp)
 # on tests/lint/front/clang/: a CUDA unit with a finding, its path and its allocation note;
 # a C unit whose finding is suppressed; a C++ unit that does not compile (exit status 3, its
-# first error named). Usage: clang_e2e.sh GPUMEM_LINT CLANG PLUGIN SOURCE_DIR
+# first error named); host code nvcc compiles and clang's CUDA mode alone does not (nvcc/:
+# host min/max, isfinite, clock, __stcs, a program's own min, omp.h, a launch from a kernel),
+# each analyzed. Usage: clang_e2e.sh GPUMEM_LINT CLANG PLUGIN SOURCE_DIR
 set -u
 lint=$1 clang=$2 plugin=$3 src=$4
 out=$(mktemp -d)
@@ -20,6 +22,11 @@ check "leak.cu:12:9: note: Assuming 'c' is not equal to 0" "$out/stdout"
 check "broken.cpp: not analyzed: " "$out/stderr"
 check "error: use of undeclared identifier 'undeclared_name'" "$out/stderr"
 if grep -q "leak.c:" "$out/stdout"; then echo "FAIL: the suppressed finding was reported"; fail=1; fi
+"$lint" --no-config --clang="$clang" --analyzer-plugin="$plugin" -j2 nvcc \
+  >"$out/nvcc.out" 2>"$out/nvcc.err"
+rc=$?
+[ "$rc" -eq 0 ] || { echo "FAIL: nvcc/: exit status $rc, expected 0"; cat "$out/nvcc.err"; fail=1; }
+check "in 4 files" "$out/nvcc.out"
 "$lint" --no-config --clang="$clang" --analyzer-plugin="$plugin" --format=sarif leak.cu \
   >"$out/sarif" 2>"$out/stderr2"
 rc=$?

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <glob.h>
 #include <stdarg.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -317,6 +318,15 @@ static void test_not_analyzed(void)
     EXPECT_EQ(r.rc, 3);
     EXPECT_CONTAINS(r.out, "\"executionSuccessful\": false");
     EXPECT_CONTAINS(r.out, "use of undeclared identifier");
+    /* Where the cause is known, what to do. */
+    fresh("nofix");
+    write_file("nohdr.cu", "// FAKE: error 'elsewhere.h' file not found\n");
+    write_file("old.cu", "// FAKE: error use of undeclared identifier 'cudaThreadSynchronize'\n");
+    lint("--no-config", ".", NULL);
+    EXPECT_EQ(r.rc, 3);
+    EXPECT_CONTAINS(r.err, "'elsewhere.h' file not found (the header is not under the paths "
+                           "given: add its folder with -I after --)");
+    EXPECT_CONTAINS(r.err, "'cudaThreadSynchronize' (CUDA 13 removed the cudaThread* calls: ");
     fresh("timeout");
     write_file("slow.cu", "// FAKE: hang\n");
     time_t t0 = time(NULL);
@@ -728,6 +738,102 @@ static void test_derived_flags(void)
     EXPECT_TRUE(strstr(r.out, "-I ") && !strstr(r.out, "derive/src -I") );
 }
 
+/** Where @p needle first occurs in @p hay, as an offset (or a large number when absent). */
+static size_t offset_of(const char *hay, const char *needle)
+{
+    const char *p = strstr(hay, needle);
+    return p ? (size_t)(p - hay) : (size_t)-1;
+}
+
+static void test_user_flags_win(void)
+{
+    fresh("order");
+    /* A Windows shim of a system header, a sample's copy of a helper the user has too, and a
+     * header only the tree has. */
+    write_file("win/unistd.h", "#error the shim\n");
+    write_file("samples/common/helper_cuda.h", "int sample_copy;\n");
+    write_file("mine/helper_cuda.h", "int users_copy;\n");
+    write_file("third/only.h", "int only;\n");
+    write_file("src/main.cu", "#include <unistd.h>\n#include \"helper_cuda.h\"\n"
+                              "#include \"only.h\"\nint x;\n");
+    char mine[600], third[600], shim[600], sample[600];
+    snprintf(mine, sizeof mine, "-I%s/order/mine", root);
+    lint("--no-config", "--print-commands", "src", "win", "samples", "third", "--", mine, NULL);
+    EXPECT_EQ(r.rc, 0);
+    snprintf(third, sizeof third, "-I %s/order/third ", root);
+    snprintf(shim, sizeof shim, "%s/order/win", root);
+    snprintf(sample, sizeof sample, "%s/order/samples", root);
+    EXPECT_CONTAINS(r.out, third);          /* found only in the tree: derived */
+    EXPECT_TRUE(strstr(r.out, shim) == NULL);   /* a system header's name: not derived */
+    EXPECT_TRUE(strstr(r.out, sample) == NULL); /* on the user's -I: not derived */
+    /* The user's folder is searched before the derived one. */
+    EXPECT_TRUE(offset_of(r.out, mine) < offset_of(r.out, third));
+    /* Without the user's flag, the sample's copy is the only one, and is derived. */
+    lint("--no-config", "--print-commands", "src", "samples", NULL);
+    EXPECT_CONTAINS(r.out, sample);
+}
+
+static void test_nearest_header_derived(void)
+{
+    fresh("nearest");
+    write_file("a/util.h", "int a;\n");
+    write_file("b/inc/util.h", "int b;\n");
+    write_file("b/src/main.cu", "#include <util.h>\nint x;\n");
+    lint("--no-config", "--print-commands", ".", NULL);
+    char b[600];
+    snprintf(b, sizeof b, "-I %s/nearest/b/inc ", root);
+    EXPECT_CONTAINS(r.out, b);
+    EXPECT_EQ(count(r.out, "nearest/a"), 0);
+}
+
+static void test_omp_and_rdc(void)
+{
+    fresh("omp");
+    write_file("a.cu", "#include <omp.h>\n__global__ void k(void) {}\nint x;\n");
+    write_file("b.cpp", "int y;\n");
+    lint("--no-config", "--print-commands", ".", NULL);
+    EXPECT_EQ(r.rc, 0);
+    /* A launch from device code needs relocatable device code: every CUDA unit has it. */
+    EXPECT_EQ(count(r.out, "-fgpu-rdc"), 1);
+    /* What GCC warns about and clang stops at: warnings, as the build has them. */
+    EXPECT_CONTAINS(r.out, "-Wno-register ");
+    write_file("old.c", "int z;\n");
+    lint("--no-config", "--print-commands", "old.c", NULL);
+    EXPECT_CONTAINS(r.out, " -x c -Wno-error=implicit-function-declaration ");
+    lint("--no-config", "--print-commands", ".", NULL);
+    glob_t g;
+    if (glob("/usr/lib/gcc/*/*/include/omp.h", 0, NULL, &g) == 0 && g.gl_pathc) {
+        char want[600];
+        snprintf(want, sizeof want, "-isystem %s", g.gl_pathv[g.gl_pathc - 1]);
+        *strrchr(want, '/') = '\0';
+        EXPECT_CONTAINS(r.out, want);
+        EXPECT_EQ(count(r.out, "/include/omp.h"), 0);
+        EXPECT_EQ(count(r.out, want), 1); /* only the unit that includes it */
+    }
+    globfree(&g);
+}
+
+static void test_included_sources(void)
+{
+    fresh("incsrc");
+    write_file("main.cu", "#include \"kernels.cu\"\n#include \"sub/ref.cpp\"\nint x;\n");
+    write_file("kernels.cu", "__global__ void k(void) {}\n");
+    write_file("sub/ref.cpp", "int ref;\n");
+    write_file("other.cu", "int other;\n");
+    write_file("cyc/a.cu", "#pragma once\n#include \"b.cu\"\n");
+    write_file("cyc/b.cu", "#pragma once\n#include \"a.cu\"\n");
+    lint("--no-config", "--print-commands", ".", NULL);
+    EXPECT_EQ(r.rc, 0);
+    EXPECT_EQ(count(r.out, "main.cu\n"), 1);
+    EXPECT_EQ(count(r.out, "other.cu\n"), 1);
+    EXPECT_EQ(count(r.out, "kernels.cu\n"), 0); /* compiled inside main.cu */
+    EXPECT_EQ(count(r.out, "ref.cpp\n"), 0);
+    EXPECT_EQ(count(r.out, "cyc/a.cu\n") + count(r.out, "cyc/b.cu\n"), 2); /* a cycle: both */
+    /* Named on the command line, it is analyzed alone all the same. */
+    lint("--no-config", "--print-commands", "main.cu", "kernels.cu", NULL);
+    EXPECT_EQ(count(r.out, "kernels.cu\n"), 1);
+}
+
 static void test_compdb(void)
 {
     fresh("compdb");
@@ -1014,6 +1120,10 @@ int main(int argc, char **argv)
     RUN(test_config_errors);
     RUN(test_print_commands);
     RUN(test_derived_flags);
+    RUN(test_user_flags_win);
+    RUN(test_nearest_header_derived);
+    RUN(test_omp_and_rdc);
+    RUN(test_included_sources);
     RUN(test_compdb);
     RUN(test_compdb_dedupe_many);
     RUN(test_fifo_and_deep_paths);
