@@ -1,6 +1,8 @@
 /* Text chores that messages, reports and traces share, each written once: sizes for people,
- * JSON strings, file names with %p. Without allocation, stdio or floating point: the exit-time
- * report uses them from a signal handler (sigsafe.h). */
+ * JSON strings, file names with %p. Without allocation (but gpumem__utf8_valid_dup, for the
+ * tools' JSON library), stdio or floating point: the exit-time report uses them from a signal
+ * handler (sigsafe.h). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpumem.h"
@@ -96,6 +98,38 @@ static int utf8_second_ok(unsigned char lead, unsigned char c)
     return c >= lo && c <= hi;
 }
 
+/* The length of the valid UTF-8 sequence at u; 0 when it is not one, with *took the invalid
+ * sequence's valid beginning (at least its first byte). */
+static size_t utf8_sequence(const unsigned char *u, size_t *took)
+{
+    size_t len = utf8_lead_length(u[0]), i = 1;
+    while (len && i < len && (i == 1 ? utf8_second_ok(u[0], u[i]) : (u[i] & 0xC0) == 0x80))
+        i++;
+    *took = i;
+    return len && i == len ? len : 0;
+}
+
+char *gpumem__utf8_valid_dup(const char *s)
+{
+    size_t n = strlen(s);
+    char *out = malloc(3 * n + 1), *o = out; /* an invalid byte becomes three */
+    if (!out)
+        return NULL;
+    for (const unsigned char *u = (const unsigned char *)s; *u;) {
+        size_t took, len = utf8_sequence(u, &took);
+        if (len) {
+            memcpy(o, u, len);
+            o += len;
+        } else {
+            memcpy(o, "\xEF\xBF\xBD", 3); /* U+FFFD */
+            o += 3;
+        }
+        u += took;
+    }
+    *o = '\0';
+    return out;
+}
+
 size_t gpumem__json_piece(const char *s, char out[GPUMEM__JSON_PIECE_MAX], size_t *took)
 {
     static const char hex[] = "0123456789abcdef";
@@ -117,16 +151,11 @@ size_t gpumem__json_piece(const char *s, char out[GPUMEM__JSON_PIECE_MAX], size_
         out[0] = (char)u[0];
         return 1;
     }
-    size_t i = 1;
-    while (len && i < len && (i == 1 ? utf8_second_ok(u[0], u[i]) : (u[i] & 0xC0) == 0x80))
-        i++;
-    if (len && i == len) {
-        memcpy(out, s, len);
-        *took = len;
-        return len;
+    if (utf8_sequence(u, took)) {
+        memcpy(out, s, *took);
+        return *took;
     }
-    *took = i; /* the invalid sequence's valid beginning, at least its first byte */
-    memcpy(out, "\\ufffd", 6);
+    memcpy(out, "\\ufffd", 6); /* *took: the invalid sequence's valid beginning */
     return 6;
 }
 

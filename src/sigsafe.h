@@ -53,6 +53,10 @@ size_t gpumem__json_piece(const char *s, char out[GPUMEM__JSON_PIECE_MAX], size_
 /* len, less a multi-byte character cut short at the end of s[0..len): where text is cut to
  * fit a buffer, this cuts it at a character boundary. */
 size_t gpumem__utf8_whole(const char *s, size_t len);
+/* A malloc'd copy of s that is valid UTF-8: each sequence that is not becomes U+FFFD, by the
+ * rule gpumem__json_piece follows. For JSON libraries that refuse other text (jansson). Not
+ * async-signal-safe (it allocates); NULL without memory. */
+char *gpumem__utf8_valid_dup(const char *s);
 /* pattern with every "%p" replaced by pid and, with add_pid when there is no %p, ".PID"
  * appended, into out (cap bytes, NUL included). Returns the length of the whole name; when
  * that is cap or more, out is "": a file name is never shortened into another name. */

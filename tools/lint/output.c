@@ -1,7 +1,8 @@
 /* Merging and writing findings: compiler-style text (the source line, a caret, the path as
  * `note:` lines), JSON, and SARIF 2.1.0 (relatedLocations for the allocation, codeFlows for
  * the path). JSON and SARIF are built with jansson so that every string is escaped whatever
- * the source holds. */
+ * the source holds; text that is not UTF-8 (a file name is bytes) gets U+FFFD where a sequence
+ * is invalid, since jansson refuses it. */
 #define _POSIX_C_SOURCE 200809L
 #include "lint_internal.h"
 
@@ -12,6 +13,8 @@
 #include <unistd.h>
 
 #include <jansson.h>
+
+#include "sigsafe.h" /* gpumem__utf8_valid_dup */
 
 static int cmp_finding(const void *a, const void *b)
 {
@@ -197,10 +200,23 @@ static int write_text(const struct lint_options *o, const struct lint_findings *
     return ferror(out) ? -1 : 0;
 }
 
+/* A JSON string of text that need not be UTF-8 (a file name is bytes): jansson refuses such
+ * text, and a finding built from it was lost; invalid sequences become U+FFFD instead. */
+static json_t *jstr(const char *text)
+{
+    json_t *j = json_string(text ? text : "");
+    if (j)
+        return j;
+    char *valid = gpumem__utf8_valid_dup(text);
+    j = json_string(valid ? valid : "?");
+    free(valid);
+    return j;
+}
+
 static json_t *json_loc(const struct lint_loc *l)
 {
-    return json_pack("{s:s, s:I, s:I, s:s}", "file", l->file, "line", (json_int_t)l->line,
-                     "column", (json_int_t)l->col, "message", l->message ? l->message : "");
+    return json_pack("{s:o, s:I, s:I, s:o}", "file", jstr(l->file), "line", (json_int_t)l->line,
+                     "column", (json_int_t)l->col, "message", jstr(l->message));
 }
 
 static json_t *build_json(const struct lint_findings *fs, const struct lint_strlist *problems,
@@ -210,12 +226,12 @@ static json_t *build_json(const struct lint_findings *fs, const struct lint_strl
     for (size_t i = 0; i < fs->n; i++) {
         const struct lint_finding *f = &fs->v[i];
         json_t *o = json_pack(
-            "{s:s, s:I, s:I, s:I, s:I, s:s, s:s, s:s, s:s, s:s, s:s}", "file", f->file, "line",
+            "{s:o, s:I, s:I, s:I, s:I, s:s, s:s, s:s, s:s, s:o, s:s}", "file", jstr(f->file), "line",
             (json_int_t)f->line, "column", (json_int_t)f->col, "endLine",
             (json_int_t)(f->end_line ? f->end_line : f->line), "endColumn",
             (json_int_t)(f->end_col ? f->end_col : f->col), "rule", lint_rules[f->rule].id,
             "name", lint_rules[f->rule].name, "checker", lint_rules[f->rule].checker, "severity",
-            lint_severity_name(f->severity), "message", f->message, "fingerprint",
+            lint_severity_name(f->severity), "message", jstr(f->message), "fingerprint",
             f->fingerprint);
         json_t *rel = json_array(), *path = json_array();
         for (size_t k = 0; k < f->n_related; k++)
@@ -233,7 +249,7 @@ static json_t *build_json(const struct lint_findings *fs, const struct lint_strl
         json_array_append_new(findings, o);
     }
     for (size_t i = 0; i < problems->n; i++)
-        json_array_append_new(notdone, json_string(problems->v[i]));
+        json_array_append_new(notdone, jstr(problems->v[i]));
     return json_pack("{s:s, s:s, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:f}}", "tool",
                      "gpumem lint", "version", LINT_VERSION, "findings", findings,
                      "notAnalyzed", notdone, "summary", "files", (json_int_t)sum->units,
@@ -288,7 +304,7 @@ static json_t *sarif_location(const char *path, uint32_t line, uint32_t col, uin
                             "region", region);
     free(uri);
     if (loc && message)
-        json_object_set_new(loc, "message", json_pack("{s:s}", "text", message));
+        json_object_set_new(loc, "message", json_pack("{s:o}", "text", jstr(message)));
     return loc;
 }
 
@@ -307,14 +323,14 @@ static json_t *build_sarif(const struct lint_options *o, const struct lint_findi
                       "properties", "checker", lint_rules[r].checker));
     json_t *results = json_array(), *notes = json_array();
     for (size_t i = 0; i < problems->n; i++)
-        json_array_append_new(notes, json_pack("{s:s, s:{s:s}}", "level", "error", "message",
-                                               "text", problems->v[i]));
+        json_array_append_new(notes, json_pack("{s:s, s:{s:o}}", "level", "error", "message",
+                                               "text", jstr(problems->v[i])));
     for (size_t i = 0; i < fs->n; i++) {
         const struct lint_finding *f = &fs->v[i];
         json_t *result = json_pack(
-            "{s:s, s:i, s:s, s:{s:s}, s:[o], s:{s:s}}", "ruleId", lint_rules[f->rule].id,
+            "{s:s, s:i, s:s, s:{s:o}, s:[o], s:{s:s}}", "ruleId", lint_rules[f->rule].id,
             "ruleIndex", f->rule, "level", sarif_level(f->severity), "message", "text",
-            f->message, "locations",
+            jstr(f->message), "locations",
             sarif_location(f->file, f->line, f->col, f->end_line, f->end_col, NULL),
             "partialFingerprints", "gpumemLintHash/v2", f->fingerprint);
         if (!result)

@@ -62,6 +62,17 @@ if command -v script >/dev/null 2>&1; then
     > "$out/tty.txt" 2>&1
   check "[1/1] deep.c" "$out/tty.txt"
 fi
+# A file name that is not UTF-8 keeps its findings in JSON (jansson refuses such text; the
+# name gets U+FFFD where its bytes are not UTF-8).
+bad=$(printf 'l\351ak.cu')
+cp leak.cu "$bad"
+"$lint" --no-config --clang="$clang" --analyzer-plugin="$plugin" --format=json "$bad" \
+  >"$out/bad.json" 2>"$out/bad.err"
+python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(0 if any(f["file"].endswith("l\ufffdak.cu") for f in d["findings"]) else 1)' "$out/bad.json" ||
+  { echo "FAIL: the finding in a non-UTF-8 file name is missing from the JSON:"; head -c 1000 "$out/bad.json"; fail=1; }
+rm -f "$bad"
 # An output that is an input is refused before anything runs, and the input is left alone.
 cp deep.c deep.keep
 "$lint" --no-config --clang="$clang" --analyzer-plugin="$plugin" -o deep.c deep.c \
