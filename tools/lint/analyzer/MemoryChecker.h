@@ -28,7 +28,8 @@ class MemoryChecker
           clang::ento::check::PreStmt<clang::CXXThrowExpr>,
           clang::ento::check::Location, clang::ento::check::Bind,
           clang::ento::check::DeadSymbols, clang::ento::check::LiveSymbols,
-          clang::ento::check::PointerEscape, clang::ento::eval::Call> {
+          clang::ento::check::PointerEscape, clang::ento::check::BlockEntrance,
+          clang::ento::eval::Call> {
 public:
   clang::ento::CheckerFrontend Modelling;
   // Leaks found on a path that ends in exit() or abort() anyway (the error
@@ -89,6 +90,10 @@ public:
                         clang::ento::CheckerContext &C) const;
   void checkLiveSymbols(clang::ento::ProgramStateRef State,
                         clang::ento::SymbolReaper &SR) const;
+  /// After the engine widens a loop (widen-loops): puts back what the loop
+  /// does not write (Widening.cpp).
+  void checkBlockEntrance(const clang::BlockEntrance &BE,
+                          clang::ento::CheckerContext &C) const;
   clang::ento::ProgramStateRef
   checkPointerEscape(clang::ento::ProgramStateRef State,
                      const clang::ento::InvalidatedSymbols &Escaped,
