@@ -15,6 +15,7 @@
 #include "clang/StaticAnalyzer/Core/Checker.h"
 #include "clang/StaticAnalyzer/Core/PathSensitive/CheckerContext.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
 
 namespace gpumem {
@@ -140,6 +141,16 @@ private:
                                    clang::ento::SymbolRef Sym,
                                    const AllocState &AS) const;
   bool functionReleases(const clang::Decl *D) const;
+  /// Does the allocating function release this allocation's variable
+  /// anywhere (any release call when the variable is not known)?
+  bool releasesOnNormalPath(const AllocState &AS) const;
+  void reportEarlyExit(const clang::Stmt *Exit,
+                       llvm::ArrayRef<clang::ento::SymbolRef> Leaked,
+                       clang::ento::ProgramStateRef Before,
+                       clang::ento::ExplodedNode *N, bool ByThrow,
+                       clang::ento::CheckerContext &C) const;
+  /// Exits already reported (GM006): one finding each.
+  mutable llvm::DenseSet<const clang::Stmt *> ReportedExits;
   mutable llvm::DenseMap<const clang::Decl *, bool> ReleasingFunctions;
 
   // Host accesses (Access.cpp).
