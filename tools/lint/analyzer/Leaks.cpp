@@ -116,7 +116,8 @@ bool isReleaseName(StringRef Name) {
          Name == "cudaFreeAsync" || Name == "cudaFreeArray" ||
          Name == "cuMemFree" || Name == "cuMemFree_v2" ||
          Name == "cuMemFreeHost" || Name == "cuMemFreeAsync" ||
-         Name == "cuMemRelease" || Name == "gpumem_free" ||
+         Name == "cuMemRelease" || Name == "cuMemAddressFree" ||
+         Name == "gpumem_free" ||
          Name == "gpumem_free_at" || Name == "gpumem_free_async_at";
 }
 
