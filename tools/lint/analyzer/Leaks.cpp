@@ -186,6 +186,27 @@ bool releasesVar(const Stmt *S, const VarDecl *VD,
   return false;
 }
 
+/// Does \p S hand what \p VD holds to someone else: return it, or store it
+/// anywhere but in a local variable (`*out = a;`, `s->buf = a;`)?
+bool handsOnVar(const Stmt *S, const VarDecl *VD) {
+  if (!S)
+    return false;
+  if (const auto *RS = dyn_cast<ReturnStmt>(S))
+    if (RS->getRetValue() && refersTo(RS->getRetValue(), VD))
+      return true;
+  if (const auto *BO = dyn_cast<BinaryOperator>(S))
+    if (BO->getOpcode() == BO_Assign &&
+        !isa<DeclRefExpr>(BO->getLHS()->IgnoreParenImpCasts()))
+      if (const auto *DR =
+              dyn_cast<DeclRefExpr>(BO->getRHS()->IgnoreParenImpCasts()))
+        if (DR->getDecl() == VD)
+          return true;
+  for (const Stmt *Child : S->children())
+    if (handsOnVar(Child, VD))
+      return true;
+  return false;
+}
+
 /// "d_in (cudaMalloc, line 23)": an allocation as a reviewer finds it.
 std::string describe(const AllocState &AS, const SourceManager &SM) {
   const VarDecl *VD =
@@ -198,13 +219,21 @@ std::string describe(const AllocState &AS, const SourceManager &SM) {
 
 } // namespace
 
-bool MemoryChecker::releasesOnNormalPath(const AllocState &AS) const {
+bool MemoryChecker::releasesOnNormalPath(const AllocState &AS,
+                                         bool *OnlyHandsOn) const {
   const Decl *D = AS.Alloc.Context->getDecl();
   const VarDecl *VD =
       allocatedVar(AS.Alloc.Expr, AS.Alloc.Context->getParentMap());
+  if (OnlyHandsOn)
+    *OnlyHandsOn = false;
   if (!VD)
     return functionReleases(D);
-  return D && releasesVar(D->getBody(), VD, ReleaseFunctions);
+  if (!D || releasesVar(D->getBody(), VD, ReleaseFunctions))
+    return D != nullptr;
+  bool HandsOn = handsOnVar(D->getBody(), VD);
+  if (OnlyHandsOn)
+    *OnlyHandsOn = HandsOn;
+  return HandsOn;
 }
 
 bool MemoryChecker::functionReleases(const Decl *D) const {
@@ -275,13 +304,27 @@ void MemoryChecker::reportEarlyExit(const Stmt *Exit,
   llvm::raw_string_ostream OS(Msg);
   const char *What = ByThrow ? " when this throw leaves the function"
                              : " on this early exit";
+  bool AllReleased = true;
+  for (SymbolRef Sym : Leaked) {
+    bool OnlyHandsOn = false;
+    releasesOnNormalPath(*getAlloc(Before, Sym), &OnlyHandsOn);
+    AllReleased &= !OnlyHandsOn;
+  }
+  const bool One = Leaked.size() == 1;
+  std::string Normal =
+      AllReleased ? std::string("the function releases ") +
+                        (One ? "it" : "them") + " on its normal path"
+                  : std::string("on its normal path the function releases or "
+                                "passes ") +
+                        (One ? "it" : "them") + " on (returns or stores " +
+                        (One ? "it" : "them") + ")";
   if (Leaked.size() == 1)
     OS << "memory allocated with " << First->Alloc.Name << " is not released"
-       << What << ", though the function releases it on its normal path: "
+       << What << ", though " << Normal << ": "
        << describe(*First, SM);
   else
     OS << Leaked.size() << " allocations are not released" << What
-       << ", though the function releases them on its normal path: ";
+       << ", though " << Normal << ": ";
   for (size_t I = 0; Leaked.size() > 1 && I < Leaked.size(); ++I)
     OS << (I ? ", " : "") << describe(*getAlloc(Before, Leaked[I]), SM);
   const BugType &Type =

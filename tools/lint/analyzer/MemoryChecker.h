@@ -142,8 +142,10 @@ private:
                                    const AllocState &AS) const;
   bool functionReleases(const clang::Decl *D) const;
   /// Does the allocating function release this allocation's variable
-  /// anywhere (any release call when the variable is not known)?
-  bool releasesOnNormalPath(const AllocState &AS) const;
+  /// anywhere (any release call when the variable is not known), or pass it
+  /// on (return it, store it outside its locals: *OnlyHandsOn)?
+  bool releasesOnNormalPath(const AllocState &AS,
+                            bool *OnlyHandsOn = nullptr) const;
   void reportEarlyExit(const clang::Stmt *Exit,
                        llvm::ArrayRef<clang::ento::SymbolRef> Leaked,
                        clang::ento::ProgramStateRef Before,

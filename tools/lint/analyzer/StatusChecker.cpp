@@ -44,6 +44,9 @@ REGISTER_MAP_WITH_PROGRAMSTATE(GpumemDiscardedStatuses, const Expr *,
                                const LocationContext *)
 REGISTER_TRAIT_WITH_PROGRAMSTATE(GpumemPendingLaunchContext,
                                  const LocationContext *)
+// The pending launch was followed by a synchronization: the function waited
+// for the kernel itself, so its callers are not the ones to ask for its error.
+REGISTER_TRAIT_WITH_PROGRAMSTATE(GpumemPendingLaunchSynced, bool)
 
 namespace gpumem {
 namespace {
@@ -303,6 +306,8 @@ void StatusChecker::checkPreCall(const CallEvent &Call,
   } else if (isSynchronization(Name)) {
     // The launch's error is still there for a query after it (the
     // synchronize-then-ask of cudaCheckAsyncError and its kind).
+    if (State->get<GpumemPendingLaunch>())
+      State = State->set<GpumemPendingLaunchSynced>(true);
   } else if (const Expr *Pending = State->get<GpumemPendingLaunch>()) {
     std::string Msg =
         ("the error state of this kernel launch is not read "
@@ -315,6 +320,7 @@ void StatusChecker::checkPreCall(const CallEvent &Call,
     State = State->remove<GpumemPendingLaunch>();
   }
   if (Launch) {
+    State = State->set<GpumemPendingLaunchSynced>(false);
     State = State->set<GpumemPendingLaunch>(Call.getOriginExpr());
     State = State->set<GpumemPendingLaunchContext>(C.getLocationContext());
   }
@@ -371,6 +377,14 @@ void StatusChecker::checkEndFunction(const ReturnStmt *,
     return;
   }
   ExplodedNode *N = nullptr;
+  if (const Expr *Pending = State->get<GpumemPendingLaunch>())
+    if (State->get<GpumemPendingLaunchSynced>()) {
+      N = C.generateNonFatalErrorNode();
+      report("the error state of this kernel launch is not read "
+             "(cudaGetLastError or cudaPeekAtLastError) before the function "
+             "returns; the synchronization after it does not read it",
+             Pending, State->get<GpumemPendingLaunchContext>(), N, C);
+    }
   for (const auto &[Call, Context] : State->get<GpumemDiscardedStatuses>()) {
     if (!N)
       N = C.generateNonFatalErrorNode();
