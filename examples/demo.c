@@ -103,25 +103,25 @@ int main(void)
             gpumem_free(dev); /* the one that did succeed, if any (NULL is a no-op) */
         } else {
             printf("  a. mismatched release: stream-ordered release of pinned memory\n");
-            failures += expect("mismatched release", gpumem_free_async(pinned, NULL), GPUMEM_EKIND);
+            failures += expect("mismatched release", gpumem_free_async(pinned, NULL), GPUMEM_EKIND); // gpumem-lint: ignore[GM011] the mistake shown
 
             printf("  b. double free\n");
             gpumem_free(dev);
-            failures += expect("double free", gpumem_free(dev), GPUMEM_EDOUBLEFREE);
+            failures += expect("double free", gpumem_free(dev), GPUMEM_EDOUBLEFREE); // gpumem-lint: ignore[GM008] the mistake shown
 
             printf("  c. foreign pointer: memory gpumem never allocated\n");
             static float not_gpu_memory[64];
             failures += expect("foreign pointer", gpumem_free(not_gpu_memory), GPUMEM_EFOREIGN);
 
             printf("  d. interior pointer\n");
-            failures += expect("interior pointer", gpumem_free(pinned + 4), GPUMEM_EINTERIOR);
+            failures += expect("interior pointer", gpumem_free(pinned + 4), GPUMEM_EINTERIOR); // gpumem-lint: ignore[GM010] the mistake shown
 
             printf("  e. overflowing size: count * size does not fit in size_t\n");
             size_t count = (size_t)-1 / 2; /* e.g. a negative count converted to size_t */
             void *big = gpumem_device_alloc(count, sizeof(double)); // gpumem-lint: ignore[GM001] refused: NULL
             failures += expect("overflowing size", big ? GPUMEM_OK : caught, GPUMEM_EOVERFLOW);
         }
-        gpumem_free(pinned);
+        gpumem_free(pinned); // gpumem-lint: ignore[GM008] a. was refused (GPUMEM_EKIND): this is the release
     }
 
     gpumem_live live;

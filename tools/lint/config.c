@@ -15,53 +15,10 @@
 #include <unistd.h>
 
 const struct lint_rule_info lint_rules[LINT_RULE_COUNT] = {
-    {"GM001", "gpumem.NeverReleased", "allocation-never-released",
-     "A CUDA (or gpumem) allocation is not released, returned, stored outside the function or "
-     "handed to an owner on some path to the end of the function.",
-     "Release it with the matching call (cudaFree, cudaFreeHost, gpumem_free) on every path, "
-     "or give it an owner (GPUMEM_AUTO, gpumem_adopt, a smart pointer)."},
-    {"GM002", "gpumem.MismatchedRelease", "mismatched-release",
-     "Memory is released with a call that does not match its allocator (pinned memory with "
-     "cudaFree, device memory with cudaFreeHost or free, malloc memory with cudaFree).",
-     "Pair cudaMalloc/cudaMallocManaged/cudaMallocAsync with cudaFree, cudaMallocHost/"
-     "cudaHostAlloc with cudaFreeHost, malloc with free, gpumem_*_alloc with gpumem_free."},
-    {"GM003", "gpumem.VectorAlignment", "misaligned-vector-view",
-     "A pointer is cast to a vector type (float4, int2, half2, ...) at a byte offset the "
-     "analyzer knows is not a multiple of the vector's alignment.",
-     "Offset vector views by whole vectors (a multiple of the vector width in elements), or "
-     "load the misaligned part element by element."},
-    {"GM004", "gpumem.UncheckedStatus", "unchecked-cuda-call",
-     "A cudaError_t or CUresult is discarded, or a kernel launch's error state is not read "
-     "before the next CUDA call on some path.",
-     "Check the status at once (CUDA_CHECK, GPUMEM_CHECK); after a launch, check "
-     "cudaGetLastError() (or GPUMEM_CHECK_LAUNCH())."},
-    {"GM005", "gpumem.LoopAllocation", "allocation-in-loop",
-     "An allocation inside a loop body is not released before the next iteration, so each "
-     "iteration leaks the previous one's memory.",
-     "Hoist the allocation out of the loop, or release it before the iteration ends."},
-    {"GM006", "gpumem.EarlyExitLeak", "early-exit-leak",
-     "A return, goto, break or throw leaves after an allocation and before its release.",
-     "Release on the early path too (a cleanup label, GPUMEM_AUTO, GPUMEM_SCOPE or RAII)."},
-    {"GM007", "gpumem.WriteCombinedRead", "write-combined-host-read",
-     "The host reads memory allocated write-combined (cudaHostAllocWriteCombined, "
-     "GPUMEM_HOST_WRITE_COMBINED): such reads are uncached and very slow.",
-     "Use write-combined memory only for data the host writes and the device reads; allocate "
-     "without the flag where the host must read."},
-    {"GM008", "gpumem.DoubleRelease", "double-release",
-     "Memory is released twice on some path.",
-     "Release once; set the pointer to NULL after releasing it if the code may run twice."},
-    {"GM009", "gpumem.UseAfterRelease", "use-after-release",
-     "Released pinned or managed memory is accessed by the host, or a released pointer is "
-     "passed to a CUDA call.",
-     "Release the memory after its last use, or allocate it again before using it."},
-    {"GM010", "gpumem.InteriorRelease", "interior-release",
-     "A pointer into the middle of an allocation (base + offset) is released.",
-     "Release the pointer the allocator returned, not one derived from it."},
-    {"GM011", "gpumem.StreamOrderedRelease", "stream-ordered-release-mismatch",
-     "cudaFreeAsync releases memory that is not stream-ordered device memory (pinned, managed "
-     "or host memory).",
-     "Release cudaMallocHost memory with cudaFreeHost and managed memory with cudaFree; use "
-     "cudaFreeAsync for cudaMalloc/cudaMallocAsync memory."},
+#define GPUMEM_RULE(id, checker, family, name, desc, brief, help)                                \
+    {#id, "gpumem." #checker, name, brief, help},
+#include "analyzer/rules.def"
+#undef GPUMEM_RULE
 };
 
 void *lint_array_grow(void *arr, size_t n, size_t *cap, size_t size)

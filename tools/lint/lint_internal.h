@@ -23,21 +23,14 @@ enum lint_status {
                                   installed (77, as every gpumem command that cannot run here) */
 };
 
-/** Stable rule ids: the index is GMxxx minus one. Never renumber. */
+/** Stable rule ids, from analyzer/rules.def: the index is GMxxx minus one. Never renumber. */
 enum lint_rule {
-    LINT_GM001 = 0, /* allocation never released */
-    LINT_GM002,     /* mismatched release */
-    LINT_GM003,     /* misaligned vector view */
-    LINT_GM004,     /* unchecked CUDA status */
-    LINT_GM005,     /* allocation in a loop not released in the same iteration */
-    LINT_GM006,     /* early exit leaks */
-    LINT_GM007,     /* host read of write-combined memory */
-    LINT_GM008,     /* double release */
-    LINT_GM009,     /* use after release */
-    LINT_GM010,     /* release of an interior pointer */
-    LINT_GM011,     /* stream-ordered release of memory that is not stream-ordered */
+#define GPUMEM_RULE(id, checker, family, name, desc, brief, help) LINT_##id,
+#include "analyzer/rules.def"
+#undef GPUMEM_RULE
     LINT_RULE_COUNT
 };
+_Static_assert(LINT_GM001 == 0 && LINT_GM011 == 10, "rules.def lists GM001... in order");
 
 enum lint_severity { LINT_NOTE = 0, LINT_WARNING = 1, LINT_ERROR = 2, LINT_NEVER = 3 };
 enum lint_format { LINT_FORMAT_TEXT = 0, LINT_FORMAT_JSON, LINT_FORMAT_SARIF };

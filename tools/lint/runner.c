@@ -4,6 +4,7 @@
  * which process finished first. */
 #define _POSIX_C_SOURCE 200809L
 #include "lint_internal.h"
+#include "analyzer/engine-config.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -158,6 +159,8 @@ void lint_unit_argv(const struct lint_options *o, const struct lint_run *r,
                 add_xclang(a, buf);
         }
         add_xclang(a, LINT_DISABLED);
+        add_xclang(a, "-analyzer-config");
+        add_xclang(a, GPUMEM_LINT_ENGINE_CONFIG);
         add_config(a, "gpumem.Memory:ReleaseFunctions", &o->release_fns);
         add_config(a, "gpumem.Memory:OwnerFunctions", &o->owner_fns);
         if (o->noreturn_fns.n) {

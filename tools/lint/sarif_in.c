@@ -91,6 +91,48 @@ static uint32_t get_u32(json_t *o, const char *key)
     return v > 0 && v < UINT32_MAX ? (uint32_t)v : 0;
 }
 
+static int starts_with(const char *s, const char *prefix);
+
+/** A step in a library's header (CUDA's, the compiler's, the C library's): its inline wrappers
+ *  are not the user's code and their steps say nothing the step at the call does not. */
+static int in_library_header(const char *file)
+{
+    const char *cuda = lint_cuda_root();
+    size_t n = cuda ? strlen(cuda) : 0;
+    if (file[0] != '/')
+        return 0;
+    if (n > 1 && strncmp(file, cuda, n) == 0 && file[n] == '/')
+        return 1;
+    return strncmp(file, "/usr/include/", 13) == 0 || strncmp(file, "/usr/lib/", 9) == 0;
+}
+
+/** Keeps the path a reviewer acts on: from the first "allocated here" step on (the branches
+ *  before the allocation are not about it: "Assuming 'argc' is > 1"), without steps inside
+ *  library headers. */
+static void trim_path(struct lint_finding *f)
+{
+    size_t first = 0, k = 0, calls = 0;
+    while (first < f->n_path && !starts_with(f->path[first].message, "allocated here"))
+        first++;
+    if (first == f->n_path)
+        first = 0;
+    for (size_t i = 0; i < f->n_path; i++) {
+        const char *m = f->path[i].message;
+        /* A return from a call whose entry was cut off (the runtime's cudaMalloc<T>). */
+        int orphan = starts_with(m, "Returning from ") && calls == 0;
+        if (starts_with(m, "Returning from ") && calls > 0)
+            calls--;
+        if (i < first || orphan || in_library_header(f->path[i].file)) {
+            free(f->path[i].file);
+            free(f->path[i].message);
+            continue;
+        }
+        calls += starts_with(m, "Calling ");
+        f->path[k++] = f->path[i];
+    }
+    f->n_path = k;
+}
+
 /** Reads a SARIF location object (result location, or threadFlow location's location) into
  *  @p out. @p artifacts resolves "index" when there is no uri. Returns 0 or -1. */
 static int read_location(json_t *loc, json_t *artifacts, struct lint_loc *out, uint32_t *end_line,
@@ -219,6 +261,7 @@ static int read_result(json_t *res, json_t *artifacts, size_t unit, struct lint_
             free(l.message);
         }
     }
+    trim_path(f);
     /* relatedLocations, when the producer wrote them, count too. */
     json_array_foreach(json_object_get(res, "relatedLocations"), i, step) {
         struct lint_loc l;

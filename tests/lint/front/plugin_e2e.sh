@@ -22,5 +22,26 @@ grep -q "note: allocated here with " "$out/text" || { echo "FAIL: no allocation 
 for key in '"relatedLocations"' '"codeFlows"' '"gpumemLintHash/v2"' '"clang/issueHash/v1"'; do
   grep -q "$key" "$out/sarif" || { echo "FAIL: no $key in the SARIF report"; fail=1; }
 done
+# The path starts at the allocation and stays in the user's code: no branch before it
+# ("Assuming 'argc' ..."), no step inside cuda_runtime.h's wrappers.
+cat > "$out/notes.cu" <<'EOF2'
+#include <cuda_runtime.h>
+#include <stdlib.h>
+int main(int argc, char **argv) {
+  int n = argc > 1 ? atoi(argv[1]) : 1024;
+  float *d;
+  if (cudaMalloc(&d, n * sizeof(float)) != cudaSuccess)
+    return 1;
+  if (cudaMemset(d, 0, n * sizeof(float)) != cudaSuccess)
+    return 1;
+  return 0;
+}
+EOF2
+"$lint" --no-config --clang="$clang" --analyzer-plugin="$plugin" --path=full "$out/notes.cu" \
+  >"$out/notes" 2>/dev/null
+grep -q "allocated here with cudaMalloc" "$out/notes" || { echo "FAIL: no allocation note"; cat "$out/notes"; fail=1; }
+if grep -q "argc\|cuda_runtime.h" "$out/notes"; then
+  echo "FAIL: path steps before the allocation or in CUDA's headers:"; cat "$out/notes"; fail=1
+fi
 [ "$fail" -eq 0 ] && echo "plugin end-to-end: 1 passed, 0 failed"
 exit "$fail"

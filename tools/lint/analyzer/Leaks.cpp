@@ -116,7 +116,8 @@ bool isReleaseName(StringRef Name) {
          Name == "cudaFreeAsync" || Name == "cudaFreeArray" ||
          Name == "cuMemFree" || Name == "cuMemFree_v2" ||
          Name == "cuMemFreeHost" || Name == "cuMemFreeAsync" ||
-         Name == "cuMemRelease" || Name == "gpumem_free" ||
+         Name == "cuMemRelease" || Name == "cuMemAddressFree" ||
+         Name == "gpumem_free" ||
          Name == "gpumem_free_at" || Name == "gpumem_free_async_at";
 }
 
@@ -134,7 +135,106 @@ bool containsRelease(const Stmt *S, const llvm::StringSet<> &Extra) {
   return false;
 }
 
+/// The variable an allocation is stored in: the one whose address the call
+/// is given (cudaMalloc(&d, n)), or the one it is assigned to or initialises.
+const VarDecl *allocatedVar(const Expr *AllocExpr, const ParentMap &PM) {
+  if (const auto *CE = dyn_cast<CallExpr>(AllocExpr))
+    for (const Expr *Arg : CE->arguments())
+      if (const auto *UO = dyn_cast<UnaryOperator>(Arg->IgnoreParenCasts()))
+        if (UO->getOpcode() == UO_AddrOf)
+          if (const auto *DR =
+                  dyn_cast<DeclRefExpr>(UO->getSubExpr()->IgnoreParenCasts()))
+            return dyn_cast<VarDecl>(DR->getDecl());
+  const Stmt *Cur = AllocExpr;
+  const Stmt *P = PM.getParentIgnoreParenCasts(Cur);
+  if (const auto *BO = dyn_cast_or_null<BinaryOperator>(P))
+    if (BO->getOpcode() == BO_Assign)
+      if (const auto *DR = dyn_cast<DeclRefExpr>(BO->getLHS()->IgnoreParens()))
+        return dyn_cast<VarDecl>(DR->getDecl());
+  if (const auto *DS = dyn_cast_or_null<DeclStmt>(P))
+    if (DS->isSingleDecl())
+      return dyn_cast<VarDecl>(DS->getSingleDecl());
+  return nullptr;
+}
+
+bool refersTo(const Stmt *S, const VarDecl *VD) {
+  if (const auto *DR = dyn_cast_or_null<DeclRefExpr>(S))
+    return DR->getDecl() == VD;
+  for (const Stmt *Child : S ? S->children() : Stmt::const_child_range(
+                                                   Stmt::const_child_iterator(),
+                                                   Stmt::const_child_iterator()))
+    if (refersTo(Child, VD))
+      return true;
+  return false;
+}
+
+/// Does \p S release what \p VD holds (a release call given the variable)?
+bool releasesVar(const Stmt *S, const VarDecl *VD,
+                 const llvm::StringSet<> &Extra) {
+  if (!S)
+    return false;
+  if (const auto *CE = dyn_cast<CallExpr>(S))
+    if (const auto *FD = CE->getDirectCallee())
+      if (FD->getIdentifier() &&
+          (isReleaseName(FD->getName()) || Extra.contains(FD->getName())))
+        for (const Expr *Arg : CE->arguments())
+          if (refersTo(Arg, VD))
+            return true;
+  for (const Stmt *Child : S->children())
+    if (releasesVar(Child, VD, Extra))
+      return true;
+  return false;
+}
+
+/// Does \p S hand what \p VD holds to someone else: return it, or store it
+/// anywhere but in a local variable (`*out = a;`, `s->buf = a;`)?
+bool handsOnVar(const Stmt *S, const VarDecl *VD) {
+  if (!S)
+    return false;
+  if (const auto *RS = dyn_cast<ReturnStmt>(S))
+    if (RS->getRetValue() && refersTo(RS->getRetValue(), VD))
+      return true;
+  if (const auto *BO = dyn_cast<BinaryOperator>(S))
+    if (BO->getOpcode() == BO_Assign &&
+        !isa<DeclRefExpr>(BO->getLHS()->IgnoreParenImpCasts()))
+      if (const auto *DR =
+              dyn_cast<DeclRefExpr>(BO->getRHS()->IgnoreParenImpCasts()))
+        if (DR->getDecl() == VD)
+          return true;
+  for (const Stmt *Child : S->children())
+    if (handsOnVar(Child, VD))
+      return true;
+  return false;
+}
+
+/// "d_in (cudaMalloc, line 23)": an allocation as a reviewer finds it.
+std::string describe(const AllocState &AS, const SourceManager &SM) {
+  const VarDecl *VD =
+      allocatedVar(AS.Alloc.Expr, AS.Alloc.Context->getParentMap());
+  unsigned Line = SM.getExpansionLineNumber(AS.Alloc.Expr->getBeginLoc());
+  return ((VD && VD->getIdentifier() ? VD->getName() : StringRef("memory")) +
+          " (" + AS.Alloc.Name + ", line " + Twine(Line) + ")")
+      .str();
+}
+
 } // namespace
+
+bool MemoryChecker::releasesOnNormalPath(const AllocState &AS,
+                                         bool *OnlyHandsOn) const {
+  const Decl *D = AS.Alloc.Context->getDecl();
+  const VarDecl *VD =
+      allocatedVar(AS.Alloc.Expr, AS.Alloc.Context->getParentMap());
+  if (OnlyHandsOn)
+    *OnlyHandsOn = false;
+  if (!VD)
+    return functionReleases(D);
+  if (!D || releasesVar(D->getBody(), VD, ReleaseFunctions))
+    return D != nullptr;
+  bool HandsOn = handsOnVar(D->getBody(), VD);
+  if (OnlyHandsOn)
+    *OnlyHandsOn = HandsOn;
+  return HandsOn;
+}
 
 bool MemoryChecker::functionReleases(const Decl *D) const {
   auto It = ReleasingFunctions.find(D);
@@ -190,6 +290,61 @@ const Stmt *MemoryChecker::findEarlyExit(const ExplodedNode *N, SymbolRef Sym,
   return nullptr;
 }
 
+void MemoryChecker::reportEarlyExit(const Stmt *Exit,
+                                    ArrayRef<SymbolRef> Leaked,
+                                    ProgramStateRef Before, ExplodedNode *N,
+                                    bool ByThrow, CheckerContext &C) const {
+  // One finding per exit: every allocation it leaks, listed. Other paths
+  // reach the exit with other allocations live; the first found stands.
+  if (Leaked.empty() || !ReportedExits.insert(Exit).second)
+    return;
+  const SourceManager &SM = C.getSourceManager();
+  const AllocState *First = getAlloc(Before, Leaked.front());
+  std::string Msg;
+  llvm::raw_string_ostream OS(Msg);
+  const char *What = ByThrow ? " when this throw leaves the function"
+                             : " on this early exit";
+  bool AllReleased = true;
+  for (SymbolRef Sym : Leaked) {
+    bool OnlyHandsOn = false;
+    releasesOnNormalPath(*getAlloc(Before, Sym), &OnlyHandsOn);
+    AllReleased &= !OnlyHandsOn;
+  }
+  const bool One = Leaked.size() == 1;
+  std::string Normal =
+      AllReleased ? std::string("the function releases ") +
+                        (One ? "it" : "them") + " on its normal path"
+                  : std::string("on its normal path the function releases or "
+                                "passes ") +
+                        (One ? "it" : "them") + " on (returns or stores " +
+                        (One ? "it" : "them") + ")";
+  if (Leaked.size() == 1)
+    OS << "memory allocated with " << First->Alloc.Name << " is not released"
+       << What << ", though " << Normal << ": "
+       << describe(*First, SM);
+  else
+    OS << Leaked.size() << " allocations are not released" << What
+       << ", though " << Normal << ": ";
+  for (size_t I = 0; Leaked.size() > 1 && I < Leaked.size(); ++I)
+    OS << (I ? ", " : "") << describe(*getAlloc(Before, Leaked[I]), SM);
+  const BugType &Type =
+      ByThrow || isa<CXXThrowExpr>(Exit)
+          ? ThrowLeak
+          : static_cast<const BugType &>(EarlyExitLeak);
+  PathDiagnosticLocation Unique = PathDiagnosticLocation::createBegin(
+      Exit, SM, N->getLocationContext());
+  auto R = std::make_unique<PathSensitiveBugReport>(
+      Type, Msg, N, Unique, First->Alloc.Context->getDecl());
+  for (SymbolRef Sym : Leaked) {
+    R->markInteresting(Sym);
+    if (ByThrow)
+      R->addVisitor<NoteVisitor>(Sym);
+    else
+      R->addVisitor<NoteVisitor>(Sym, Exit, N->getLocationContext());
+  }
+  C.emitReport(std::move(R));
+}
+
 void MemoryChecker::reportLeaks(ArrayRef<SymbolRef> Leaked,
                                 ProgramStateRef Before, ProgramStateRef After,
                                 CheckerContext &C) const {
@@ -197,36 +352,29 @@ void MemoryChecker::reportLeaks(ArrayRef<SymbolRef> Leaked,
   if (!N)
     return;
   ASTContext &Ctx = C.getASTContext();
+  llvm::SmallVector<SymbolRef, 4> AtExit;
+  const Stmt *ExitOfAll = nullptr;
   for (SymbolRef Sym : Leaked) {
     const AllocState *AS = getAlloc(Before, Sym);
     if (!AS || !AS->Alloc.Expr)
       continue;
     const LocationContext *AllocLC = AS->Alloc.Context;
+    const Stmt *Exit = findEarlyExit(N, Sym, *AS);
+    if (Exit && releasesOnNormalPath(*AS)) {
+      if (EarlyExitLeak.isEnabled() && (!ExitOfAll || Exit == ExitOfAll)) {
+        ExitOfAll = Exit;
+        AtExit.push_back(Sym);
+      }
+      continue;
+    }
     const CheckerFrontendWithBugType *Rule = &NeverReleased;
-    const Stmt *At = AS->Alloc.Expr;
-    const LocationContext *AtLC = AllocLC;
     std::string Msg;
     llvm::raw_string_ostream OS(Msg);
-
-    const Stmt *Exit = findEarlyExit(N, Sym, *AS);
     const Stmt *Loop =
         enclosingLoop(AS->Alloc.Expr, AllocLC->getParentMap(), Ctx);
     auto [LeakStmt, LeakFrame] = userLeakPoint(N);
-    PathDiagnosticLocation Unique = PathDiagnosticLocation::createBegin(
-        AS->Alloc.Expr, C.getSourceManager(), AllocLC);
-    if (Exit && functionReleases(AllocLC->getDecl())) {
-      Rule = &EarlyExitLeak;
-      At = Exit;
-      AtLC = N->getLocationContext();
-      // One report per exit, whichever allocation (of correlated ones) leaks.
-      Unique = PathDiagnosticLocation::createBegin(Exit, C.getSourceManager(),
-                                                   AtLC);
-      OS << "memory allocated with " << AS->Alloc.Name
-         << " is not released on this early exit, though the function "
-            "releases it on its normal path";
-    } else if (Loop && LeakStmt &&
-               LeakFrame == AllocLC->getStackFrame() &&
-               isWithin(LeakStmt, Loop, AllocLC->getParentMap())) {
+    if (Loop && LeakStmt && LeakFrame == AllocLC->getStackFrame() &&
+        isWithin(LeakStmt, Loop, AllocLC->getParentMap())) {
       Rule = &LoopAllocation;
       OS << "memory allocated with " << AS->Alloc.Name
          << " in a loop is lost before the next iteration allocates again; "
@@ -238,16 +386,16 @@ void MemoryChecker::reportLeaks(ArrayRef<SymbolRef> Leaked,
     }
     if (!Rule->isEnabled())
       continue;
-    const BugType &Type =
-        Exit && isa<CXXThrowExpr>(Exit) && Rule == &EarlyExitLeak
-            ? ThrowLeak
-            : static_cast<const BugType &>(*Rule);
-    auto R = std::make_unique<PathSensitiveBugReport>(Type, Msg, N, Unique,
+    PathDiagnosticLocation Unique = PathDiagnosticLocation::createBegin(
+        AS->Alloc.Expr, C.getSourceManager(), AllocLC);
+    auto R = std::make_unique<PathSensitiveBugReport>(*Rule, Msg, N, Unique,
                                                       AllocLC->getDecl());
     R->markInteresting(Sym);
-    R->addVisitor<NoteVisitor>(Sym, At, AtLC);
+    R->addVisitor<NoteVisitor>(Sym, AS->Alloc.Expr, AllocLC);
     C.emitReport(std::move(R));
   }
+  if (ExitOfAll)
+    reportEarlyExit(ExitOfAll, AtExit, Before, N, false, C);
 }
 
 void MemoryChecker::checkPreStmt(const CXXThrowExpr *TE,
@@ -259,7 +407,7 @@ void MemoryChecker::checkPreStmt(const CXXThrowExpr *TE,
   for (const Stmt *P = PM.getParent(TE); P; P = PM.getParent(P))
     if (isa<CXXTryStmt>(P))
       return;
-  if (!EarlyExitLeak.isEnabled() || !functionReleases(LC->getDecl()))
+  if (!EarlyExitLeak.isEnabled())
     return;
   ProgramStateRef State = C.getState();
   llvm::SmallVector<SymbolRef, 2> Leaked;
@@ -267,23 +415,13 @@ void MemoryChecker::checkPreStmt(const CXXThrowExpr *TE,
     if (!AS.Released && isLeakTracked(AS.Kind) && !(AS.Flags & FlagGlobal) &&
         AS.Alloc.Context &&
         AS.Alloc.Context->getStackFrame() == C.getStackFrame() &&
-        !allocationFailed(State, Sym, AS))
+        !allocationFailed(State, Sym, AS) && releasesOnNormalPath(AS))
       Leaked.push_back(Sym);
   if (Leaked.empty())
     return;
   ExplodedNode *N = C.generateNonFatalErrorNode();
-  if (!N)
-    return;
-  for (SymbolRef Sym : Leaked) {
-    const AllocState *AS = getAlloc(State, Sym);
-    std::string Msg = ("memory allocated with " + AS->Alloc.Name +
-                       " is not released when this throw leaves the function")
-                          .str();
-    auto R = std::make_unique<PathSensitiveBugReport>(ThrowLeak, Msg, N);
-    R->markInteresting(Sym);
-    R->addVisitor<NoteVisitor>(Sym);
-    C.emitReport(std::move(R));
-  }
+  if (N)
+    reportEarlyExit(TE, Leaked, State, N, true, C);
 }
 
 } // namespace gpumem

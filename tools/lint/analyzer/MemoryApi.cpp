@@ -50,6 +50,8 @@ const CallDescriptionMap<AllocSpec> &allocations() {
        {MemKind::Pinned, "cuMemAllocHost", 0, -1, false}},
       {fn("cuMemHostAlloc"), {MemKind::Pinned, "cuMemHostAlloc", 0, 2, false}},
       {fn("cuMemCreate"), {MemKind::Physical, "cuMemCreate", 0, -1, false}},
+      {fn("cuMemAddressReserve"),
+       {MemKind::AddressRange, "cuMemAddressReserve", 0, -1, false}},
       {fn("gpumem_device_alloc_at"),
        {MemKind::GpumemDevice, "gpumem_device_alloc", -1, -1, false}},
       {fn("gpumem_managed_alloc_at"),
@@ -80,6 +82,8 @@ const CallDescriptionMap<ReleaseSpec> &releases() {
       {fn("cuMemFreeHost"), {ReleaseFn::CuMemFreeHost, "cuMemFreeHost", 0}},
       {fn("cuMemFreeAsync"), {ReleaseFn::CuMemFreeAsync, "cuMemFreeAsync", 0}},
       {fn("cuMemRelease"), {ReleaseFn::CuMemRelease, "cuMemRelease", 0}},
+      {fn("cuMemAddressFree"),
+       {ReleaseFn::CuMemAddressFree, "cuMemAddressFree", 0}},
       {fn("gpumem_free"), {ReleaseFn::GpumemFree, "gpumem_free", 0}},
       {fn("gpumem_free_at"), {ReleaseFn::GpumemFree, "gpumem_free", 0}},
       {fn("gpumem_free_async_at"),
@@ -199,6 +203,10 @@ ReleaseVerdict judgeRelease(MemKind Kind, ReleaseFn Fn) {
     if (Fn == ReleaseFn::CuMemRelease)
       return ReleaseVerdict::Matches;
     break;
+  case MemKind::AddressRange:
+    if (Fn == ReleaseFn::CuMemAddressFree)
+      return ReleaseVerdict::Matches;
+    break;
   case MemKind::GpumemDevice:
   case MemKind::GpumemDeviceAsync:
     return ReleaseVerdict::Matches;
@@ -239,6 +247,8 @@ StringRef expectedRelease(MemKind Kind) {
     return "cudaFreeArray";
   case MemKind::Physical:
     return "cuMemRelease";
+  case MemKind::AddressRange:
+    return "cuMemAddressFree";
   case MemKind::GpumemDevice:
   case MemKind::GpumemDeviceAsync:
     return "gpumem_free or gpumem_free_async";

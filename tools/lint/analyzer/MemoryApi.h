@@ -23,6 +23,7 @@ enum class MemKind : unsigned char {
   Pinned,        ///< cudaMallocHost, cudaHostAlloc, cuMemAllocHost/HostAlloc.
   Array,         ///< cudaMallocArray, cudaMalloc3DArray (a handle).
   Physical,      ///< cuMemCreate (a generic allocation handle).
+  AddressRange,  ///< cuMemAddressReserve (a range of virtual addresses).
   GpumemDevice,
   GpumemManaged,
   GpumemPinned,
@@ -43,6 +44,7 @@ enum class ReleaseFn : unsigned char {
   CuMemFreeHost,
   CuMemFreeAsync,
   CuMemRelease,
+  CuMemAddressFree,
   GpumemFree,
   GpumemFreeAsync,
   Free,

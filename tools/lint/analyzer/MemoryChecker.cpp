@@ -318,6 +318,49 @@ static ProgramStateRef escapeArguments(ProgramStateRef State,
   return State;
 }
 
+namespace {
+
+/// Each base region's pointers: the base regions they point into.
+class PointerEdges : public StoreManager::BindingsHandler {
+public:
+  llvm::DenseMap<const MemRegion *, llvm::SmallVector<const MemRegion *, 2>>
+      Edges;
+  bool HandleBinding(StoreManager &, Store, const MemRegion *R,
+                     SVal V) override {
+    if (const MemRegion *To = V.getAsRegion())
+      Edges[R->getBaseRegion()].push_back(To->getBaseRegion());
+    return true;
+  }
+};
+
+} // namespace
+
+/// Traits that keep everything reachable through the pointers stored in
+/// \p Buffers as it is: a CUDA call writes into the buffers it is given,
+/// never through pointers stored in them (a launch's kernelParams array,
+/// the &d_in it holds).
+static void preserveReachable(ProgramStateRef State, ArrayRef<SVal> Buffers,
+                              RegionAndSymbolInvalidationTraits &ITraits) {
+  PointerEdges Edges;
+  State->getStateManager().iterBindings(State, Edges);
+  llvm::SmallPtrSet<const MemRegion *, 16> Seen;
+  llvm::SmallVector<const MemRegion *, 16> Work;
+  for (SVal B : Buffers)
+    if (const MemRegion *R = B.getAsRegion())
+      Work.push_back(R->getBaseRegion());
+  llvm::SmallPtrSet<const MemRegion *, 4> Own(Work.begin(), Work.end());
+  while (!Work.empty()) {
+    const MemRegion *R = Work.pop_back_val();
+    if (!Seen.insert(R).second)
+      continue;
+    if (!Own.count(R))
+      ITraits.setTrait(R, RegionAndSymbolInvalidationTraits::TK_PreserveContents);
+    auto It = Edges.Edges.find(R);
+    if (It != Edges.Edges.end())
+      Work.append(It->second.begin(), It->second.end());
+  }
+}
+
 bool MemoryChecker::evalCall(const CallEvent &Call, CheckerContext &C) const {
   // CUDA's API functions are evaluated here rather than by the engine's
   // conservative evaluation, which would invalidate the whole object an
@@ -362,10 +405,14 @@ bool MemoryChecker::evalCall(const CallEvent &Call, CheckerContext &C) const {
     }
     Buffers.push_back(loc::MemRegionVal(R));
   }
-  if (!Buffers.empty())
+  if (!Buffers.empty()) {
+    RegionAndSymbolInvalidationTraits ITraits;
+    preserveReachable(State, Buffers, ITraits);
     State = State->invalidateRegions(Buffers, Call.getCFGElementRef(),
                                      C.blockCount(), LC,
-                                     /*CausesPointerEscape=*/false);
+                                     /*CausesPointerEscape=*/false, nullptr,
+                                     nullptr, &ITraits);
+  }
   QualType Result = Call.getResultType();
   if (!Result->isVoidType())
     State = State->BindExpr(CE, LC,

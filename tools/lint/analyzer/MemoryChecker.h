@@ -15,6 +15,7 @@
 #include "clang/StaticAnalyzer/Core/Checker.h"
 #include "clang/StaticAnalyzer/Core/PathSensitive/CheckerContext.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
 
 namespace gpumem {
@@ -28,7 +29,8 @@ class MemoryChecker
           clang::ento::check::PreStmt<clang::CXXThrowExpr>,
           clang::ento::check::Location, clang::ento::check::Bind,
           clang::ento::check::DeadSymbols, clang::ento::check::LiveSymbols,
-          clang::ento::check::PointerEscape, clang::ento::eval::Call> {
+          clang::ento::check::PointerEscape, clang::ento::check::BlockEntrance,
+          clang::ento::eval::Call> {
 public:
   clang::ento::CheckerFrontend Modelling;
   // Leaks found on a path that ends in exit() or abort() anyway (the error
@@ -89,6 +91,10 @@ public:
                         clang::ento::CheckerContext &C) const;
   void checkLiveSymbols(clang::ento::ProgramStateRef State,
                         clang::ento::SymbolReaper &SR) const;
+  /// After the engine widens a loop (widen-loops): puts back what the loop
+  /// does not write (Widening.cpp).
+  void checkBlockEntrance(const clang::BlockEntrance &BE,
+                          clang::ento::CheckerContext &C) const;
   clang::ento::ProgramStateRef
   checkPointerEscape(clang::ento::ProgramStateRef State,
                      const clang::ento::InvalidatedSymbols &Escaped,
@@ -135,6 +141,18 @@ private:
                                    clang::ento::SymbolRef Sym,
                                    const AllocState &AS) const;
   bool functionReleases(const clang::Decl *D) const;
+  /// Does the allocating function release this allocation's variable
+  /// anywhere (any release call when the variable is not known), or pass it
+  /// on (return it, store it outside its locals: *OnlyHandsOn)?
+  bool releasesOnNormalPath(const AllocState &AS,
+                            bool *OnlyHandsOn = nullptr) const;
+  void reportEarlyExit(const clang::Stmt *Exit,
+                       llvm::ArrayRef<clang::ento::SymbolRef> Leaked,
+                       clang::ento::ProgramStateRef Before,
+                       clang::ento::ExplodedNode *N, bool ByThrow,
+                       clang::ento::CheckerContext &C) const;
+  /// Exits already reported (GM006): one finding each.
+  mutable llvm::DenseSet<const clang::Stmt *> ReportedExits;
   mutable llvm::DenseMap<const clang::Decl *, bool> ReleasingFunctions;
 
   // Host accesses (Access.cpp).

@@ -11,6 +11,7 @@
 #include "clang/StaticAnalyzer/Core/AnalyzerOptions.h"
 #include "clang/StaticAnalyzer/Core/CheckerManager.h"
 #include "clang/StaticAnalyzer/Frontend/CheckerRegistry.h"
+#include <string_view>
 
 using namespace clang;
 using namespace clang::ento;
@@ -41,19 +42,25 @@ void registerMemory(CheckerManager &Mgr) {
 
 bool always(const CheckerManager &) { return true; }
 
-#define GPUMEM_RULE(Member)                                                    \
-  [](CheckerManager &Mgr) {                                                    \
-    Mgr.getChecker<MemoryChecker>()->Member.enable(Mgr);                       \
+// The rules of gpumem.Memory's family: registerNeverReleased, ...
+#define GPUMEM_RULE_MEMORY(Checker)                                            \
+  void register##Checker(CheckerManager &Mgr) {                                \
+    Mgr.getChecker<MemoryChecker>()->Checker.enable(Mgr);                      \
   }
+#define GPUMEM_RULE_OWN(Checker)
+#define GPUMEM_RULE(Id, Checker, Family, Name, Desc, Brief, Help)             \
+  GPUMEM_RULE_##Family(Checker)
+#include "rules.def"
+#undef GPUMEM_RULE
 
-void registerStatus(CheckerManager &Mgr) {
+void registerUncheckedStatus(CheckerManager &Mgr) {
   auto *Chk = Mgr.registerChecker<StatusChecker>();
   readNames(Chk->LaunchChecks,
             Mgr.getAnalyzerOptions().getCheckerStringOption(
                 "gpumem.UncheckedStatus", "LaunchChecks"));
 }
 
-void registerAlignment(CheckerManager &Mgr) {
+void registerVectorAlignment(CheckerManager &Mgr) {
   auto *Chk = Mgr.registerChecker<AlignmentChecker>();
   Chk->Pedantic = Mgr.getAnalyzerOptions().getCheckerBooleanOption(
       "gpumem.VectorAlignment", "Pedantic");
@@ -91,42 +98,26 @@ extern "C" GPUMEM_PLUGIN_EXPORT void clang_registerCheckers(CheckerRegistry &Reg
     void (*Register)(CheckerManager &);
     const char *Name;
     const char *Desc;
+    bool OfMemory;
   };
   const Rule Rules[] = {
-      {GPUMEM_RULE(NeverReleased), "gpumem.NeverReleased",
-       "GM001: memory never released on some path"},
-      {GPUMEM_RULE(MismatchedRelease), "gpumem.MismatchedRelease",
-       "GM002: memory released with a call that does not match its kind"},
-      {GPUMEM_RULE(LoopAllocation), "gpumem.LoopAllocation",
-       "GM005: allocation in a loop lost at the next iteration"},
-      {GPUMEM_RULE(EarlyExitLeak), "gpumem.EarlyExitLeak",
-       "GM006: memory leaked on an early exit"},
-      {GPUMEM_RULE(WriteCombinedRead), "gpumem.WriteCombinedRead",
-       "GM007: host read of write-combined memory"},
-      {GPUMEM_RULE(DoubleRelease), "gpumem.DoubleRelease",
-       "GM008: memory released twice"},
-      {GPUMEM_RULE(UseAfterRelease), "gpumem.UseAfterRelease",
-       "GM009: memory used after its release"},
-      {GPUMEM_RULE(InteriorRelease), "gpumem.InteriorRelease",
-       "GM010: release of a pointer into the middle of an allocation"},
-      {GPUMEM_RULE(StreamOrderedRelease), "gpumem.StreamOrderedRelease",
-       "GM011: stream-ordered release of memory that is not stream-ordered"},
+#define GPUMEM_RULE(Id, Checker, Family, Name, Desc, Brief, Help)             \
+  {register##Checker, "gpumem." #Checker, #Id ": " Desc,                       \
+   std::string_view(#Family) == "MEMORY"},
+#include "rules.def"
+#undef GPUMEM_RULE
   };
   for (const Rule &R : Rules) {
     Registry.addChecker(R.Register, always, R.Name, R.Desc, Docs);
-    Registry.addDependency(R.Name, "gpumem.Memory");
+    if (R.OfMemory)
+      Registry.addDependency(R.Name, "gpumem.Memory");
   }
 
-  Registry.addChecker(registerAlignment, always, "gpumem.VectorAlignment",
-                      "GM003: vector view at a misaligned offset", Docs);
   Registry.addCheckerOption("bool", "gpumem.VectorAlignment", "Pedantic",
                             "false",
                             "Also report vector views whose alignment the "
                             "analyzer cannot prove",
                             "released");
-  Registry.addChecker(registerStatus, always, "gpumem.UncheckedStatus",
-                      "GM004: CUDA status or launch error never checked",
-                      Docs);
   Registry.addCheckerOption("string", "gpumem.UncheckedStatus", "LaunchChecks",
                             "gpumem__check_launch,gpumem_sync_launch",
                             "Comma-separated calls that check a kernel "

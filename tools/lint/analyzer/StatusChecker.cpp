@@ -44,6 +44,9 @@ REGISTER_MAP_WITH_PROGRAMSTATE(GpumemDiscardedStatuses, const Expr *,
                                const LocationContext *)
 REGISTER_TRAIT_WITH_PROGRAMSTATE(GpumemPendingLaunchContext,
                                  const LocationContext *)
+// The pending launch was followed by a synchronization: the function waited
+// for the kernel itself, so its callers are not the ones to ask for its error.
+REGISTER_TRAIT_WITH_PROGRAMSTATE(GpumemPendingLaunchSynced, bool)
 
 namespace gpumem {
 namespace {
@@ -121,6 +124,13 @@ bool isLastErrorQuery(StringRef Name) {
   return Name == "cudaGetLastError" || Name == "cudaPeekAtLastError";
 }
 
+/// Calls that name an error for a message: they neither read nor change the
+/// runtime's error record, so they are not "the next CUDA call".
+bool isErrorText(StringRef Name) {
+  return Name == "cudaGetErrorName" || Name == "cudaGetErrorString" ||
+         Name == "cuGetErrorName" || Name == "cuGetErrorString";
+}
+
 /// True when the value of \p E is dropped: it is a statement of its own.
 bool isDiscarded(const Expr *E, const ParentMap &PM) {
   const Stmt *Cur = E;
@@ -190,6 +200,15 @@ void StatusChecker::report(StringRef Msg, const Expr *At,
                            CheckerContext &C) const {
   if (!N)
     return;
+  // One finding per line: other paths (or callers of an inlined helper)
+  // reach the same unread status with another "next call".
+  const SourceManager &SM = C.getSourceManager();
+  SourceLocation Loc = SM.getExpansionLoc(At->getBeginLoc());
+  if (!ReportedLines
+           .insert({SM.getFileID(Loc).getHashValue(),
+                    SM.getExpansionLineNumber(Loc)})
+           .second)
+    return;
   auto R = std::make_unique<PathSensitiveBugReport>(Unchecked, Msg, N);
   R->addVisitor<StatusEndVisitor>(At, LC);
   C.emitReport(std::move(R));
@@ -226,6 +245,8 @@ void StatusChecker::checkPreCall(const CallEvent &Call,
   StringRef Name = calleeName(Call);
   bool Launch = Name == "__cudaPushCallConfiguration";
   bool Cuda = Launch || isUserCudaCall(Call, C);
+  if (isErrorText(Name))
+    return;
 
   if (!Cuda) {
     // A launch check of the project's, or a function the analyzer cannot
@@ -266,7 +287,11 @@ void StatusChecker::checkPreCall(const CallEvent &Call,
                           Discarded, Context});
     State = State->remove<GpumemDiscardedStatuses>();
   }
+  // A last-error query (an error-clearing cudaGetLastError() between the
+  // call and the test of its status, say) leaves a stored status as it was.
   for (const auto &[Region, Stored] : State->get<GpumemStoredStatuses>()) {
+    if (isLastErrorQuery(Name))
+      break;
     std::string Msg = ("the status " + calledName(Stored.Call, C.getASTContext()) +
                        " returned is stored but not read before the next "
                        "CUDA call (" +
@@ -281,6 +306,8 @@ void StatusChecker::checkPreCall(const CallEvent &Call,
   } else if (isSynchronization(Name)) {
     // The launch's error is still there for a query after it (the
     // synchronize-then-ask of cudaCheckAsyncError and its kind).
+    if (State->get<GpumemPendingLaunch>())
+      State = State->set<GpumemPendingLaunchSynced>(true);
   } else if (const Expr *Pending = State->get<GpumemPendingLaunch>()) {
     std::string Msg =
         ("the error state of this kernel launch is not read "
@@ -293,6 +320,7 @@ void StatusChecker::checkPreCall(const CallEvent &Call,
     State = State->remove<GpumemPendingLaunch>();
   }
   if (Launch) {
+    State = State->set<GpumemPendingLaunchSynced>(false);
     State = State->set<GpumemPendingLaunch>(Call.getOriginExpr());
     State = State->set<GpumemPendingLaunchContext>(C.getLocationContext());
   }
@@ -331,10 +359,33 @@ void StatusChecker::checkLocation(SVal Loc, bool IsLoad, const Stmt *,
 void StatusChecker::checkEndFunction(const ReturnStmt *,
                                      CheckerContext &C) const {
   ProgramStateRef State = C.getState();
+  // A helper's unread statuses are its caller's to judge: a cudaGetLastError
+  // right after the helper returns reads the error they recorded, and the
+  // caller's next CUDA call reports them. Its variables die here, so a
+  // status still unread in one is from now on a discarded one.
+  if (!C.inTopFrame()) {
+    ProgramStateRef Next = State;
+    for (const auto &[Region, Stored] : State->get<GpumemStoredStatuses>()) {
+      const auto *VR = dyn_cast<VarRegion>(Region);
+      if (!VR || VR->getStackFrame() != C.getStackFrame())
+        continue;
+      Next = Next->remove<GpumemStoredStatuses>(Region)
+                 ->set<GpumemDiscardedStatuses>(Stored.Call, Stored.Context);
+    }
+    if (Next != State)
+      C.addTransition(Next);
+    return;
+  }
   ExplodedNode *N = nullptr;
+  if (const Expr *Pending = State->get<GpumemPendingLaunch>())
+    if (State->get<GpumemPendingLaunchSynced>()) {
+      N = C.generateNonFatalErrorNode();
+      report("the error state of this kernel launch is not read "
+             "(cudaGetLastError or cudaPeekAtLastError) before the function "
+             "returns; the synchronization after it does not read it",
+             Pending, State->get<GpumemPendingLaunchContext>(), N, C);
+    }
   for (const auto &[Call, Context] : State->get<GpumemDiscardedStatuses>()) {
-    if (Context->getStackFrame() != C.getStackFrame())
-      continue;
     if (!N)
       N = C.generateNonFatalErrorNode();
     report(discardedMessage(Call, C.getASTContext()), Call, Context, N, C);

@@ -15,6 +15,7 @@
 #include "clang/StaticAnalyzer/Core/BugReporter/BugType.h"
 #include "clang/StaticAnalyzer/Core/Checker.h"
 #include "clang/StaticAnalyzer/Core/PathSensitive/CheckerContext.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
 
 namespace gpumem {
@@ -43,6 +44,9 @@ public:
                         clang::ento::CheckerContext &C) const;
 
 private:
+  /// (file, line) of each finding made: one per line.
+  mutable llvm::DenseSet<std::pair<unsigned, unsigned>> ReportedLines;
+
   void report(llvm::StringRef Msg, const clang::Expr *At,
               const clang::LocationContext *LC, clang::ento::ExplodedNode *N,
               clang::ento::CheckerContext &C) const;

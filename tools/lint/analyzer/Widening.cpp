@@ -1,0 +1,108 @@
+//===- Widening.cpp - Loop widening that forgets only what the loop changes ===//
+//
+// Part of gpumem. With widen-loops=true the engine, at the loop head's last
+// visit, invalidates every local, parameter and global of the frame and lets
+// the path leave the loop. That keeps the code after a long loop reachable,
+// but it also forgets what the loop never touches: an allocation's pointer
+// (its memory taken as escaped, so a leak after the loop is not seen) or a
+// flag that decides whether the body checks a launch (a made-up path on
+// which the body skips its check). Right after the widening, this puts back
+// the values of the scalar locals and parameters the loop does not write,
+// and the tracking of the allocations they point to.
+//
+//===----------------------------------------------------------------------===//
+
+#include "MemoryChecker.h"
+#include "clang/AST/ParentMap.h"
+#include "clang/AST/StmtCXX.h"
+#include "clang/Analysis/AnalysisDeclContext.h"
+#include "clang/StaticAnalyzer/Core/PathSensitive/ExplodedGraph.h"
+#include "clang/StaticAnalyzer/Core/PathSensitive/ProgramState.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+using namespace clang;
+using namespace clang::ento;
+
+namespace gpumem {
+namespace {
+
+using VarSet = llvm::SmallPtrSet<const VarDecl *, 16>;
+
+/// The local variables \p S refers to (Seen), and those it may write
+/// (Written): any use that is not a plain read of the value, and every
+/// variable declared inside it.
+void collectVars(const Stmt *S, const ParentMap &PM, VarSet &Seen,
+                 VarSet &Written) {
+  if (!S)
+    return;
+  if (const auto *DS = dyn_cast<DeclStmt>(S))
+    for (const Decl *D : DS->decls())
+      if (const auto *VD = dyn_cast<VarDecl>(D))
+        Written.insert(VD);
+  if (const auto *DR = dyn_cast<DeclRefExpr>(S))
+    if (const auto *VD = dyn_cast<VarDecl>(DR->getDecl());
+        VD && VD->hasLocalStorage()) {
+      Seen.insert(VD);
+      const auto *Cast = dyn_cast_or_null<ImplicitCastExpr>(PM.getParent(DR));
+      if (!Cast || Cast->getCastKind() != CK_LValueToRValue)
+        Written.insert(VD);
+    }
+  for (const Stmt *Child : S->children())
+    collectVars(Child, PM, Seen, Written);
+}
+
+bool isLoop(const Stmt *S) {
+  return isa_and_nonnull<ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(S);
+}
+
+/// The state before the engine widened the loop at this entrance, or null
+/// when it did not.
+ProgramStateRef stateBeforeWidening(const BlockEntrance &BE,
+                                    CheckerContext &C) {
+  const AnalyzerOptions &Opts = C.getAnalysisManager().options;
+  if (!Opts.ShouldWidenLoops ||
+      C.blockCount() != Opts.maxBlockVisitOnPath - 1 ||
+      !isLoop(BE.getBlock()->getTerminatorStmt()))
+    return nullptr;
+  const ExplodedNode *Widened = C.getPredecessor();
+  const ExplodedNode *Before = Widened ? Widened->getFirstPred() : nullptr;
+  if (!Before || Before->getState() == Widened->getState())
+    return nullptr;
+  return Before->getState();
+}
+
+} // namespace
+
+void MemoryChecker::checkBlockEntrance(const BlockEntrance &BE,
+                                       CheckerContext &C) const {
+  ProgramStateRef Before = stateBeforeWidening(BE, C);
+  if (!Before)
+    return;
+  const LocationContext *LC = C.getLocationContext();
+  const ParentMap &PM = LC->getParentMap();
+  VarSet InFunction, WrittenInFunction, InLoop, WrittenInLoop;
+  collectVars(LC->getDecl()->getBody(), PM, InFunction, WrittenInFunction);
+  collectVars(BE.getBlock()->getTerminatorStmt(), PM, InLoop, WrittenInLoop);
+  if (const auto *FD = dyn_cast<FunctionDecl>(LC->getDecl()))
+    for (const ParmVarDecl *P : FD->parameters())
+      InFunction.insert(P);
+
+  ProgramStateRef State = C.getState();
+  for (const VarDecl *VD : InFunction) {
+    const DeclContext *DC = VD->getParentFunctionOrMethod();
+    if (WrittenInLoop.count(VD) || !VD->getType()->isScalarType() || !DC ||
+        Decl::castFromDeclContext(DC) != LC->getDecl())
+      continue;
+    Loc L = State->getLValue(VD, LC);
+    SVal V = Before->getSVal(L);
+    State = State->bindLoc(L, V, LC);
+    SymbolRef Sym = allocationSymbol(V);
+    if (const AllocState *AS = Sym ? getAlloc(Before, Sym) : nullptr)
+      if (!getAlloc(State, Sym))
+        State = setAlloc(State, Sym, *AS);
+  }
+  if (State != C.getState())
+    C.addTransition(State);
+}
+
+} // namespace gpumem
