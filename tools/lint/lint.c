@@ -537,6 +537,15 @@ static const struct {
                         "port to texture objects"},
 };
 
+/** "gpumem lint: warning: " WHAT TEXT on stderr, with TEXT's control characters shown as
+ *  escapes: a file name holding a newline must not make a line of its own. */
+static void warn_visible(const char *what, const char *text)
+{
+    fprintf(stderr, "gpumem lint: warning: %s", what);
+    lint_fputs_visible(stderr, text);
+    fputc('\n', stderr);
+}
+
 /** Adds "PATH: not analyzed: ERROR", and what to do when the error says. */
 static void add_not_analyzed(struct lint_strlist *problems, const char *path, const char *error)
 {
@@ -653,7 +662,7 @@ static int lint_main(int argc, char **argv, struct lint_options *o, struct cli *
         fprintf(stderr, "%s); check the paths, --exclude and --extensions\n",
                 o->exclude.n ? ", less --exclude" : "");
         for (size_t i = 0; i < problems->n; i++)
-            fprintf(stderr, "gpumem lint: warning: not analyzed: %s\n", problems->v[i]);
+            warn_visible("not analyzed: ", problems->v[i]);
         return LINT_EXIT_INCOMPLETE;
     }
     check_units(o, u);
@@ -726,7 +735,7 @@ static int lint_main(int argc, char **argv, struct lint_options *o, struct cli *
     sum.seconds = now() - t0;
     /* Even with -q: what was not analyzed is why the exit status says 3. */
     for (size_t i = 0; i < problems->n; i++)
-        fprintf(stderr, "gpumem lint: warning: %s\n", problems->v[i]);
+        warn_visible("", problems->v[i]);
 
     FILE *out = stdout;
     if (c->output && strcmp(c->output, "-") != 0) {

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define LINT_VERSION "0.2.0"
 
@@ -160,6 +161,9 @@ struct lint_units {
     struct lint_strlist roots;   /**< absolute folders walked (for deriving flags) */
 };
 void lint_units_free(struct lint_units *u);
+/** Writes s with control characters as escapes (\\n, \\t, \\xNN): a file name that holds a
+ *  newline cannot make a line of its own in text output. */
+void lint_fputs_visible(FILE *out, const char *s);
 /** Normalizes a path lexically: no "./", no "//", "a/../" folded; "" becomes ".". Returns a
  *  malloc'd string or NULL. */
 char *lint_path_normalize(const char *path);

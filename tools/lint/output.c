@@ -143,9 +143,24 @@ static int same_loc(const struct lint_loc *a, const char *file, uint32_t line, u
     return a->line == line && a->col == col && strcmp(a->file, file) == 0;
 }
 
+void lint_fputs_visible(FILE *out, const char *s)
+{
+    for (const unsigned char *c = (const unsigned char *)s; c && *c; c++) {
+        if (*c == '\n')
+            fputs("\\n", out);
+        else if (*c == '\t')
+            fputs("\\t", out);
+        else if (*c < 0x20 || *c == 0x7f)
+            fprintf(out, "\\x%02x", *c);
+        else
+            fputc(*c, out);
+    }
+}
+
 static void print_note(FILE *out, const struct lint_loc *l)
 {
-    fprintf(out, "%s:%u:%u: note: %s\n", l->file, l->line, l->col, l->message ? l->message : "");
+    lint_fputs_visible(out, l->file);
+    fprintf(out, ":%u:%u: note: %s\n", l->line, l->col, l->message ? l->message : "");
 }
 
 static int write_text(const struct lint_options *o, const struct lint_findings *fs,
@@ -155,8 +170,9 @@ static int write_text(const struct lint_options *o, const struct lint_findings *
     struct source src = {0};
     for (size_t i = 0; i < fs->n; i++) {
         const struct lint_finding *f = &fs->v[i];
-        fprintf(out, "%s:%u:%u: %s: %s [%s]\n", f->file, f->line, f->col,
-                lint_severity_name(f->severity), f->message, lint_rules[f->rule].id);
+        lint_fputs_visible(out, f->file);
+        fprintf(out, ":%u:%u: %s: %s [%s]\n", f->line, f->col, lint_severity_name(f->severity),
+                f->message, lint_rules[f->rule].id);
         source_load(&src, f->file);
         print_caret(out, &src, f->line, f->col);
         for (size_t k = 0; o->path_mode != LINT_PATH_NONE && k < f->n_path; k++) {

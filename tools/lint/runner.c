@@ -298,6 +298,62 @@ static pid_t spawn(const struct lint_options *o, const struct lint_run *r,
     return pid;
 }
 
+/* Ctrl-C, a SIGTERM or a hang-up while units are analysed: the clang processes started are
+ * stopped and the temporary folder removed, then the signal takes its course. */
+static volatile sig_atomic_t stop_signal;
+static const int stop_signals[3] = {SIGINT, SIGTERM, SIGHUP};
+
+static void on_stop_signal(int sig)
+{
+    stop_signal = sig;
+}
+
+static void catch_stop_signals(struct sigaction old[3])
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal; /* no SA_RESTART: the waits below end early */
+    sigemptyset(&sa.sa_mask);
+    for (int k = 0; k < 3; k++) {
+        sigaction(stop_signals[k], NULL, &old[k]);
+        if (old[k].sa_handler != SIG_IGN) /* nohup and background jobs keep theirs ignored */
+            sigaction(stop_signals[k], &sa, NULL);
+    }
+}
+
+static void restore_stop_signals(const struct sigaction old[3])
+{
+    for (int k = 0; k < 3; k++)
+        sigaction(stop_signals[k], &old[k], NULL);
+}
+
+/* Stops every clang still running (TERM, then KILL after a second), removes the folder, and
+ * dies of the signal that asked for it, with its default action. */
+static void stop_all(struct slot *run, int jobs, const char *tmp, size_t n,
+                     const struct sigaction old[3])
+{
+    for (int k = 0; k < jobs; k++)
+        if (run[k].pid)
+            kill(run[k].pid, SIGTERM);
+    double t0 = now();
+    for (int k = 0; k < jobs; k++) {
+        while (run[k].pid && waitpid(run[k].pid, NULL, WNOHANG) == 0 && now() - t0 < 1.0) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        if (run[k].pid && waitpid(run[k].pid, NULL, WNOHANG) == 0) {
+            kill(run[k].pid, SIGKILL);
+            waitpid(run[k].pid, NULL, 0);
+        }
+    }
+    remove_tmp(tmp, n);
+    restore_stop_signals(old);
+    fprintf(stderr, "\ngpumem lint: stopped by signal %d; the clang processes it started are "
+                    "gone, and so is its temporary folder\n",
+            (int)stop_signal);
+    raise((int)stop_signal);
+}
+
 int lint_run_units(const struct lint_options *o, const struct lint_run *r,
                    const struct lint_units *u, struct lint_unit_result *res)
 {
@@ -319,11 +375,15 @@ int lint_run_units(const struct lint_options *o, const struct lint_run *r,
     }
     size_t next = 0, done = 0, started = 0;
     int active = 0;
+    struct sigaction old[3];
+    catch_stop_signals(old);
     for (size_t i = 0; i < u->n; i++)
         if (u->v[i].skip)
             done++;
     size_t total = u->n - done;
     while (done < u->n) {
+        if (stop_signal)
+            stop_all(run, jobs, tmp, u->n, old);
         while (active < jobs && next < u->n) {
             size_t i = next++;
             if (u->v[i].skip)
@@ -385,6 +445,9 @@ int lint_run_units(const struct lint_options *o, const struct lint_run *r,
         fputs("\r\033[K", stderr);
         fflush(stderr);
     }
+    if (stop_signal)
+        stop_all(run, jobs, tmp, u->n, old); /* it came as the last unit finished */
+    restore_stop_signals(old);
     free(run);
     remove_tmp(tmp, u->n);
     return 0;

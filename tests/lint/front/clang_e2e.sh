@@ -73,6 +73,49 @@ d = json.load(open(sys.argv[1]))
 sys.exit(0 if any(f["file"].endswith("l\ufffdak.cu") for f in d["findings"]) else 1)' "$out/bad.json" ||
   { echo "FAIL: the finding in a non-UTF-8 file name is missing from the JSON:"; head -c 1000 "$out/bad.json"; fail=1; }
 rm -f "$bad"
+# A file name holding a newline cannot make a warning line of its own in text output.
+nl=$(printf 'x\nfake.cu:1:1: warning: injected [GM001]\ny.cu')
+cp leak.cu "$nl"
+"$lint" --no-config --clang="$clang" --analyzer-plugin="$plugin" "$nl" >"$out/nl.txt" 2>&1
+if grep -q '^fake.cu:1:1: warning: injected' "$out/nl.txt"; then
+  echo "FAIL: a file name's newline made a line of its own:"; cat "$out/nl.txt"; fail=1
+fi
+check 'x\nfake.cu:1:1: warning: injected [GM001]\ny.cu:' "$out/nl.txt"
+rm -f "$nl"
+# Stopped by a signal while clang runs: the clang processes go, and so does the temporary
+# folder; lint dies of the signal (SIGINT from python3, whose children keep it unignored).
+printf '#!/bin/sh\nexec sleep 37\n' > slowclang && chmod +x slowclang
+mkdir -p tmpd
+for sig in TERM INT HUP; do
+  python3 - "$lint" "$plugin" "$sig" <<'PYTHON' || fail=1
+import os, signal, subprocess, sys, time
+lint, plugin, sig = sys.argv[1], sys.argv[2], getattr(signal, "SIG" + sys.argv[3])
+env = dict(os.environ, TMPDIR=os.path.abspath("tmpd"))
+p = subprocess.Popen([lint, "--no-config", "--clang=./slowclang", "--analyzer-plugin=" + plugin,
+                      "-j2", "leak.cu", "deep.c"], env=env, stderr=subprocess.PIPE)
+for _ in range(100):  # until both clang stand-ins run
+    if subprocess.run(["pgrep", "-f", "sleep 37"], capture_output=True).stdout.count(b"\n") >= 2:
+        break
+    time.sleep(0.05)
+p.send_signal(sig)
+err = p.communicate(timeout=20)[1].decode(errors="replace")
+left = subprocess.run(["pgrep", "-f", "sleep 37"], capture_output=True).stdout.split()
+problems = []
+if p.returncode != -sig:
+    problems.append(f"status {p.returncode}, not killed by the signal")
+if left:
+    problems.append(f"{len(left)} clang processes left running")
+    for pid in left:
+        os.kill(int(pid), signal.SIGKILL)
+if os.listdir("tmpd"):
+    problems.append(f"temporary folder left: {os.listdir('tmpd')}")
+if "stopped by signal" not in err:
+    problems.append("no word of the stop on stderr")
+for what in problems:
+    print(f"FAIL: SIG{sys.argv[3]}: {what}")
+sys.exit(1 if problems else 0)
+PYTHON
+done
 # An output that is an input is refused before anything runs, and the input is left alone.
 cp deep.c deep.keep
 "$lint" --no-config --clang="$clang" --analyzer-plugin="$plugin" -o deep.c deep.c \
