@@ -235,8 +235,9 @@ const char *gpumem__suggest(const char *name, size_t name_len, const char *const
 
 /* Variables of gpumem's build scripts (scripts/build), which share the prefix: known, not
  * options of the library, so no warning. */
-static const char *const build_variables[] = {"GPUMEM_WERROR", "GPUMEM_SANITIZE",
-                                              "GPUMEM_BUILD_DIR"};
+static const char *const build_variables[] = {"GPUMEM_WERROR",     "GPUMEM_SANITIZE",
+                                              "GPUMEM_BUILD_DIR",  "GPUMEM_BUILD_TYPE",
+                                              "GPUMEM_BUILD_FOR",  "GPUMEM_BUILD_LOG"};
 
 static void warn_unknown(void)
 {
