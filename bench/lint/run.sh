@@ -3,7 +3,7 @@
 # on the same translation units with the same flags, and -j1 against -j2.
 #
 # usage: bench/lint/run.sh LINT PLUGIN PATH... (e.g. build/tools/gpumem build/tools/lint/
-#        analyzer/gpumem-analyzer.so /work/shared/corpus/rodinia)
+#        analyzer/gpumem-analyzer.so CORPUS/rodinia)
 #   LINT    build/tools/gpumem (then `lint` is added) or a gpumem-lint-dev binary
 #   PLUGIN  gpumem-analyzer.so
 # Prints one line per measurement (wall, user and sys seconds) and the load average before
