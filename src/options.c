@@ -233,11 +233,13 @@ const char *gpumem__suggest(const char *name, size_t name_len, const char *const
     return best;
 }
 
-/* Variables of gpumem's build scripts (scripts/build), which share the prefix: known, not
- * options of the library, so no warning. */
+/* Variables of gpumem's build scripts (scripts/build) and of the Python package (where it
+ * finds the library, docs/python.md), which share the prefix: known, not options of the
+ * library, so no warning. */
 static const char *const build_variables[] = {"GPUMEM_WERROR",     "GPUMEM_SANITIZE",
                                               "GPUMEM_BUILD_DIR",  "GPUMEM_BUILD_TYPE",
-                                              "GPUMEM_BUILD_FOR",  "GPUMEM_BUILD_LOG"};
+                                              "GPUMEM_BUILD_FOR",  "GPUMEM_BUILD_LOG",
+                                              "GPUMEM_LIBRARY"};
 
 static void warn_unknown(void)
 {

@@ -1,0 +1,314 @@
+/* The hooks PyTorch, CuPy and Numba allocate through (gpumem_python.h).
+ *
+ * A library of its own beside libgpumem.so, not a part of it: it is the one place that knows
+ * Python (it reads the caller's Python frame through the interpreter's own symbols, found at
+ * run time), and libgpumem stays a C library that knows nothing of any framework. It uses
+ * gpumem's public API only, and links libgpumem.so, so a process that loads both (the Python
+ * package loads libgpumem through ctypes, PyTorch loads this library by path) has one
+ * registry, one set of statistics and one leak report.
+ *
+ * Pools: one gpumem device pool per device, made at the first request for the device and
+ * never destroyed: blocks may still be live when the process ends (the leak report lists
+ * them), and a pool is cheap to keep. Streams are the pool's business: a block is released to
+ * the cache of the stream the framework names, and a request on another stream never takes
+ * it from there (docs/pools.md, "The rules"). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpumem_python.h"
+
+/* ---- pools ------------------------------------------------------------------------------ */
+
+typedef struct far_pool { /* a device ordinal beyond the table: kept in a list */
+    struct far_pool *next;
+    int device;
+    gpumem_pool *pool;
+} far_pool;
+
+static gpumem_pool *_Atomic pools[GPUMEM_STATS_DEVICES];
+static atomic_ullong ooms[GPUMEM_STATS_DEVICES];
+static far_pool *far_pools;
+static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static gpumem_pool **slot_locked(int device)
+{
+    if (device >= 0 && device < GPUMEM_STATS_DEVICES)
+        return (gpumem_pool **)&pools[device];
+    for (far_pool *f = far_pools; f; f = f->next)
+        if (f->device == device)
+            return &f->pool;
+    return NULL;
+}
+
+/* The device's pool, made on first use. NULL with the record set as gpumem_pool_create()
+ * sets it (no such device: its message names the device). */
+static gpumem_pool *pool_of(int device)
+{
+    if (device >= 0 && device < GPUMEM_STATS_DEVICES) {
+        gpumem_pool *p = atomic_load_explicit(&pools[device], memory_order_acquire);
+        if (p)
+            return p;
+    }
+    pthread_mutex_lock(&pools_lock);
+    gpumem_pool **slot = slot_locked(device);
+    gpumem_pool *pool = slot ? *slot : NULL;
+    if (!pool) {
+        pool = gpumem_pool_create(GPUMEM_KIND_DEVICE, device, NULL);
+        far_pool *f = NULL;
+        if (pool && device >= 0 && device < GPUMEM_STATS_DEVICES) {
+            atomic_store_explicit(&pools[device], pool, memory_order_release);
+        } else if (pool && (f = malloc(sizeof *f)) != NULL) {
+            *f = (far_pool){far_pools, device, pool};
+            far_pools = f;
+        } else if (pool) { /* the list has no room: give up the pool and say so */
+            gpumem_pool_destroy(pool);
+            pool = NULL;
+        }
+    }
+    pthread_mutex_unlock(&pools_lock);
+    return pool;
+}
+
+/* ---- the Python caller's site ----------------------------------------------------------- */
+
+/* The interpreter's functions, looked up in the process (the python3 executable or
+ * libpython): this library does not link libpython, so it loads into any process, and it
+ * finds no interpreter in one without Python. All are in Python's stable ABI since 3.10. */
+typedef void pyobj;
+static struct {
+    int (*is_initialized)(void);
+    int (*gil_check)(void);
+    pyobj *(*current_frame)(void);             /* borrowed */
+    pyobj *(*frame_code)(pyobj *frame);        /* new reference */
+    pyobj *(*frame_back)(pyobj *frame);        /* new reference */
+    int (*frame_line)(pyobj *frame);
+    pyobj *(*getattr)(pyobj *o, const char *name);
+    const char *(*utf8)(pyobj *s);
+    void (*decref)(pyobj *o);
+    void (*err_clear)(void);
+    int found;
+} py;
+static pthread_once_t py_once = PTHREAD_ONCE_INIT;
+
+static void py_resolve(void)
+{
+    void **fns[] = {(void **)&py.is_initialized, (void **)&py.gil_check,
+                    (void **)&py.current_frame, (void **)&py.frame_code,
+                    (void **)&py.frame_back, (void **)&py.frame_line, (void **)&py.getattr,
+                    (void **)&py.utf8, (void **)&py.decref, (void **)&py.err_clear};
+    static const char *const names[] = {"Py_IsInitialized", "PyGILState_Check",
+                                        "PyEval_GetFrame", "PyFrame_GetCode",
+                                        "PyFrame_GetBack", "PyFrame_GetLineNumber",
+                                        "PyObject_GetAttrString", "PyUnicode_AsUTF8",
+                                        "Py_DecRef", "PyErr_Clear"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if ((*fns[i] = dlsym(RTLD_DEFAULT, names[i])) == NULL)
+            return;
+    py.found = 1;
+}
+
+/* Strings a site points to must outlive the allocation (the registry keeps the pointers), so
+ * file and function names are kept once each, for the life of the process: as many as there
+ * are distinct allocating frames. */
+typedef struct interned {
+    struct interned *next;
+    char text[];
+} interned;
+static interned *intern_table[1024];
+static pthread_mutex_t intern_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *intern(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const char *c = s; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    interned **bucket = &intern_table[h % (sizeof intern_table / sizeof *intern_table)];
+    pthread_mutex_lock(&intern_lock);
+    interned *i = *bucket;
+    while (i && strcmp(i->text, s) != 0)
+        i = i->next;
+    size_t n = strlen(s) + 1;
+    if (!i && (i = malloc(sizeof *i + n)) != NULL) {
+        memcpy(i->text, s, n);
+        i->next = *bucket;
+        *bucket = i;
+    }
+    pthread_mutex_unlock(&intern_lock);
+    return i ? i->text : NULL;
+}
+
+static char *_Atomic skip_dir;
+
+void gpumem_python_skip_dir(const char *dir)
+{
+    char *copy = dir ? strdup(dir) : NULL;
+    free(atomic_exchange(&skip_dir, copy));
+}
+
+/* A frame of the framework's own code or of the gpumem package says less than the first
+ * frame of the program that called into them. */
+static int skipped_file(const char *file)
+{
+    const char *dir = atomic_load(&skip_dir);
+    return file[0] == '<' || strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") ||
+           (dir && strncmp(file, dir, strlen(dir)) == 0);
+}
+
+static const char *code_str(pyobj *code, const char *attr)
+{
+    pyobj *s = py.getattr(code, attr);
+    const char *text = s ? py.utf8(s) : NULL;
+    const char *kept = text ? intern(text) : NULL;
+    if (s)
+        py.decref(s);
+    if (!kept)
+        py.err_clear();
+    return kept;
+}
+
+static int frame_site(pyobj *frame, gpumem_site *out)
+{
+    pyobj *code = py.frame_code(frame);
+    if (!code)
+        return 0;
+    out->file = code_str(code, "co_filename");
+    out->func = code_str(code, "co_name");
+    out->line = py.frame_line(frame);
+    py.decref(code);
+    return out->file != NULL;
+}
+
+/* The innermost frame outside the skipped files, else the innermost; 0 when the thread does
+ * not hold the GIL (then no Python object may be touched) or runs no Python. */
+static int python_site(gpumem_site *out)
+{
+    pthread_once(&py_once, py_resolve);
+    if (!py.found || !py.is_initialized() || !py.gil_check())
+        return 0;
+    pyobj *frame = py.current_frame();
+    if (!frame)
+        return 0;
+    gpumem_site first = {0};
+    int have_first = frame_site(frame, &first);
+    gpumem_site site = first;
+    int found = !have_first || !skipped_file(first.file);
+    pyobj *f = frame;
+    for (int depth = 0; !found && depth < 64; depth++) {
+        pyobj *back = py.frame_back(f);
+        if (f != frame)
+            py.decref(f);
+        f = back;
+        if (!f)
+            break;
+        found = frame_site(f, &site) && !skipped_file(site.file);
+    }
+    if (f && f != frame)
+        py.decref(f);
+    *out = found ? site : first;
+    return have_first;
+}
+
+/* ---- the hooks -------------------------------------------------------------------------- */
+
+static void *alloc_on(size_t bytes, int device, cudaStream_t stream, gpumem_site hook)
+{
+    gpumem_site site;
+    if (!python_site(&site))
+        site = hook;
+    gpumem_pool *pool = pool_of(device);
+    void *p = pool ? gpumem_pool_alloc_at(pool, 1, bytes, stream, site) : NULL;
+    if (!p && gpumem_last_error()->code == GPUMEM_ENOMEM && device >= 0 &&
+        device < GPUMEM_STATS_DEVICES)
+        atomic_fetch_add(&ooms[device], 1);
+    return p;
+}
+
+void *gpumem_torch_alloc(ssize_t size, int device, cudaStream_t stream)
+{
+    return size > 0 ? alloc_on((size_t)size, device, stream, GPUMEM_SITE_HERE) : NULL;
+}
+
+void gpumem_torch_free(void *ptr, ssize_t size, int device, cudaStream_t stream)
+{
+    (void)size;
+    (void)device;
+    gpumem_free_async_at(ptr, stream, GPUMEM_SITE_HERE);
+}
+
+void *gpumem_cupy_malloc(void *param, size_t size, int device)
+{
+    (void)param;
+    return alloc_on(size, device, NULL, GPUMEM_SITE_HERE);
+}
+
+void gpumem_cupy_free(void *param, void *ptr, int device)
+{
+    (void)param;
+    (void)device;
+    gpumem_free_at(ptr, GPUMEM_SITE_HERE);
+}
+
+void *gpumem_python_alloc(size_t bytes, int device, cudaStream_t stream)
+{
+    return alloc_on(bytes, device, stream, GPUMEM_SITE_HERE);
+}
+
+int gpumem_python_free(void *ptr, cudaStream_t stream)
+{
+    return gpumem_free_async_at(ptr, stream, GPUMEM_SITE_HERE);
+}
+
+/* ---- what the Python side reads ---------------------------------------------------------- */
+
+int gpumem_python_error_code(void)
+{
+    return gpumem_last_error()->code;
+}
+
+const char *gpumem_python_error_message(void)
+{
+    return gpumem_last_error()->message;
+}
+
+int gpumem_python_pool_stats(int device, gpumem_pool_stats_t *out)
+{
+    if (!out)
+        return GPUMEM_EINVAL;
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&pools_lock);
+    gpumem_pool **slot = slot_locked(device);
+    gpumem_pool *pool = slot ? *slot : NULL;
+    pthread_mutex_unlock(&pools_lock);
+    return pool ? gpumem_pool_stats(pool, out) : GPUMEM_EINVAL;
+}
+
+unsigned long long gpumem_python_oom_count(int device)
+{
+    return device >= 0 && device < GPUMEM_STATS_DEVICES ? atomic_load(&ooms[device]) : 0;
+}
+
+char *gpumem_python_report(unsigned flags)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return NULL;
+    gpumem_report(f, flags);
+    if (fclose(f) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+void gpumem_python_string_free(char *s)
+{
+    free(s);
+}
