@@ -156,7 +156,7 @@ void gpumem_python_skip_dir(const char *dir)
 static int skipped_file(const char *file)
 {
     const char *dir = atomic_load(&skip_dir);
-    return file[0] == '<' || strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") ||
+    return strncmp(file, "<frozen ", 8) == 0 || strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") ||
            (dir && strncmp(file, dir, strlen(dir)) == 0);
 }
 
@@ -216,11 +216,16 @@ static int python_site(gpumem_site *out)
 
 /* ---- the hooks -------------------------------------------------------------------------- */
 
-static void *alloc_on(size_t bytes, int device, cudaStream_t stream, gpumem_site hook)
+/* The Python caller's site when there is one, else the hook's own. */
+static gpumem_site site_or(gpumem_site hook)
 {
     gpumem_site site;
-    if (!python_site(&site))
-        site = hook;
+    return python_site(&site) ? site : hook;
+}
+
+static void *alloc_on(size_t bytes, int device, cudaStream_t stream, gpumem_site hook)
+{
+    gpumem_site site = site_or(hook);
     gpumem_pool *pool = pool_of(device);
     void *p = pool ? gpumem_pool_alloc_at(pool, 1, bytes, stream, site) : NULL;
     if (!p && gpumem_last_error()->code == GPUMEM_ENOMEM && device >= 0 &&
@@ -238,7 +243,7 @@ void gpumem_torch_free(void *ptr, ssize_t size, int device, cudaStream_t stream)
 {
     (void)size;
     (void)device;
-    gpumem_free_async_at(ptr, stream, GPUMEM_SITE_HERE);
+    gpumem_free_async_at(ptr, stream, site_or(GPUMEM_SITE_HERE));
 }
 
 void *gpumem_cupy_malloc(void *param, size_t size, int device)
@@ -251,7 +256,7 @@ void gpumem_cupy_free(void *param, void *ptr, int device)
 {
     (void)param;
     (void)device;
-    gpumem_free_at(ptr, GPUMEM_SITE_HERE);
+    gpumem_free_at(ptr, site_or(GPUMEM_SITE_HERE));
 }
 
 void *gpumem_python_alloc(size_t bytes, int device, cudaStream_t stream)
@@ -261,7 +266,7 @@ void *gpumem_python_alloc(size_t bytes, int device, cudaStream_t stream)
 
 int gpumem_python_free(void *ptr, cudaStream_t stream)
 {
-    return gpumem_free_async_at(ptr, stream, GPUMEM_SITE_HERE);
+    return gpumem_free_async_at(ptr, stream, site_or(GPUMEM_SITE_HERE));
 }
 
 /* ---- what the Python side reads ---------------------------------------------------------- */

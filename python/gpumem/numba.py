@@ -1,0 +1,88 @@
+"""Numba on gpumem's device pools: an External Memory Management (EMM) plugin.
+
+    numba.cuda.set_memory_manager(gpumem.numba.MemoryManager)
+or  NUMBA_CUDA_MEMORY_MANAGER=gpumem.numba python3 app.py
+
+Device memory comes from gpumem's pool of the context's device, recorded at the Python line
+that asked for it; host (pinned, mapped) memory stays Numba's own.
+"""
+import contextlib
+import ctypes
+
+from numba import cuda
+
+from . import _lib, alloc, free
+
+
+class _Checkpoint(ctypes.Structure):
+    """gpumem_checkpoint_t."""
+    _fields_ = [("seq", ctypes.c_uint64), ("device_bytes", ctypes.c_uint64),
+                ("device_free", ctypes.c_size_t), ("device_total", ctypes.c_size_t),
+                ("device", ctypes.c_int)]
+
+
+def _device_pointer(address):
+    """The pointer type Numba's driver binding takes."""
+    from numba.cuda.cudadrv import driver
+    if getattr(driver, "USE_NV_BINDING", False):
+        return driver.binding.CUdeviceptr(address)
+    return ctypes.c_uint64(address)
+
+
+def _releaser(address):
+    def release():
+        try:
+            free(address)
+        except Exception:  # at interpreter exit, modules may be gone: the report says so
+            pass
+    return release
+
+
+class MemoryManager(cuda.HostOnlyCUDAMemoryManager):
+    """Numba's device allocations from gpumem's device pools."""
+
+    @property
+    def interface_version(self):
+        return 1
+
+    def initialize(self):
+        # The device's pool is made at the first allocation; loading the library here makes
+        # a missing library an error at startup, not at the first array.
+        _lib.lib.load()
+
+    def memalloc(self, size):
+        device = self.context.device.id
+        address = alloc(size, device) if size else 0
+        finalizer = _releaser(address) if address else None
+        return cuda.MemoryPointer(self.context, _device_pointer(address), size,
+                                  finalizer=finalizer)
+
+    def get_memory_info(self):
+        lib = _lib.lib.load()._lib
+        fn = lib.gpumem_checkpoint_device
+        fn.restype, fn.argtypes = _Checkpoint, [ctypes.c_int]
+        cp = fn(self.context.device.id)
+        if cp.device < 0:
+            raise _lib.last_error()
+        return cuda.MemoryInfo(free=cp.device_free, total=cp.device_total)
+
+    def get_ipc_handle(self, memory):
+        raise _lib.Error(
+            "gpumem: error: an IPC handle of gpumem pool memory is not supported: pool blocks "
+            "come from a CUDA memory pool, which cudaIpcGetMemHandle does not export\n"
+            "  hint: share this array through Numba's own memory manager (no EMM plugin)",
+            -10, "GPUMEM_EKIND")
+
+    def reset(self):
+        # Blocks still held by arrays go back to the pool when their arrays are collected.
+        super().reset()
+
+    @contextlib.contextmanager
+    def defer_cleanup(self):
+        # gpumem returns device blocks to its pool at once (stream-ordered); only Numba's
+        # host allocations have releases to defer.
+        with super().defer_cleanup():
+            yield
+
+
+_numba_memory_manager = MemoryManager

@@ -1,0 +1,395 @@
+"""The gpumem Python package on the simulated device (GPUMEM_BACKEND=sim, 1 GiB): statistics,
+reports, errors as gpumem.Error with the library's words, how the library is found, and the
+framework glue against small stand-ins for torch, cupy and numba written by the test (the
+real frameworks are exercised by the gpu tests)."""
+import ctypes
+import inspect
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+import gpumem
+
+HERE = os.path.abspath(__file__)
+
+
+def line_of(marker):
+    """The line of this file that holds marker (in a comment)."""
+    with open(HERE, encoding="utf-8") as f:
+        for number, text in enumerate(f, 1):
+            if marker in text and "line_of(" not in text:
+                return number
+    raise AssertionError(marker)
+
+
+def run_python(code, **env):
+    full = dict(os.environ, **env)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full,
+                          capture_output=True, text=True, timeout=60)
+
+
+def write_tree(root, files):
+    for name, text in files.items():
+        path = os.path.join(root, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(textwrap.dedent(text))
+
+
+class StatsAndReport(unittest.TestCase):
+    def test_stats_exact(self):
+        before = gpumem.stats()
+        a = gpumem.alloc(1000)
+        b = gpumem.alloc(3 << 20, stream=0x1000)
+        s = gpumem.stats()
+        dev = s["bytes"]["device"]
+        self.assertEqual(dev["current"], before["bytes"]["device"]["current"] + 1000 + (3 << 20))
+        self.assertEqual(s["count"]["device"]["current"], before["count"]["device"]["current"] + 2)
+        self.assertEqual(s["count"]["all"]["total"], before["count"]["all"]["total"] + 2)
+        self.assertEqual(s["devices"][0]["bytes"]["current"], dev["current"])
+        self.assertEqual(s["bytes"]["pinned"]["current"], 0)
+        gpumem.free(a)
+        gpumem.free(b, stream=0x1000)
+        s = gpumem.stats()
+        self.assertEqual(s["bytes"]["device"]["current"], before["bytes"]["device"]["current"])
+        self.assertGreaterEqual(s["bytes"]["device"]["peak"], 1000 + (3 << 20))
+        self.assertEqual(gpumem.alloc(0), 0)
+
+    def test_report_names_the_python_line(self):
+        p = gpumem.alloc(1000)  # report-site
+        text = gpumem.report()
+        gpumem.free(p)
+        self.assertIn("1 allocation (1000 B) still live", text)
+        self.assertIn(f"1000 B in 1 device allocation at {HERE}:{line_of('# report-site')} "
+                      "(test_report_names_the_python_line)", text)
+        self.assertEqual(gpumem.report(), "")
+        self.assertEqual(gpumem.report(full=False), "")
+
+    def test_report_json_and_file(self):
+        p = gpumem.alloc(4096)
+        with tempfile.TemporaryFile("w+") as f:
+            text = gpumem.report(json=True, file=f)
+            f.seek(0)
+            self.assertEqual(f.read(), text)
+        gpumem.free(p)
+        self.assertIn('"gpumem.report"', text)
+
+    def test_leak_at_exit(self):
+        r = run_python("""
+            import gpumem
+            def keep():
+                return gpumem.alloc(12345)  # the leak
+            kept = keep()
+        """, GPUMEM_LEAK_REPORT="full")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("1 allocation (12.1 KiB) still live at exit", r.stderr)
+        self.assertIn("12.1 KiB in 1 device allocation at <string>:4 (keep)", r.stderr)
+
+
+class Errors(unittest.TestCase):
+    def test_out_of_memory(self):
+        with self.assertRaises(gpumem.Error) as cm:
+            gpumem.alloc(2 << 30)  # oom-site
+        e = cm.exception
+        self.assertEqual((e.code, e.name), (-1, "GPUMEM_ENOMEM"))
+        self.assertTrue(str(e).startswith(
+            "gpumem: error: out of memory: 2.0 GiB device memory requested from a device pool "
+            f"at {HERE}:{line_of('# oom-site')} (test_out_of_memory)\n"), str(e))
+
+    def test_same_words_as_the_library(self):
+        r = run_python("""
+            import sys, gpumem
+            try:
+                gpumem.alloc(5 << 30)
+            except gpumem.Error as e:
+                print(e, end="")
+        """)
+        self.assertTrue(r.stdout.startswith("gpumem: error: out of memory: 5.0 GiB"), r.stdout)
+        self.assertIn(r.stdout, r.stderr)  # what the library's handler printed
+
+    def test_double_free(self):
+        p = gpumem.alloc(256)
+        gpumem.free(p)
+        with self.assertRaises(gpumem.Error) as cm:
+            gpumem.free(p)  # second-free
+        self.assertEqual(cm.exception.name, "GPUMEM_EDOUBLEFREE")
+        self.assertIn(f"released again at  {HERE}:{line_of('# second-free')}", str(cm.exception))
+
+    def test_foreign_pointer(self):
+        with self.assertRaises(gpumem.Error) as cm:
+            gpumem.free(0x12345600)
+        self.assertEqual(cm.exception.name, "GPUMEM_EFOREIGN")
+
+    def test_negative_size(self):
+        with self.assertRaises(ValueError):
+            gpumem.alloc(-1)
+
+
+class Finding(unittest.TestCase):
+    def test_missing_library(self):
+        r = run_python("""
+            import gpumem
+            try:
+                gpumem.stats()
+            except gpumem.Error as e:
+                print(e)
+        """, GPUMEM_LIBRARY="/nonexistent/libgpumem_python.so")
+        self.assertIn("gpumem: error: cannot load libgpumem_python.so; tried:\n"
+                      "    /nonexistent/libgpumem_python.so (GPUMEM_LIBRARY):", r.stdout)
+        self.assertIn("hint: set GPUMEM_LIBRARY to the path of libgpumem_python.so", r.stdout)
+
+    def test_library_beside_libgpumem(self):
+        with tempfile.TemporaryDirectory() as d:
+            os.symlink(gpumem.library_path(), os.path.join(d, "libgpumem_python.so"))
+            os.symlink(gpumem.library_path(), os.path.join(d, "libgpumem.so"))
+            r = run_python("import gpumem; print(gpumem.library_path())",
+                           GPUMEM_LIBRARY=os.path.join(d, "libgpumem.so"))
+            self.assertEqual(r.stdout.strip(), os.path.join(d, "libgpumem_python.so"), r.stderr)
+
+    def test_loader_search_path(self):
+        r = run_python("import gpumem; print(gpumem.library_path()); print(gpumem.version())",
+                       GPUMEM_LIBRARY="",
+                       LD_LIBRARY_PATH=os.path.dirname(gpumem.library_path()))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.split()
+        self.assertEqual(os.path.realpath(lines[0]), os.path.realpath(gpumem.library_path()))
+        self.assertRegex(lines[1], r"^\d+\.\d+\.\d+$")
+
+    def test_import_loads_no_framework(self):
+        r = run_python("import sys, gpumem; print(sorted(m for m in ('torch', 'cupy', 'numba') "
+                       "if m in sys.modules))")
+        self.assertEqual(r.stdout.strip(), "[]", r.stderr)
+
+
+FAKE_TORCH = {
+    "torch/__init__.py": "from . import cuda\n",
+    "torch/cuda/__init__.py": """
+        from . import memory
+        initialized = False
+        def is_initialized():
+            return initialized
+        def current_device():
+            return 0
+    """,
+    "torch/cuda/memory.py": """
+        calls = []
+        swap_error = None
+        class CUDAPluggableAllocator:
+            def __init__(self, path, alloc_fn_name, free_fn_name):
+                self.args = (path, alloc_fn_name, free_fn_name)
+        def change_current_allocator(allocator):
+            if swap_error:
+                raise RuntimeError(swap_error)
+            calls.append(allocator.args)
+    """,
+}
+
+
+class Torch(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        write_tree(cls.tmp.name, FAKE_TORCH)
+        sys.path.insert(0, cls.tmp.name)
+        import torch
+        cls.torch = torch
+
+    @classmethod
+    def tearDownClass(cls):
+        sys.path.remove(cls.tmp.name)
+        for name in [m for m in sys.modules if m == "torch" or m.startswith("torch.")]:
+            del sys.modules[name]
+        cls.tmp.cleanup()
+
+    def setUp(self):
+        gpumem.torch._installed = None
+        self.torch.cuda.initialized = False
+        self.torch.cuda.memory.calls.clear()
+        self.torch.cuda.memory.swap_error = None
+
+    def test_use_passes_the_library_and_hooks(self):
+        allocator = gpumem.torch.use()
+        self.assertEqual(self.torch.cuda.memory.calls,
+                         [(gpumem.library_path(), "gpumem_torch_alloc", "gpumem_torch_free")])
+        self.assertTrue(os.path.isabs(allocator.args[0]))
+        lib = ctypes.CDLL(allocator.args[0])   # what PyTorch will dlopen and look up
+        self.assertTrue(lib.gpumem_torch_alloc and lib.gpumem_torch_free)
+        self.assertIs(gpumem.torch.use(), allocator)    # a second call does nothing
+        self.assertEqual(len(self.torch.cuda.memory.calls), 1)
+
+    def test_too_late(self):
+        self.torch.cuda.initialized = True
+        with self.assertRaises(gpumem.Error) as cm:
+            gpumem.torch.use()
+        self.assertIn("gpumem: error: gpumem.torch.use() comes too late: PyTorch has already "
+                      "set up its CUDA allocator", str(cm.exception))
+        self.assertIn("call gpumem.torch.use() right after `import torch`, before the first "
+                      "CUDA tensor", str(cm.exception))
+        self.assertEqual(self.torch.cuda.memory.calls, [])
+
+    def test_too_late_said_by_pytorch(self):
+        self.torch.cuda.memory.swap_error = "Can't swap an already initialized allocator"
+        with self.assertRaises(gpumem.Error) as cm:
+            gpumem.torch.use()
+        self.assertIn("comes too late", str(cm.exception))
+        self.assertIsNone(gpumem.torch._installed)
+
+    def test_other_errors_pass_through(self):
+        self.torch.cuda.memory.swap_error = "something else"
+        with self.assertRaises(RuntimeError):
+            gpumem.torch.use()
+
+    def test_memory_stats(self):
+        held = gpumem._lib.lib.held
+        held.gpumem_torch_alloc.restype = ctypes.c_void_p
+        held.gpumem_torch_alloc.argtypes = [ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p]
+        held.gpumem_torch_free.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int,
+                                           ctypes.c_void_p]
+        base = gpumem.torch.memory_stats()
+        p = held.gpumem_torch_alloc(1000, 0, 0x5000)
+        m = gpumem.torch.memory_stats()
+        self.assertEqual(m["requested_bytes.all.current"], base["requested_bytes.all.current"] + 1000)
+        self.assertEqual(m["requested_bytes.all.current"], gpumem.stats()["devices"][0]["bytes"]["current"])
+        self.assertEqual(m["allocated_bytes.all.current"], base["allocated_bytes.all.current"] + 1024)
+        self.assertEqual(m["allocation.all.current"], base["allocation.all.current"] + 1)
+        self.assertEqual(m["allocation.all.allocated"], base["allocation.all.allocated"] + 1)
+        self.assertGreaterEqual(m["reserved_bytes.all.current"], m["allocated_bytes.all.current"])
+        self.assertGreaterEqual(m["allocated_bytes.all.peak"], m["allocated_bytes.all.current"])
+        held.gpumem_torch_free(p, 1000, 0, 0x5000)
+        m = gpumem.torch.memory_stats()
+        self.assertEqual(m["allocated_bytes.all.current"], base["allocated_bytes.all.current"])
+        self.assertEqual(m["allocation.all.freed"], base["allocation.all.freed"] + 1)
+        self.assertIsNone(held.gpumem_torch_alloc(4 << 30, 0, 0x5000))
+        m = gpumem.torch.memory_stats()
+        self.assertEqual(m["num_ooms"], base["num_ooms"] + 1)
+        self.assertEqual(m["num_alloc_retries"], base["num_alloc_retries"] + 1)
+
+
+FAKE_CUPY = {
+    "cupy/__init__.py": "from . import cuda\n",
+    "cupy/cuda/__init__.py": """
+        from . import memory
+        current = None
+        def set_allocator(fn):
+            global current
+            current = fn
+    """,
+    "cupy/cuda/memory.py": """
+        class CFunctionAllocator:
+            def __init__(self, param, malloc_func, free_func, owner):
+                self.args = (param, malloc_func, free_func, owner)
+            def malloc(self, size):
+                return size
+    """,
+}
+
+FAKE_NUMBA = {
+    "numba/__init__.py": "from . import cuda\n",
+    "numba/cuda/__init__.py": """
+        import collections, contextlib
+        from .cudadrv import driver
+        MemoryInfo = collections.namedtuple("MemoryInfo", "free total")
+        class HostOnlyCUDAMemoryManager:
+            def __init__(self, context):
+                self.context = context
+                self.reset_calls = 0
+            def reset(self):
+                self.reset_calls += 1
+            @contextlib.contextmanager
+            def defer_cleanup(self):
+                yield
+        class MemoryPointer:
+            def __init__(self, context, pointer, size, owner=None, finalizer=None):
+                self.context, self.device_pointer, self.size = context, pointer, size
+                self.finalizer = finalizer
+    """,
+    "numba/cuda/cudadrv/__init__.py": "",
+    "numba/cuda/cudadrv/driver.py": "USE_NV_BINDING = False\n",
+}
+
+
+class CupyAndNumba(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        write_tree(cls.tmp.name, {**FAKE_CUPY, **FAKE_NUMBA})
+        sys.path.insert(0, cls.tmp.name)
+
+    @classmethod
+    def tearDownClass(cls):
+        sys.path.remove(cls.tmp.name)
+        cls.tmp.cleanup()
+
+    def test_cupy_use(self):
+        import cupy
+        gpumem.cupy.use()
+        allocator = gpumem.cupy.allocator()
+        self.assertEqual(cupy.cuda.current, allocator.malloc)
+        param, malloc, free, owner = allocator.args
+        lib = ctypes.CDLL(gpumem.library_path())
+        self.assertEqual(malloc, ctypes.cast(lib.gpumem_cupy_malloc, ctypes.c_void_p).value)
+        self.assertEqual(free, ctypes.cast(lib.gpumem_cupy_free, ctypes.c_void_p).value)
+        # Called as CuPy calls them: malloc(param, size, device), free(param, ptr, device).
+        c_malloc = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
+                                     ctypes.c_int)(malloc)
+        c_free = ctypes.PYFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)(free)
+        before = gpumem.stats()["count"]["device"]["current"]
+        p = c_malloc(param, 5000, 0)  # cupy-site
+        self.assertIn(f"at {HERE}:{line_of('# cupy-site')} (test_cupy_use)", gpumem.report())
+        self.assertEqual(gpumem.stats()["count"]["device"]["current"], before + 1)
+        c_free(param, p, 0)
+        self.assertEqual(gpumem.stats()["count"]["device"]["current"], before)
+        self.assertIsNone(c_malloc(param, 3 << 30, 0))
+
+    def test_numba_plugin(self):
+        import numba.cuda
+        import gpumem.numba as plugin
+        self.assertIs(plugin._numba_memory_manager, plugin.MemoryManager)
+        self.assertTrue(issubclass(plugin.MemoryManager, numba.cuda.HostOnlyCUDAMemoryManager))
+
+        class Context:
+            class device:
+                id = 0
+        mm = plugin.MemoryManager(Context())
+        self.assertEqual(mm.interface_version, 1)
+        mm.initialize()
+        before = gpumem.stats()["bytes"]["device"]["current"]
+        mp = mm.memalloc(4000)  # numba-site
+        self.assertIsInstance(mp.device_pointer, ctypes.c_uint64)
+        self.assertEqual(mp.size, 4000)
+        self.assertEqual(gpumem.stats()["bytes"]["device"]["current"], before + 4000)
+        self.assertIn(f"at {HERE}:{line_of('# numba-site')} (test_numba_plugin)", gpumem.report())
+        mp.finalizer()
+        self.assertEqual(gpumem.stats()["bytes"]["device"]["current"], before)
+        empty = mm.memalloc(0)
+        self.assertEqual(empty.device_pointer.value, 0)
+        self.assertIsNone(empty.finalizer)
+        with self.assertRaises(gpumem.Error) as cm:
+            mm.memalloc(3 << 30)
+        self.assertEqual(cm.exception.name, "GPUMEM_ENOMEM")
+        info = mm.get_memory_info()
+        self.assertEqual(info.total, 1 << 30)
+        self.assertLessEqual(info.free, info.total)
+        with self.assertRaises(gpumem.Error) as cm:
+            mm.get_ipc_handle(mp)
+        self.assertIn("IPC handle of gpumem pool memory is not supported", str(cm.exception))
+        with mm.defer_cleanup():
+            pass
+        mm.reset()
+        self.assertEqual(mm.reset_calls, 1)
+
+    def test_numba_by_environment(self):
+        r = run_python("""
+            import importlib, os
+            mod = importlib.import_module(os.environ["NUMBA_CUDA_MEMORY_MANAGER"])
+            print(mod._numba_memory_manager.__name__)
+        """, NUMBA_CUDA_MEMORY_MANAGER="gpumem.numba",
+            PYTHONPATH=os.pathsep.join([self.tmp.name, os.environ.get("PYTHONPATH", "")]))
+        self.assertEqual(r.stdout.strip(), "MemoryManager", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
