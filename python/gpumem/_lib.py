@@ -17,6 +17,8 @@ class Error(Exception):
     """A gpumem failure. str() is gpumem's own message ("gpumem: error: ..."); code is the
     gpumem status (negative, e.g. -1 for GPUMEM_ENOMEM) and name its name."""
 
+    __module__ = "gpumem"
+
     def __init__(self, message, code=0, name=""):
         super().__init__(message)
         self.code = code

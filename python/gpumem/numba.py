@@ -8,6 +8,7 @@ that asked for it; host (pinned, mapped) memory stays Numba's own.
 """
 import contextlib
 import ctypes
+import weakref
 
 from numba import cuda
 
@@ -22,11 +23,21 @@ class _Checkpoint(ctypes.Structure):
 
 
 def _device_pointer(address):
-    """The pointer type Numba's driver binding takes."""
+    """The pointer type Numba's driver binding takes: CUdeviceptr of NVIDIA's cuda-python
+    binding (numba-cuda's default), or a ctypes integer for Numba's own ctypes binding."""
     from numba.cuda.cudadrv import driver
-    if getattr(driver, "USE_NV_BINDING", False):
-        return driver.binding.CUdeviceptr(address)
-    return ctypes.c_uint64(address)
+    nvidia = getattr(driver, "USE_NV_BINDING", None)
+    if nvidia is None:
+        nvidia = hasattr(driver, "binding")
+    if not nvidia:
+        return ctypes.c_uint64(address)
+    binding = getattr(driver, "binding", None)
+    if binding is None or not hasattr(binding, "CUdeviceptr"):
+        try:
+            from cuda.bindings import driver as binding
+        except ImportError:
+            from cuda import cuda as binding
+    return binding.CUdeviceptr(address)
 
 
 def _releaser(address):
@@ -54,7 +65,8 @@ class MemoryManager(cuda.HostOnlyCUDAMemoryManager):
         device = self.context.device.id
         address = alloc(size, device) if size else 0
         finalizer = _releaser(address) if address else None
-        return cuda.MemoryPointer(self.context, _device_pointer(address), size,
+        # A proxy, as Numba's own manager passes: the pointer must not keep its context alive.
+        return cuda.MemoryPointer(weakref.proxy(self.context), _device_pointer(address), size,
                                   finalizer=finalizer)
 
     def get_memory_info(self):

@@ -63,7 +63,7 @@ def memory_stats(device=None):
         "allocated_bytes.all.peak": p["peak_in_use"],
         "active_bytes.all.current": p["in_use"],
         "active_bytes.all.peak": p["peak_in_use"],
-        "requested_bytes.all.current": requested["current"],
+        "requested_bytes.all.current": p["requested"],
         "requested_bytes.all.peak": requested["peak"],
         "requested_bytes.all.allocated": requested["total"],
         "requested_bytes.all.freed": requested["total"] - requested["current"],
