@@ -5,7 +5,8 @@
 #    gpumem_add_check_test registered with the right command line (it runs on a GPU only:
 #    without one gpumem check exits 77 and CTest counts the test as skipped);
 #  - pkg-config, shared (the README's command, with -Wl,-rpath) and --static;
-#  - the installed `gpumem` finds its libgpumem_check.so, man pages and completion are there.
+#  - the installed `gpumem` finds its libgpumem_check.so, man pages and completion are there;
+#  - the Python package imports from where it was installed and finds its library.
 # usage: run.sh BUILD_DIR SOURCE_DIR CUDA_TOOLKIT_ROOT FAKE_LIBCUDA
 set -euo pipefail
 build=$1 src=$2 cuda=$3 fake_libcuda=$4
@@ -50,6 +51,17 @@ fi
 # so that gpumem check runs a program here: `true` uses no CUDA).
 out=$(GPUMEM_LIBCUDA=$fake_libcuda "$prefix/bin/gpumem" check -- true 2>&1)
 [[ $out == *"true used no CUDA"* ]] || { echo "installed gpumem check: $out"; exit 1; }
+
+# The Python package: Python finds it in PREFIX/lib/pythonX.Y/site-packages (on PYTHONPATH, as
+# docs/python.md says for a prefix other than ~/.local), and it finds libgpumem_python.so in
+# the prefix by itself (no GPUMEM_LIBRARY), which finds libgpumem.so beside it.
+if command -v python3 >/dev/null; then
+  pydir=$(ls -d "$prefix"/lib/python3*/site-packages)
+  out=$(cd "$work" && env -u GPUMEM_LIBRARY -u LD_LIBRARY_PATH GPUMEM_BACKEND=sim PYTHONPATH="$pydir" \
+    python3 -c 'import gpumem; p = gpumem.alloc(1000); print(gpumem.library_path(), gpumem.stats()["bytes"]["device"]["current"]); gpumem.free(p)')
+  want="$(ls "$prefix"/lib*/libgpumem_python.so) 1000"
+  [[ $out == "$want" ]] || { echo "installed Python package: '$out', want '$want'"; exit 1; }
+fi
 
 cmake -S "$src/tests/install/consumer" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" \
   -DCUDAToolkit_ROOT="$cuda" >/dev/null
