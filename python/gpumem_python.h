@@ -9,7 +9,7 @@
  *
  * Every block comes from one gpumem device pool per device, made at the first request for
  * that device and kept until the process ends, so every block is a gpumem allocation: in
- * gpumem_stats(), the leak report at exit, the trace, and `gpumem check`. A block is
+ * gpumem_stats(), the leak report at exit and the trace. A block is
  * stream-ordered memory on the stream it was requested on (docs/pools.md's rules): released
  * on a stream, it is reused at once by that stream's next request and reaches another stream
  * only through CUDA's pool, once the releasing stream's work is done.

@@ -5,8 +5,8 @@
     gpumem.cupy.use()
     numba.cuda.set_memory_manager(gpumem.numba.MemoryManager)
 
-Every block is a gpumem allocation: gpumem.stats(), gpumem.report(), the leak report at exit,
-GPUMEM_TRACE and `gpumem check` all see it. Pure Python over ctypes; it needs
+Every block is a gpumem allocation: gpumem.stats(), gpumem.report(), the leak report at exit
+and GPUMEM_TRACE all see it. Pure Python over ctypes; it needs
 libgpumem_python.so (installed beside libgpumem.so). docs/python.md.
 """
 import ctypes
