@@ -11,12 +11,20 @@ libgpumem_python.so (installed beside libgpumem.so). docs/python.md.
 """
 import ctypes
 
-from ._lib import Error, PoolStats, Stats, last_error, lib
+from ._lib import Error, PoolStats, Stats, lib
+from ._lib import last_error as _last_error
 
-__all__ = ["Error", "alloc", "free", "library_path", "pool_stats", "report", "stats",
-           "version", "cupy", "numba", "torch"]
+__all__ = ["Error", "alloc", "free", "last_error", "library_path", "pool_stats", "report",
+           "stats", "version", "cupy", "numba", "torch"]
 
 REPORT_SUMMARY, REPORT_FULL, REPORT_JSON = 0x0, 0x1, 0x2
+
+
+def last_error():
+    """The calling thread's last gpumem failure as an Error (not raised): after PyTorch's or
+    CuPy's out-of-memory error, gpumem's own words for it. code is 0 when the last gpumem call
+    on this thread succeeded."""
+    return _last_error()
 
 
 def library_path():
@@ -90,7 +98,7 @@ def alloc(nbytes, device=0, stream=0):
         raise ValueError(f"nbytes must not be negative, not {nbytes}")
     ptr = lib.held.gpumem_python_alloc(nbytes, device, stream or None)
     if not ptr and nbytes:
-        raise last_error()
+        raise _last_error()
     return ptr or 0
 
 
@@ -99,7 +107,7 @@ def free(ptr, stream=0):
     Error on a double free, a foreign or interior pointer."""
     status = lib.held.gpumem_python_free(ptr or None, stream or None)
     if status != 0:
-        raise last_error()
+        raise _last_error()
 
 
 def __getattr__(name):

@@ -6,7 +6,9 @@
 
 torch: a 2-layer MLP trained 50 steps with a fixed seed gives the same losses with
 gpumem.torch.use() as with PyTorch's own allocator (relative 1e-5), and
-gpumem.torch.memory_stats() agrees with gpumem.stats(). cupy and numba: a program runs on
+gpumem.torch.memory_stats() agrees with gpumem.stats(); a request the device cannot hold makes
+PyTorch raise, and gpumem.last_error() then has gpumem's words; use() after CUDA is set up
+is refused. cupy and numba: a program runs on
 gpumem's pools, and gpumem.stats() shows its allocations. Each: a planted leak through the
 framework is in gpumem's leak report at exit, with where it was made.
 
@@ -98,6 +100,19 @@ def child_too_late():
         gpumem.torch.use()
     except gpumem.Error as e:
         print(e)
+
+
+def child_torch_oom():
+    import torch
+    import gpumem
+    gpumem.torch.use()
+    try:
+        t = torch.empty(1 << 42, dtype=torch.uint8, device="cuda")   # 4 TiB
+    except Exception as e:   # torch.OutOfMemoryError, a RuntimeError
+        err = gpumem.last_error()
+        print(json.dumps({"raised": type(e).__name__, "code": err.code, "message": str(err)}))
+        return
+    print(json.dumps({"raised": None, "data_ptr": t.data_ptr()}))
 
 
 def child_cupy_program():
@@ -196,6 +211,14 @@ def check_torch():
     if m["requested_bytes.all.current"] < pooled["live_at_least"]:
         fail(f"the tensors alive hold {pooled['live_at_least']} bytes, gpumem counts fewer: {m}")
     print("memory_stats agrees with gpumem.stats:", json.dumps(m))
+    oom = last_json(child("torch_oom"), "the out-of-memory program")
+    if not oom["raised"]:
+        fail(f"PyTorch did not raise when the allocator returned NULL: the tensor's data "
+             f"pointer is {oom['data_ptr']:#x}")
+    if oom["code"] != -1 or "gpumem: error: out of memory: 4.0 TiB" not in oom["message"]:
+        fail(f"after PyTorch's {oom['raised']}, gpumem.last_error() says {oom}")
+    print(f"out of memory: PyTorch raised {oom['raised']}; gpumem.last_error(): "
+          + oom["message"].splitlines()[0])
     r = child("too_late")
     if "gpumem.torch.use() comes too late" not in r.stdout:
         fail(f"too late was not said:\n{r.stdout}\n{r.stderr}")

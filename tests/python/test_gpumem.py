@@ -263,6 +263,10 @@ class Torch(unittest.TestCase):
         self.assertEqual(m["allocated_bytes.all.current"], base["allocated_bytes.all.current"])
         self.assertEqual(m["allocation.all.freed"], base["allocation.all.freed"] + 1)
         self.assertIsNone(held.gpumem_torch_alloc(4 << 30, 0, 0x5000))
+        e = gpumem.last_error()   # what PyTorch's out-of-memory error does not say
+        self.assertEqual((e.code, e.name), (-1, "GPUMEM_ENOMEM"))
+        self.assertIn("gpumem: error: out of memory: 4.0 GiB device memory requested from a "
+                      "device pool", str(e))
         m = gpumem.torch.memory_stats()
         self.assertEqual(m["num_ooms"], base["num_ooms"] + 1)
         self.assertEqual(m["num_alloc_retries"], base["num_alloc_retries"] + 1)
