@@ -49,6 +49,13 @@ class PoolStats(ctypes.Structure):
         ("fragmentation", ctypes.c_double)]
 
 
+class Checkpoint(ctypes.Structure):
+    """gpumem_checkpoint_t."""
+    _fields_ = [("seq", ctypes.c_uint64), ("device_bytes", ctypes.c_uint64),
+                ("device_free", ctypes.c_size_t), ("device_total", ctypes.c_size_t),
+                ("device", ctypes.c_int)]
+
+
 def _candidates():
     env = os.environ.get("GPUMEM_LIBRARY")
     if env:
@@ -90,6 +97,7 @@ def _declare(lib):
         "gpumem_python_string_free": (None, [c.c_void_p]),
         "gpumem_python_skip_dir": (None, [c.c_char_p]),
         "gpumem_stats": (c.c_int, [c.POINTER(Stats)]),
+        "gpumem_checkpoint_device": (Checkpoint, [c.c_int]),
         "gpumem_kind_name": (c.c_char_p, [c.c_int]),
         "gpumem_err_name": (c.c_char_p, [c.c_int]),
         "gpumem_strerror": (c.c_char_p, [c.c_int]),

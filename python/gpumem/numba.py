@@ -15,13 +15,6 @@ from numba import cuda
 from . import _lib, alloc, free
 
 
-class _Checkpoint(ctypes.Structure):
-    """gpumem_checkpoint_t."""
-    _fields_ = [("seq", ctypes.c_uint64), ("device_bytes", ctypes.c_uint64),
-                ("device_free", ctypes.c_size_t), ("device_total", ctypes.c_size_t),
-                ("device", ctypes.c_int)]
-
-
 def _device_pointer(address):
     """The pointer type Numba's driver binding takes: CUdeviceptr of NVIDIA's cuda-python
     binding (numba-cuda's default), or a ctypes integer for Numba's own ctypes binding."""
@@ -44,7 +37,9 @@ def _releaser(address):
     def release():
         try:
             free(address)
-        except Exception:  # at interpreter exit, modules may be gone: the report says so
+        except Exception:  # pylint: disable=broad-except
+            # A finalizer has no caller to raise to: the library's handler has printed the
+            # error (a double free, say), and at interpreter exit modules may be gone.
             pass
     return release
 
@@ -70,12 +65,12 @@ class MemoryManager(cuda.HostOnlyCUDAMemoryManager):
                                   finalizer=finalizer)
 
     def get_memory_info(self):
-        lib = _lib.lib.load()._lib
-        fn = lib.gpumem_checkpoint_device
-        fn.restype, fn.argtypes = _Checkpoint, [ctypes.c_int]
-        cp = fn(self.context.device.id)
+        device = self.context.device.id
+        cp = _lib.lib.gpumem_checkpoint_device(device)
         if cp.device < 0:
-            raise _lib.last_error()
+            raise _lib.Error(f"gpumem: error: the free and total memory of device {device} "
+                             "cannot be read (cudaMemGetInfo failed, or there is no such "
+                             "device)", -8, "GPUMEM_ECUDA")
         return cuda.MemoryInfo(free=cp.device_free, total=cp.device_total)
 
     def get_ipc_handle(self, memory):

@@ -377,6 +377,13 @@ class CupyAndNumba(unittest.TestCase):
         info = mm.get_memory_info()
         self.assertEqual(info.total, 1 << 30)
         self.assertLessEqual(info.free, info.total)
+        Context.device.id = 7   # the simulated machine has one device
+        with self.assertRaises(gpumem.Error) as cm:
+            mm.get_memory_info()
+        self.assertEqual(str(cm.exception), "gpumem: error: the free and total memory of "
+                         "device 7 cannot be read (cudaMemGetInfo failed, or there is no such "
+                         "device)")
+        Context.device.id = 0
         with self.assertRaises(gpumem.Error) as cm:
             mm.get_ipc_handle(mp)
         self.assertIn("IPC handle of gpumem pool memory is not supported", str(cm.exception))
