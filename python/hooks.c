@@ -151,13 +151,21 @@ void gpumem_python_skip_dir(const char *dir)
     free(atomic_exchange(&skip_dir, copy));
 }
 
-/* A frame of the framework's own code or of the gpumem package says less than the first
- * frame of the program that called into them. */
-static int skipped_file(const char *file)
+/* How choosy a search for the caller's frame is: a frame of the gpumem package says less than
+ * one of the framework that called it, and a framework's (an installed package's) less than
+ * the program's own. */
+enum { SKIP_PACKAGES, SKIP_GPUMEM, SKIP_NONE };
+
+static int skipped_file(const char *file, int level)
 {
+    if (level == SKIP_NONE)
+        return 0;
     const char *dir = atomic_load(&skip_dir);
-    return strncmp(file, "<frozen ", 8) == 0 || strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") ||
-           (dir && strncmp(file, dir, strlen(dir)) == 0);
+    if (dir && strncmp(file, dir, strlen(dir)) == 0)
+        return 1;
+    return level == SKIP_PACKAGES &&
+           (strncmp(file, "<frozen ", 8) == 0 || strstr(file, "/site-packages/") ||
+            strstr(file, "/dist-packages/"));
 }
 
 static const char *code_str(pyobj *code, const char *attr)
@@ -172,46 +180,62 @@ static const char *code_str(pyobj *code, const char *attr)
     return kept;
 }
 
-static int frame_site(pyobj *frame, gpumem_site *out)
+/* Fills @p out from @p frame unless its file is skipped at @p level; 1 when filled. The file's name is looked at before anything is kept, so skipped frames (most of
+ * them, in a framework's Python code) cost two attribute reads each. */
+static int frame_site(pyobj *frame, int level, gpumem_site *out)
 {
     pyobj *code = py.frame_code(frame);
     if (!code)
         return 0;
-    out->file = code_str(code, "co_filename");
-    out->func = code_str(code, "co_name");
-    out->line = py.frame_line(frame);
+    pyobj *file = py.getattr(code, "co_filename");
+    const char *text = file ? py.utf8(file) : NULL; /* alive while file is */
+    int filled = 0;
+    if (text && !skipped_file(text, level)) {
+        out->file = intern(text);
+        out->func = code_str(code, "co_name");
+        out->line = py.frame_line(frame);
+        filled = out->file != NULL;
+    }
+    if (file)
+        py.decref(file);
+    if (!text)
+        py.err_clear();
     py.decref(code);
-    return out->file != NULL;
+    return filled;
 }
 
-/* The innermost frame outside the skipped files, else the innermost; 0 when the thread does
- * not hold the GIL (then no Python object may be touched) or runs no Python. */
+/* The innermost frame at the first level that has one: outside installed packages and the
+ * gpumem package, else outside the gpumem package, else the innermost. */
+static int frame_at_level(pyobj *frame, int level, gpumem_site *out)
+{
+    pyobj *f = frame;
+    int found = 0;
+    for (int depth = 0; f && !found && depth < 64; depth++) {
+        found = frame_site(f, level, out);
+        if (!found) {
+            pyobj *back = py.frame_back(f);
+            if (f != frame)
+                py.decref(f);
+            f = back;
+        }
+    }
+    if (f && f != frame)
+        py.decref(f);
+    return found;
+}
+
+/* 0 when the thread does not hold the GIL (then no Python object may be touched) or runs no
+ * Python. */
 static int python_site(gpumem_site *out)
 {
     pthread_once(&py_once, py_resolve);
     if (!py.found || !py.is_initialized() || !py.gil_check())
         return 0;
-    pyobj *frame = py.current_frame();
+    pyobj *frame = py.current_frame(); /* borrowed; the frames behind it are new references */
     if (!frame)
         return 0;
-    gpumem_site first = {0};
-    int have_first = frame_site(frame, &first);
-    gpumem_site site = first;
-    int found = !have_first || !skipped_file(first.file);
-    pyobj *f = frame;
-    for (int depth = 0; !found && depth < 64; depth++) {
-        pyobj *back = py.frame_back(f);
-        if (f != frame)
-            py.decref(f);
-        f = back;
-        if (!f)
-            break;
-        found = frame_site(f, &site) && !skipped_file(site.file);
-    }
-    if (f && f != frame)
-        py.decref(f);
-    *out = found ? site : first;
-    return have_first;
+    return frame_at_level(frame, SKIP_PACKAGES, out) || frame_at_level(frame, SKIP_GPUMEM, out) ||
+           frame_site(frame, SKIP_NONE, out);
 }
 
 /* ---- the hooks -------------------------------------------------------------------------- */

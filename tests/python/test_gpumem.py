@@ -68,6 +68,36 @@ class StatsAndReport(unittest.TestCase):
         self.assertEqual(gpumem.report(), "")
         self.assertEqual(gpumem.report(full=False), "")
 
+    def test_site_skips_installed_packages(self):
+        with tempfile.TemporaryDirectory() as d:
+            write_tree(d, {"site-packages/framework/__init__.py": """
+                import gpumem
+                def make(n):
+                    return gpumem.alloc(n)
+                """, "site-packages/main.py": """
+                import framework, gpumem
+                p = framework.make(800)
+                print(gpumem.report(), end="")
+                """})
+            sys.path.insert(0, os.path.join(d, "site-packages"))
+            try:
+                import framework
+                p = framework.make(700)  # through-framework
+            finally:
+                sys.path.pop(0)
+            text = gpumem.report()
+            gpumem.free(p)
+            self.assertIn(f"700 B in 1 device allocation at {HERE}:"
+                          f"{line_of('# through-framework')} (test_site_skips_installed_packages)",
+                          text)
+            # Every frame is in installed packages: the innermost is named.
+            main = os.path.join(d, "site-packages", "main.py")
+            r = subprocess.run([sys.executable, main], capture_output=True, text=True,
+                               timeout=60)
+            self.assertIn("800 B in 1 device allocation at " +
+                          os.path.join(d, "site-packages", "framework", "__init__.py") +
+                          ":4 (make)", r.stdout, r.stderr)
+
     def test_report_json_and_file(self):
         p = gpumem.alloc(4096)
         with tempfile.TemporaryFile("w+") as f:
