@@ -68,7 +68,8 @@ GPUMEM_API char *gpumem_python_report(unsigned flags);
 GPUMEM_API void gpumem_python_string_free(char *s);
 
 /** Frames of files under @p dir (the gpumem package's folder) are skipped when a call site is
- *  taken from Python's stack. Copied; NULL forgets it. */
+ *  taken from Python's stack. Copied; NULL forgets it. Called once, as the package loads the
+ *  library: not while other threads allocate. */
 GPUMEM_API void gpumem_python_skip_dir(const char *dir);
 
 #ifdef __cplusplus
