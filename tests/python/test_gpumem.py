@@ -3,7 +3,7 @@ reports, errors as gpumem.Error with the library's words, how the library is fou
 framework glue against small stand-ins for torch, cupy and numba written by the test (the
 real frameworks are exercised by the gpu tests)."""
 import ctypes
-import inspect
+import json
 import os
 import subprocess
 import sys
@@ -117,6 +117,25 @@ class StatsAndReport(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("1 allocation (12.1 KiB) still live at exit", r.stderr)
         self.assertIn("12.1 KiB in 1 device allocation at <string>:4 (keep)", r.stderr)
+
+
+    def test_trace_names_the_python_line(self):
+        with tempfile.TemporaryDirectory() as d:
+            trace = os.path.join(d, "trace.json")
+            r = run_python("""
+                import gpumem
+                def step():
+                    p = gpumem.alloc(5000)
+                    gpumem.free(p)
+                step()
+            """, GPUMEM_TRACE=trace)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(trace, encoding="utf-8") as f:
+                events = json.load(f)["traceEvents"]
+        made = [e for e in events if e.get("ph") == "b"]
+        gone = [e for e in events if e.get("ph") == "e"]
+        self.assertEqual([(e["name"], e["args"]["bytes"]) for e in made], [("<string>:4 (step)", 5000)])
+        self.assertEqual([e["args"]["released_at"] for e in gone], ["<string>:5 (step)"])
 
 
 class Errors(unittest.TestCase):
