@@ -17,7 +17,7 @@
 
 const struct lint_rule_info lint_rules[LINT_RULE_COUNT] = {
 #define GPUMEM_RULE(id, checker, family, name, desc, brief, help)                                \
-    {#id, "gpumem." #checker, name, brief, help},
+    {#id, "gpumem." #checker, name, desc, brief, help},
 #include "analyzer/rules.def"
 #undef GPUMEM_RULE
 };

@@ -32,13 +32,14 @@ static void usage(FILE *out)
         "usage: gpumem lint [options] PATHS... [-- COMPILER_FLAGS...]\n"
         "       gpumem lint [options] -p BUILD_DIR|compile_commands.json [PATHS...]\n"
         "\n"
-        "Runs gpumem's checkers for the Clang Static Analyzer on CUDA, C and C++ sources:\n"
-        "  GM001  allocation never released          GM007  host read of write-combined memory\n"
-        "  GM002  mismatched release                 GM008  double release\n"
-        "  GM003  misaligned vector view (float4)    GM009  use after release\n"
-        "  GM004  unchecked CUDA status or launch    GM010  release of an interior pointer\n"
-        "  GM005  allocation in a loop not released  GM011  cudaFreeAsync of memory that is\n"
-        "  GM006  early exit (return, goto, ...) leaks       not stream-ordered device memory\n"
+        "Runs gpumem's checkers for the Clang Static Analyzer on CUDA, C and C++ sources.\n",
+        out);
+    /* The rules one a line, from the one list (rules.def): a table of two columns would be
+     * read as prose by help2man and run together in the man page. */
+    fputs("Rules (--list-rules says more of each):\n", out);
+    for (int r = 0; r < LINT_RULE_COUNT; r++)
+        fprintf(out, "  %s  %s\n", lint_rules[r].id, lint_rules[r].desc);
+    fputs(
         "Each source file (.cu .c .cc .cpp .cxx) is analyzed as a translation unit; headers\n"
         "through the units that include them. Folders are walked for --extensions.\n"
         "\n"

@@ -43,6 +43,7 @@ struct lint_rule_info {
     const char *id;      /**< "GM001" */
     const char *checker; /**< "gpumem.NeverReleased": the analyzer's checker, its SARIF ruleId */
     const char *name;    /**< "allocation-never-released" (SARIF rule name) */
+    const char *desc;    /**< "memory never released on some path" (--help's list) */
     const char *brief;   /**< one line */
     const char *help;    /**< what to do about it */
 };
