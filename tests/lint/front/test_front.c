@@ -837,6 +837,31 @@ static void test_omp_and_rdc(void)
     globfree(&g);
 }
 
+/* mpi.h, which MPI's packages install outside the default path, is found where they put it:
+ * MPI_HOME first; only for the unit that includes it. */
+static void test_mpi_header(void)
+{
+    fresh("mpi");
+    write_file("home/include/mpi.h", "typedef int MPI_Comm;\n");
+    write_file("a.cu", "#include <mpi.h>\nMPI_Comm c;\n");
+    write_file("b.cu", "int y;\n");
+    char home[600], want[700];
+    snprintf(home, sizeof home, "%s/mpi/home", root);
+    setenv("MPI_HOME", home, 1);
+    lint("--no-config", "--print-commands", "a.cu", "b.cu", NULL);
+    unsetenv("MPI_HOME");
+    EXPECT_EQ(r.rc, 0);
+    snprintf(want, sizeof want, "-isystem %s/include ", home);
+    EXPECT_CONTAINS(r.out, want);
+    EXPECT_EQ(count(r.out, want), 1);
+    /* The user's folder comes first: no derived one then. */
+    write_file("mine/mpi.h", "typedef int MPI_Comm;\n");
+    setenv("MPI_HOME", home, 1);
+    lint("--no-config", "--print-commands", "a.cu", "--", "-Imine", NULL);
+    unsetenv("MPI_HOME");
+    EXPECT_EQ(count(r.out, want), 0);
+}
+
 static void test_included_sources(void)
 {
     fresh("incsrc");
@@ -1147,6 +1172,7 @@ int main(int argc, char **argv)
     RUN(test_user_flags_win);
     RUN(test_nearest_header_derived);
     RUN(test_omp_and_rdc);
+    RUN(test_mpi_header);
     RUN(test_included_sources);
     RUN(test_compdb);
     RUN(test_compdb_dedupe_many);
