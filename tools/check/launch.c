@@ -23,6 +23,7 @@
 #include "cli.h"
 #include "engine.h"
 #include "gpumem.h"
+#include "rank.h"
 #include "settings.h"
 #include "sigsafe.h"
 #include "suppress.h"
@@ -119,10 +120,18 @@ static void forward(int sig)
 
 /* One checked process, from its status file. */
 typedef struct {
-    long pid, errors, code;
+    long pid, errors, code, rank, local_rank;
+    long long allocations; /* -1: not known (the process ended by a signal) */
     unsigned long long leaks, leaked_bytes;
     char status[32], command[256];
 } proc_status;
+
+/* A launcher (torchrun's parent, a program that starts the workers): no rank, no CUDA memory
+ * allocated, nothing found. It is listed apart and not counted with the ranks. */
+static int is_launcher(const proc_status *p)
+{
+    return p->rank < 0 && p->allocations == 0 && p->errors == 0;
+}
 
 /* What the processes left on each device, from the status files' device lines (a launcher
  * with a worker per GPU: each worker's device). */
@@ -149,9 +158,16 @@ static void add_device_line(const char *line)
     by_device[d].processes++;
 }
 
-static int by_pid(const void *a, const void *b)
+/* The ranks first, by rank; then the other processes, by pid; the launchers last. */
+static int by_rank(const void *a, const void *b)
 {
     const proc_status *x = a, *y = b;
+    if (is_launcher(x) != is_launcher(y))
+        return is_launcher(x) - is_launcher(y);
+    if ((x->rank < 0) != (y->rank < 0))
+        return x->rank < 0 ? 1 : -1;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
     return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
@@ -170,30 +186,48 @@ static const char *grouped_num(unsigned long long v, char *buf, size_t n)
     return buf;
 }
 
-/* Several processes were checked (a launcher such as mpirun or torchrun, workers): one line
- * for each, by process id, and the total. */
-static void print_processes(const proc_status *p, int n)
+/* "rank 1 (pid 1234" or "pid 1234": a process, as the summary names it. */
+static const char *proc_name(const proc_status *p, char *buf, size_t n)
 {
-    long errors = 0;
-    unsigned long long leaks = 0, bytes = 0;
-    char b[32];
-    fprintf(stderr, "gpumem check: %d processes checked, each with its report above:\n", n);
-    for (int i = 0; i < n; i++) {
-        const char *how = strcmp(p[i].status, "signaled") == 0 ? "killed by signal"
-                          : strcmp(p[i].status, "unchecked") == 0 ? "unchecked, exit"
-                                                                  : "exited";
-        fprintf(stderr, "gpumem check:   pid %ld (%s): %ld error%s (%llu leak%s, %s bytes), %s %ld\n",
-                p[i].pid, p[i].command, p[i].errors, p[i].errors == 1 ? "" : "s", p[i].leaks,
-                p[i].leaks == 1 ? "" : "s", grouped_num(p[i].leaked_bytes, b, sizeof b), how,
-                p[i].code);
-        errors += p[i].errors;
-        leaks += p[i].leaks;
-        bytes += p[i].leaked_bytes;
+    if (p->rank >= 0)
+        snprintf(buf, n, "rank %ld (pid %ld", p->rank, p->pid);
+    else
+        snprintf(buf, n, "pid %ld", p->pid);
+    return buf;
+}
+
+/* "exited 0", "killed by SIGSEGV", "unchecked, exited 0". */
+static const char *how_ended(const proc_status *p, char *buf, size_t n)
+{
+    if (strcmp(p->status, "signaled") == 0) {
+        const char *abbrev = sigabbrev_np((int)p->code);
+        snprintf(buf, n, "killed by SIG%s", abbrev ? abbrev : "?");
+    } else {
+        snprintf(buf, n, "%sexited %ld",
+                 strcmp(p->status, "unchecked") == 0 ? "unchecked, " : "", p->code);
     }
-    fprintf(stderr, "gpumem check: total: %ld error%s (%llu leak%s, %s bytes) in %d processes\n",
-            errors, errors == 1 ? "" : "s", leaks, leaks == 1 ? "" : "s",
-            grouped_num(bytes, b, sizeof b), n);
-    /* With more than one device among them: the total by device. */
+    return buf;
+}
+
+/* One line of the list: "rank 1 (pid 1234, ./app): 1 error (...), exited 0". */
+static void print_process(const proc_status *p)
+{
+    char name[64], how[64], b[32];
+    if (is_launcher(p)) {
+        fprintf(stderr, "gpumem check:   %s (%s): launcher, no CUDA memory allocated; not "
+                        "counted\n", proc_name(p, name, sizeof name), p->command);
+        return;
+    }
+    fprintf(stderr, "gpumem check:   %s%s%s%s: %ld error%s (%llu leak%s, %s bytes), %s\n",
+            proc_name(p, name, sizeof name), p->rank >= 0 ? ", " : " (", p->command,
+            ")", p->errors, p->errors == 1 ? "" : "s", p->leaks, p->leaks == 1 ? "" : "s",
+            grouped_num(p->leaked_bytes, b, sizeof b), how_ended(p, how, sizeof how));
+}
+
+/* With more than one device among them: the total by device. */
+static void print_devices(void)
+{
+    char b[32];
     int devices = 0;
     for (int d = 0; d < LAUNCH_DEVICES; d++)
         devices += by_device[d].processes != 0;
@@ -212,6 +246,50 @@ static void print_processes(const proc_status *p, int n)
     }
 }
 
+/* Several processes were checked (a launcher such as mpirun or torchrun, its ranks): one line
+ * for each, ranks by rank, the total over all but the launchers, and each process that was
+ * killed or failed. p is sorted (by_rank). */
+static void print_processes(const proc_status *p, int n)
+{
+    long errors = 0;
+    unsigned long long leaks = 0, bytes = 0;
+    int counted = 0, ranked = 0;
+    char b[32], name[64], how[64];
+    for (int i = 0; i < n; i++) {
+        if (is_launcher(&p[i]))
+            continue;
+        counted++;
+        ranked += p[i].rank >= 0;
+        errors += p[i].errors;
+        leaks += p[i].leaks;
+        bytes += p[i].leaked_bytes;
+    }
+    const char *what = ranked == counted ? (counted == 1 ? "rank" : "ranks")
+                                         : (counted == 1 ? "process" : "processes");
+    fprintf(stderr, "gpumem check: %d %s checked, each with its report above:\n", counted, what);
+    for (int i = 0; i < n; i++)
+        print_process(&p[i]);
+    fprintf(stderr, "gpumem check: total: %ld error%s (%llu leak%s, %s bytes) in %d %s\n",
+            errors, errors == 1 ? "" : "s", leaks, leaks == 1 ? "" : "s",
+            grouped_num(bytes, b, sizeof b), counted, what);
+    print_devices();
+    for (int i = 0; i < n; i++) {
+        int signaled = strcmp(p[i].status, "signaled") == 0;
+        if (!signaled && p[i].code == 0)
+            continue;
+        /* "rank 1 (pid 1234) killed by SIGSEGV", "pid 1235 (./app) exited with status 3" */
+        proc_name(&p[i], name, sizeof name);
+        if (signaled)
+            how_ended(&p[i], how, sizeof how);
+        else
+            snprintf(how, sizeof how, "exited with status %ld", p[i].code);
+        if (p[i].rank >= 0)
+            fprintf(stderr, "gpumem check: %s) %s\n", name, how);
+        else
+            fprintf(stderr, "gpumem check: %s (%s) %s\n", name, p[i].command, how);
+    }
+}
+
 /* text as a JSON string with the library's escaper: a program's path need not be UTF-8. */
 static void json_puts(FILE *f, const char *text)
 {
@@ -225,20 +303,14 @@ static void json_puts(FILE *f, const char *text)
     fputc('"', f);
 }
 
-/* The file a --log-file or --json pattern names for the process pid: %p is its pid. (No
- * suffix: the program's own process gets the path as given, engine.c.) */
+/* The file a --log-file or --json pattern names for the program's own process, pid: %p is
+ * its pid, %r its rank (which it inherits from gpumem check: `mpirun gpumem check -- ./app`).
+ * No suffix: the program's own process gets the path as given (engine.c). */
 static void expand_pid(const char *pattern, pid_t pid, char *path, size_t size)
 {
-    size_t o = 0;
-    for (const char *c = pattern; *c && o + 24 < size; c++) {
-        if (c[0] == '%' && c[1] == 'p') {
-            o += (size_t)snprintf(path + o, size - o, "%ld", (long)pid);
-            c++;
-        } else {
-            path[o++] = *c;
-        }
-    }
-    path[o] = '\0';
+    check_rank r;
+    check_rank_read(&r);
+    check_path_expand(pattern, (long)pid, r.rank, 0, path, size);
 }
 
 /* The JSON report of a program that was killed before it could write its own: PATH with %p
@@ -291,7 +363,8 @@ static int read_status(const char *dir, long root, long *errors, int *unchecked,
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         FILE *f = fopen(path, "r");
-        proc_status ps = {.pid = strtol(e->d_name, NULL, 10), .errors = -1};
+        proc_status ps = {.pid = strtol(e->d_name, NULL, 10), .errors = -1, .rank = -1,
+                          .local_rank = -1, .allocations = -1};
         if (f) {
             char line[512];
             while (fgets(line, sizeof line, f)) {
@@ -304,7 +377,10 @@ static int read_status(const char *dir, long root, long *errors, int *unchecked,
                          sscanf(line, "status %31s", ps.status) == 1 ||
                          sscanf(line, "code %ld", &ps.code) == 1 ||
                          sscanf(line, "leaks %llu", &ps.leaks) == 1 ||
-                         sscanf(line, "leaked_bytes %llu", &ps.leaked_bytes) == 1)
+                         sscanf(line, "leaked_bytes %llu", &ps.leaked_bytes) == 1 ||
+                         sscanf(line, "allocations %lld", &ps.allocations) == 1 ||
+                         sscanf(line, "rank %ld", &ps.rank) == 1 ||
+                         sscanf(line, "local_rank %ld", &ps.local_rank) == 1)
                     continue;
             }
             fclose(f);
@@ -330,7 +406,7 @@ static int read_status(const char *dir, long root, long *errors, int *unchecked,
     closedir(d);
     rmdir(dir);
     if (n > 1 && n <= cap) {
-        qsort(procs, (size_t)n, sizeof *procs, by_pid);
+        qsort(procs, (size_t)n, sizeof *procs, by_rank);
         print_processes(procs, n);
     }
     free(procs);
