@@ -76,8 +76,12 @@ want "used no CUDA; 1 process it started was checked, with its report above$"
 
 # ---- mpirun: the ranks from OMPI_COMM_WORLD_RANK; files of the launcher (it initialized CUDA,
 # allocated nothing) get "norank-PID" for %r, and it is listed apart, not counted.
-out=$(cd "$tmp" && GPUMEM_CHECK_STACKS=0 "$gpumem" check --log-file=mpi.%r.log -- "$prog" mpirun 2 2>&1)
+out=$(cd "$tmp" && GPUMEM_CHECK_STACKS=0 "$gpumem" check --log-file=mpi.%r.log --trace=tr.%r.json \
+  -- "$prog" mpirun 2 2>&1)
 printf '%s\n' "$out"
+# --trace takes %r too.
+[ -s "$tmp/tr.0.json" ] && [ -s "$tmp/tr.1.json" ] || fail "no trace by rank: $(ls "$tmp")"
+grep -q '"cudaMalloc"' "$tmp/tr.1.json" || fail "rank 1's trace has no cudaMalloc"
 want "^gpumem check: 2 ranks checked, each with its report above:$"
 want "^gpumem check:   rank 1 \($P, .*check_jobs worker 1\): 1 error \(1 leak, 33,554,432 bytes\), exited 0$"
 want "^==[0-9]+== gpumem check: rank 1 \($P, local rank 1, from OMPI_COMM_WORLD_RANK\): " "$tmp/mpi.1.log"

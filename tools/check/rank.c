@@ -45,48 +45,29 @@ void check_rank_read(check_rank *r)
     }
 }
 
-/* Appends the decimal digits of v at path + *o, if they fit in n. */
-static void put_num(char *path, size_t *o, size_t n, long v)
-{
-    char digits[21];
-    gpumem__fmt_u64((uint64_t)v, digits);
-    for (const char *d = digits; *d && *o + 1 < n; d++)
-        path[(*o)++] = *d;
-}
-
-static void put_str(char *path, size_t *o, size_t n, const char *s)
-{
-    for (; *s && *o + 1 < n; s++)
-        path[(*o)++] = *s;
-}
-
 void check_path_expand(const char *pattern, long pid, long rank, int suffix, char *path,
                        size_t n)
 {
+    /* %r first (with a rank, its digits; without, "norank-%p"), then the library's own %p
+     * expansion (format.c), which appends ".PID" when asked and the name has no %p. */
+    char with_rank[4096], digits[21];
     size_t o = 0;
-    int named = 0; /* %p or %r: the name is the process's own */
+    int had_rank = 0;
     if (!n)
         return;
-    for (const char *c = pattern; *c && o + 1 < n; c++) {
-        if (c[0] == '%' && c[1] == 'p') {
-            put_num(path, &o, n, pid);
-        } else if (c[0] == '%' && c[1] == 'r') {
-            if (rank >= 0) {
-                put_num(path, &o, n, rank);
-            } else {
-                put_str(path, &o, n, "norank-");
-                put_num(path, &o, n, pid);
-            }
-        } else {
-            path[o++] = *c;
+    gpumem__fmt_u64((uint64_t)(rank < 0 ? 0 : rank), digits);
+    const char *rank_text = rank >= 0 ? digits : "norank-%p";
+    for (const char *c = pattern; *c && o + 1 < sizeof with_rank; c++) {
+        if (c[0] != '%' || c[1] != 'r') {
+            with_rank[o++] = *c;
             continue;
         }
-        named = 1;
+        for (const char *d = rank_text; *d && o + 1 < sizeof with_rank; d++)
+            with_rank[o++] = *d;
+        had_rank = 1;
         c++;
     }
-    if (!named && suffix) {
-        put_str(path, &o, n, ".");
-        put_num(path, &o, n, pid);
-    }
-    path[o] = '\0';
+    with_rank[o] = '\0';
+    if (gpumem__path_expand(with_rank, pid, suffix && !had_rank, path, n) >= n)
+        path[0] = '\0';
 }

@@ -16,9 +16,9 @@ typedef struct {
 void check_rank_read(check_rank *r);
 
 /* PATTERN with %p replaced by pid and %r by rank (a process without one: "norank-PID"), into
- * path (n bytes). suffix: a process whose files would otherwise clash with the program's own
- * (a child of it), so ".PID" is appended when PATTERN has neither %p nor %r.
- * Async-signal-safe (the crash-time report names its files with it). */
+ * path (n bytes; "" when the name does not fit). suffix: a process whose files would otherwise
+ * clash with the program's own (a child of it), so ".PID" is appended when PATTERN has neither
+ * %p nor %r. Async-signal-safe (the crash-time report names its files with it). */
 void check_path_expand(const char *pattern, long pid, long rank, int suffix, char *path,
                        size_t n);
 
