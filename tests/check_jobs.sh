@@ -107,5 +107,14 @@ names=$(cd "$tmp" && ls outer.*.* | tr '\n' ' ')
 want "^==[0-9]+== gpumem check: rank 0 \($P, local rank 0, from OMPI_COMM_WORLD_RANK\): " "$tmp/outer.0.log"
 want "^==[0-9]+== ERROR SUMMARY of rank 1 \($P\): 1 error \(1 leak\), 0 suppressed$" "$tmp/outer.1.log"
 want '"rank": 1, "local_rank": 1, "rank_from": "OMPI_COMM_WORLD_RANK"' "$tmp/outer.1.json"
+
+# A rank killed by SIGKILL before its report (`mpirun gpumem check --json=k.%r.json -- ./app`):
+# an earlier run's k.4.json is removed first, and the one left says killed, with the rank.
+echo '{"status": "exited", "summary": {"errors": 0}}' >"$tmp/k.4.json"
+RANK=4 "$gpumem" check --json="$tmp/k.%r.json" -- sh -c 'kill -KILL $$' >/dev/null 2>&1
+rc=$?
+[ "$rc" -eq 137 ] || fail "a rank killed by SIGKILL: exit status $rc, not 137"
+want '"status": "killed"' "$tmp/k.4.json"
+want '"rank": 4,' "$tmp/k.4.json"
 [ "$fails" -eq 0 ] && echo "check jobs: ok"
 [ "$fails" -eq 0 ]

@@ -53,12 +53,12 @@ static void usage(FILE *out)
             "  --error-exitcode=N            exit with N when errors were found (default: exit\n"
             "                                as PROGRAM did)\n"
             "  --log-file=PATH               write the report to PATH instead of stderr; %%p is the\n"
-            "                                process id\n"
+            "                                process id, %%r its rank in a parallel job (below)\n"
             "  --json=PATH                   also write a JSON report (schema gpumem-check/1);\n"
-            "                                %%p is the process id\n"
+            "                                %%p and %%r as for --log-file\n"
             "  --trace=PATH                  record every allocation and release over time to PATH\n"
-            "                                (Chrome trace JSON: Perfetto, `gpumem report`); %%p is\n"
-            "                                the process id\n"
+            "                                (Chrome trace JSON: Perfetto, `gpumem report`); %%p and\n"
+            "                                %%r as for --log-file\n"
             "  --suppressions=FILE           ignore findings that FILE describes (repeatable;\n"
             "                                format in docs/check.md)\n"
             "  --gen-suppressions=no|yes     print a suppression for each finding\n"
@@ -68,12 +68,17 @@ static void usage(FILE *out)
             "                                found, no note when PROGRAM used no CUDA\n"
             "  -h, --help, --version\n"
             "\n"
-            "Children PROGRAM starts are checked too, each with its own report: without %%p in\n"
-            "--log-file or --json their files get the suffix .PID.\n"
+            "Children PROGRAM starts are checked too, each with its own report: without %%p or\n"
+            "%%r in --log-file or --json their files get the suffix .PID. In a parallel job\n"
+            "(gpumem check -- torchrun ..., gpumem check -- mpirun ..., mpirun gpumem check --\n"
+            "...) each process's report names its rank, from RANK, OMPI_COMM_WORLD_RANK,\n"
+            "PMI_RANK or SLURM_PROCID; %%r is that rank (norank-PID in a process without one).\n"
+            "At the end, one line per rank and the total; a launcher that allocated no CUDA\n"
+            "memory is listed apart and not counted.\n"
             "\n"
-            "exit status: PROGRAM's; --error-exitcode's when errors were found; 128+N when\n"
-            "PROGRAM was killed by signal N; 2 for a usage error; 77 when it cannot run here (no\n"
-            "NVIDIA driver); 127 when PROGRAM cannot run.\n");
+            "exit status: PROGRAM's; --error-exitcode's when errors were found (in any process\n"
+            "PROGRAM started too); 128+N when PROGRAM was killed by signal N; 2 for a usage\n"
+            "error; 77 when it cannot run here (no NVIDIA driver); 127 when PROGRAM cannot run.\n");
 }
 
 /* The library: $GPUMEM_CHECK_LIBRARY, else beside this executable (build tree), else where
@@ -332,9 +337,17 @@ static void write_killed_json(const char *pattern, pid_t pid, int sig, const cha
     snprintf(why, sizeof why, "%s was killed by signal %d before its report could be written",
              program, sig);
     fprintf(f, "{\n  \"schema\": \"gpumem-check/1\",\n  \"tool\": \"gpumem check\",\n"
-               "  \"version\": \"%s\",\n  \"pid\": %ld,\n  \"status\": \"killed\",\n"
-               "  \"signal\": %d,\n  \"complete\": false,\n  \"killed_because\": ",
-            gpumem_version(), (long)pid, sig);
+               "  \"version\": \"%s\",\n  \"pid\": %ld,\n", gpumem_version(), (long)pid);
+    check_rank r; /* the program's own process inherits gpumem check's rank */
+    check_rank_read(&r);
+    if (r.rank >= 0) {
+        fprintf(f, "  \"rank\": %ld,\n", r.rank);
+        if (r.local_rank >= 0)
+            fprintf(f, "  \"local_rank\": %ld,\n", r.local_rank);
+        fprintf(f, "  \"rank_from\": \"%s\",\n", r.from);
+    }
+    fprintf(f, "  \"status\": \"killed\",\n  \"signal\": %d,\n  \"complete\": false,\n"
+               "  \"killed_because\": ", sig);
     json_puts(f, why);
     fprintf(f, ",\n  \"findings\": []\n}\n");
     if (fclose(f) != 0)
