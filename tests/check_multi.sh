@@ -6,6 +6,8 @@ gpumem=$1 prog=$2
 # A stand-in driver (tests/fake_libcuda.c): `gpumem check` runs only where a driver loads.
 GPUMEM_LIBCUDA=$3
 export GPUMEM_LIBCUDA
+# Not a rank of a parallel job (a Slurm job's SLURM_PROCID, say): reports as for a program alone.
+unset RANK OMPI_COMM_WORLD_RANK PMI_RANK SLURM_PROCID
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 out=$(cd "$tmp" && GPUMEM_CHECK_STACKS=0 "$gpumem" check --log-file="$tmp/log.%p" -- "$prog" 2>&1)

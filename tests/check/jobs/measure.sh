@@ -22,7 +22,7 @@ cmake --build "$build" --target gpumem_tool check_job_rank_leak >"$tmp/build.txt
   echo "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1),"
   echo "torch $(python3 -c 'import torch; print(torch.__version__)' 2>/dev/null || echo none),"
   echo "jax $(python3 -c 'import jax; print(jax.__version__)' 2>/dev/null || echo none),"
-  echo "$(mpirun --version 2>/dev/null | head -1 || echo 'no mpirun')."
+  echo "$(command -v mpirun >/dev/null && mpirun --version 2>/dev/null | head -1 || echo 'no mpirun')."
   echo
   echo "## The gpu tests"
   echo

@@ -55,6 +55,7 @@ fail() { echo "FAIL: $mode: $*"; fails=$((fails + 1)); }
 
 if [ "$mode" = jax ]; then
   grep -q "^RESULT jax_train" "$tmp/out.txt" || fail "the JAX loop did not finish"
+  ls "$tmp"/job.*.json >/dev/null 2>&1 || fail "no process of the JAX loop used CUDA (JAX on the CPU?)"
   errors=$(python3 - "$tmp" <<'PYTHON'
 import glob, json, os, sys
 errors = 0
