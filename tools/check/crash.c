@@ -294,25 +294,8 @@ static void crash_status(int sig, uint64_t leaks, uint64_t leaked_bytes)
         return;
     gpumem__sink o;
     gpumem__sink_fd(&o, fd);
-    gpumem__sink_str(&o, "errors ");
-    gpumem__sink_i64(&o, check_error_count());
-    gpumem__sink_str(&o, check__unchecked() ? "\nstatus unchecked\n" : "\nstatus signaled\n");
-    gpumem__sink_str(&o, "code ");
-    gpumem__sink_i64(&o, sig);
-    gpumem__sink_str(&o, "\nleaks ");
-    gpumem__sink_u64(&o, leaks);
-    gpumem__sink_str(&o, "\nleaked_bytes ");
-    gpumem__sink_u64(&o, leaked_bytes);
-    gpumem__sink_str(&o, "\ncommand ");
-    gpumem__sink_str(&o, check__opt.command);
-    gpumem__sink_str(&o, "\n");
-    if (check__opt.rank.rank >= 0) {
-        gpumem__sink_str(&o, "rank ");
-        gpumem__sink_i64(&o, check__opt.rank.rank);
-        gpumem__sink_str(&o, "\nlocal_rank ");
-        gpumem__sink_i64(&o, check__opt.rank.local_rank);
-        gpumem__sink_str(&o, "\n");
-    }
+    check__status_lines(&o, check__unchecked() ? "unchecked" : "signaled", sig, leaks,
+                        leaked_bytes, -1);
     gpumem__sink_flush(&o);
     close(fd);
 }

@@ -449,16 +449,13 @@ static void write_status(const char *status, int code, const gpumem_stats_t *st,
         return;
     }
     /* Read by `gpumem check` (launch.c): its exit status, and its summary of many processes. */
-    uint64_t allocations = 0;
+    int64_t allocations = 0;
     for (int k = 1; k < GPUMEM_KIND_COUNT_; k++)
-        allocations += st->count[k].total;
-    fprintf(f, "errors %ld\nstatus %s\ncode %d\nleaks %llu\nleaked_bytes %llu\nallocations %llu\n"
-               "command %s\n",
-            check_error_count(), status, code, (unsigned long long)leaks,
-            (unsigned long long)leaked_bytes, (unsigned long long)allocations,
-            check__opt.command);
-    if (check__opt.rank.rank >= 0)
-        fprintf(f, "rank %ld\nlocal_rank %ld\n", check__opt.rank.rank, check__opt.rank.local_rank);
+        allocations += (int64_t)st->count[k].total;
+    gpumem__sink o;
+    gpumem__sink_file(&o, f);
+    check__status_lines(&o, status, code, leaks, leaked_bytes, allocations);
+    gpumem__sink_flush(&o);
     /* Each device the process allocated on, for the summary by device of many processes. */
     for (int d = 0; d < GPUMEM_STATS_DEVICES; d++)
         if (st->device_count[d].total)

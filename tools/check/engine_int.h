@@ -164,6 +164,13 @@ void check__text_errors(struct gpumem__sink *o, long errors, uint64_t leaks, lon
  * with a rank; nothing in one without. */
 void check__text_rank_header(struct gpumem__sink *o);
 
+/* The status file's lines that `gpumem check` (launch.c) reads for its exit status and its
+ * summary of many processes: errors, status, code (exit status or signal), leaks and
+ * leaked_bytes (those that are errors), allocations (made; -1 leaves the line out, as after a
+ * signal), command, and rank and local_rank in a process with a rank. Async-signal-safe. */
+void check__status_lines(struct gpumem__sink *o, const char *status, int code, uint64_t leaks,
+                         uint64_t leaked_bytes, int64_t allocations);
+
 /* The report of a process that signal sig ends (crash.c): async-signal-safe. */
 void check__finish_signaled(int sig);
 

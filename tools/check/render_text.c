@@ -149,3 +149,33 @@ void check__text_errors(gpumem__sink *o, long errors, uint64_t leaks, long suppr
     gpumem__sink_i64(o, suppressed);
     gpumem__sink_str(o, " suppressed\n");
 }
+
+/* "name value\n" */
+static void status_line(gpumem__sink *o, const char *name, int64_t v)
+{
+    gpumem__sink_str(o, name);
+    gpumem__sink_str(o, " ");
+    gpumem__sink_i64(o, v);
+    gpumem__sink_str(o, "\n");
+}
+
+void check__status_lines(gpumem__sink *o, const char *status, int code, uint64_t leaks,
+                         uint64_t leaked_bytes, int64_t allocations)
+{
+    status_line(o, "errors", check_error_count());
+    gpumem__sink_str(o, "status ");
+    gpumem__sink_str(o, status);
+    gpumem__sink_str(o, "\n");
+    status_line(o, "code", code);
+    status_line(o, "leaks", (int64_t)leaks);
+    status_line(o, "leaked_bytes", (int64_t)leaked_bytes);
+    if (allocations >= 0)
+        status_line(o, "allocations", allocations);
+    gpumem__sink_str(o, "command ");
+    gpumem__sink_str(o, check__opt.command);
+    gpumem__sink_str(o, "\n");
+    if (check__opt.rank.rank >= 0) {
+        status_line(o, "rank", check__opt.rank.rank);
+        status_line(o, "local_rank", check__opt.rank.local_rank);
+    }
+}
