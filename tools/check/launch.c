@@ -718,6 +718,43 @@ static int finish(const check_opts *o, const char *status_dir, const char *progr
     return WEXITSTATUS(st);
 }
 
+/* Whether PROGRAM can be run as execvp would find it: a path with a '/' as it is, a bare name
+ * in a folder of PATH. If not, says why and returns 0: this comes first, so that a typo in the
+ * program's name is not answered with what the machine lacks. */
+static int program_found(const char *program)
+{
+    struct stat st;
+    if (strchr(program, '/')) {
+        if (stat(program, &st) != 0) {
+            fprintf(stderr, "gpumem check: error: cannot run %s: %s\n", program, strerror(errno));
+            return 0;
+        }
+        if (S_ISDIR(st.st_mode) || access(program, X_OK) != 0) {
+            fprintf(stderr, "gpumem check: error: cannot run %s: %s\n", program,
+                    S_ISDIR(st.st_mode) ? "it is a folder" : "not executable");
+            return 0;
+        }
+        return 1;
+    }
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    for (const char *p = path;;) {
+        const char *colon = strchr(p, ':');
+        size_t n = colon ? (size_t)(colon - p) : strlen(p);
+        char cand[PATH_MAX];
+        int len = snprintf(cand, sizeof cand, "%.*s/%s", (int)n, n ? p : ".", program);
+        if (len > 0 && (size_t)len < sizeof cand && stat(cand, &st) == 0 &&
+            !S_ISDIR(st.st_mode) && access(cand, X_OK) == 0)
+            return 1;
+        if (!colon)
+            break;
+        p = colon + 1;
+    }
+    fprintf(stderr, "gpumem check: error: cannot run %s: no such program in PATH\n", program);
+    return 0;
+}
+
 /* Reads the options; returns -1 to go on (the program is argv[*next]), else the exit status. */
 static int parse_options(int argc, char **argv, check_opts *o, int *next)
 {
@@ -739,6 +776,8 @@ static int parse_options(int argc, char **argv, check_opts *o, int *next)
     if (*next >= argc)
         return cli_usage_error(&c, "%s",
                                "no PROGRAM to run (gpumem check [options] -- PROGRAM [ARGS...])");
+    if (!program_found(argv[*next]))
+        return 127;
     return -1;
 }
 
