@@ -12,7 +12,8 @@
  *
  * Worker 0 allocates 1 MiB and releases it (clean), worker 1 leaks 32 MiB, worker 2 leaks
  * 1 MiB and is then killed by SIGSEGV (its report written first, as the crash handler does),
- * worker 3 and above exit with status 3 and leak nothing. A launcher exits 1 when a worker
+ * worker 3 exits with status 3 and leaks nothing, worker 4 and above are killed by SIGKILL
+ * before they can write a report. A launcher exits 1 when a worker
  * failed (as torchrun and mpirun do), else 0. */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -31,6 +32,7 @@
 static int worker(int rank)
 {
     uintptr_t base = (uintptr_t)0x7f0000000000ull + (uintptr_t)rank * (1ull << 28);
+    check_started(); /* as the injected library does when CUDA starts */
     switch (rank) {
     case 0:
         check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, base, MiB, 0, 0, 0);
@@ -46,12 +48,16 @@ static int worker(int rank)
         signal(SIGSEGV, SIG_DFL);
         raise(SIGSEGV);
         return 1;
-    default:
+    case 3:
         check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, base, MiB, 0, 0, 0);
         if (check_release_begin("cudaFree", 1u << GPUMEM_KIND_DEVICE, base, 0) == CHECK_GO)
             check_release_end(base, 1);
         check_finish("exited", 3);
         return 3;
+    default:
+        check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, base, MiB, 0, 0, 0);
+        raise(SIGKILL);
+        return 1;
     }
     check_finish("exited", 0);
     return 0;

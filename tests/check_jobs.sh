@@ -23,10 +23,10 @@ want() { # want PATTERN [FILE]: a line of the output (or of FILE) matches
 }
 P='pid [0-9]+'
 
-# ---- torchrun: 4 ranks (0 clean, 1 leaks 32 MiB, 2 leaks 1 MiB and is killed by SIGSEGV, 3
-# exits with status 3), each writing run.RANK.log and run.RANK.json.
+# ---- torchrun: 5 ranks (0 clean, 1 leaks 32 MiB, 2 leaks 1 MiB and is killed by SIGSEGV, 3
+# exits with status 3, 4 is killed by SIGKILL), each writing run.RANK.log and run.RANK.json.
 out=$(cd "$tmp" && GPUMEM_CHECK_STACKS=0 "$gpumem" check --log-file=run.%r.log \
-  --json=run.%r.json --error-exitcode=9 -- "$prog" torchrun 4 2>&1)
+  --json=run.%r.json --error-exitcode=9 -- "$prog" torchrun 5 2>&1)
 rc=$?
 printf '%s\n' "$out"
 want "^gpumem check: 4 ranks checked, each with its report above:$"
@@ -37,6 +37,9 @@ want "^gpumem check:   rank 3 \($P, .*check_jobs worker 3\): 0 errors \(0 leaks,
 want "^gpumem check: total: 2 errors \(2 leaks, 34,603,008 bytes\) in 4 ranks$"
 want "^gpumem check: rank 2 \($P\) killed by SIGSEGV$"
 want "^gpumem check: rank 3 \($P\) exited with status 3$"
+# The rank killed by SIGKILL: named, not counted.
+want "^gpumem check:   rank 4 \($P, .*check_jobs worker 4\): no report$"
+want "^gpumem check: rank 4 \($P\) wrote no report: it was killed by SIGKILL \(which cannot be caught\), ended by _exit\(\), or is still running; what it did with CUDA is unknown$"
 # The launcher (no CUDA) is no rank and is not counted.
 want "^gpumem check: .*check_jobs \($P\) used no CUDA; 4 processes it started were checked, each with its report above$"
 printf '%s\n' "$out" | grep -q "launcher" && fail "a launcher that used no CUDA is listed"

@@ -437,6 +437,25 @@ static void write_json(const char *status, int code, const gpumem_stats_t *st,
                  strerror(e));
 }
 
+void check_started(void)
+{
+    check_setup();
+    if (!check__opt.status || atomic_load(&finished))
+        return;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%ld", check__opt.status, (long)getpid());
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return; /* said at the end, when the report's status cannot be written either */
+    check_tls_busy++;
+    gpumem__sink o;
+    gpumem__sink_fd(&o, fd);
+    check__status_lines(&o, "running", 0, 0, 0, -1);
+    gpumem__sink_flush(&o);
+    close(fd);
+    check_tls_busy--;
+}
+
 static void write_status(const char *status, int code, const gpumem_stats_t *st,
                          const check__device_sums *dev, uint64_t leaks, uint64_t leaked_bytes)
 {

@@ -167,7 +167,9 @@ void check__text_rank_header(struct gpumem__sink *o);
 /* The status file's lines that `gpumem check` (launch.c) reads for its exit status and its
  * summary of many processes: errors, status, code (exit status or signal), leaks and
  * leaked_bytes (those that are errors), allocations (made; -1 leaves the line out, as after a
- * signal), command, and rank and local_rank in a process with a rank. Async-signal-safe. */
+ * signal), command, and rank and local_rank in a process with a rank. Status "running" (the
+ * file written when CUDA starts, check_started) has no errors, code, leaks nor allocations.
+ * Async-signal-safe. */
 void check__status_lines(struct gpumem__sink *o, const char *status, int code, uint64_t leaks,
                          uint64_t leaked_bytes, int64_t allocations);
 

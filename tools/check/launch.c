@@ -127,6 +127,7 @@ static void forward(int sig)
 typedef struct {
     long pid, errors, code, rank, local_rank;
     long long allocations; /* -1: not known (the process ended by a signal) */
+    int missing;           /* it started CUDA and left no report (SIGKILL, _exit) */
     unsigned long long leaks, leaked_bytes;
     char status[32], command[256];
 } proc_status;
@@ -218,6 +219,11 @@ static const char *how_ended(const proc_status *p, char *buf, size_t n)
 static void print_process(const proc_status *p)
 {
     char name[64], how[64], b[32];
+    if (p->missing) {
+        fprintf(stderr, "gpumem check:   %s%s%s): no report\n", proc_name(p, name, sizeof name),
+                p->rank >= 0 ? ", " : " (", p->command);
+        return;
+    }
     if (is_launcher(p)) {
         fprintf(stderr, "gpumem check:   %s (%s): launcher, no CUDA memory allocated; not "
                         "counted\n", proc_name(p, name, sizeof name), p->command);
@@ -261,7 +267,7 @@ static void print_processes(const proc_status *p, int n)
     int counted = 0, ranked = 0;
     char b[32], name[64], how[64];
     for (int i = 0; i < n; i++) {
-        if (is_launcher(&p[i]))
+        if (is_launcher(&p[i]) || p[i].missing)
             continue;
         counted++;
         ranked += p[i].rank >= 0;
@@ -280,6 +286,14 @@ static void print_processes(const proc_status *p, int n)
     print_devices();
     for (int i = 0; i < n; i++) {
         int signaled = strcmp(p[i].status, "signaled") == 0;
+        if (p[i].missing) {
+            proc_name(&p[i], name, sizeof name);
+            fprintf(stderr, "gpumem check: %s%s%s%s wrote no report: it was killed by SIGKILL (which "
+                            "cannot be caught), ended by _exit(), or is still running; what it "
+                            "did with CUDA is unknown\n", name, p[i].rank >= 0 ? ")" : " (",
+                    p[i].rank >= 0 ? "" : p[i].command, p[i].rank >= 0 ? "" : ")");
+            continue;
+        }
         if (!signaled && p[i].code == 0)
             continue;
         /* "rank 1 (pid 1234) killed by SIGSEGV", "pid 1235 (./app) exited with status 3" */
@@ -355,18 +369,45 @@ static void write_killed_json(const char *pattern, pid_t pid, int sig, const cha
                 strerror(errno));
 }
 
-/* Sums the status files, and lists the processes when there were several; returns the number
- * of processes that reported, and in *root_reported whether the program's own process (root)
- * was one of them. */
+/* One status file into *ps (errors -1 when it has no result: a process that started and never
+ * ended its report, whose status is "running"). */
+static void read_one(const char *path, proc_status *ps)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (strncmp(line, "command ", 8) == 0)
+            snprintf(ps->command, sizeof ps->command, "%.255s", line + 8);
+        else if (strncmp(line, "device ", 7) == 0)
+            add_device_line(line);
+        else if (sscanf(line, "errors %ld", &ps->errors) == 1 ||
+                 sscanf(line, "status %31s", ps->status) == 1 ||
+                 sscanf(line, "code %ld", &ps->code) == 1 ||
+                 sscanf(line, "leaks %llu", &ps->leaks) == 1 ||
+                 sscanf(line, "leaked_bytes %llu", &ps->leaked_bytes) == 1 ||
+                 sscanf(line, "allocations %lld", &ps->allocations) == 1 ||
+                 sscanf(line, "rank %ld", &ps->rank) == 1 ||
+                 sscanf(line, "local_rank %ld", &ps->local_rank) == 1)
+            continue;
+    }
+    fclose(f);
+}
+
+/* Sums the status files, and lists the processes when there were several or one left no
+ * report; returns the number of processes that reported, in *root_reported whether the
+ * program's own process (root) was one of them, and in *missing how many others started
+ * CUDA and left no report (SIGKILL). */
 static int read_status(const char *dir, long root, long *errors, int *unchecked,
-                       int *root_reported)
+                       int *root_reported, int *missing)
 {
     DIR *d = opendir(dir);
-    int n = 0, cap = 0;
+    int n = 0, cap = 0, reported = 0;
     proc_status *procs = NULL;
     *errors = 0;
-    *unchecked = 0;
-    *root_reported = 0;
+    *unchecked = *root_reported = *missing = 0;
     if (!d)
         return 0;
     struct dirent *e;
@@ -375,35 +416,22 @@ static int read_status(const char *dir, long root, long *errors, int *unchecked,
             continue;
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        FILE *f = fopen(path, "r");
         proc_status ps = {.pid = strtol(e->d_name, NULL, 10), .errors = -1, .rank = -1,
                           .local_rank = -1, .allocations = -1};
-        if (f) {
-            char line[512];
-            while (fgets(line, sizeof line, f)) {
-                line[strcspn(line, "\n")] = '\0';
-                if (strncmp(line, "command ", 8) == 0)
-                    snprintf(ps.command, sizeof ps.command, "%.255s", line + 8);
-                else if (strncmp(line, "device ", 7) == 0)
-                    add_device_line(line);
-                else if (sscanf(line, "errors %ld", &ps.errors) == 1 ||
-                         sscanf(line, "status %31s", ps.status) == 1 ||
-                         sscanf(line, "code %ld", &ps.code) == 1 ||
-                         sscanf(line, "leaks %llu", &ps.leaks) == 1 ||
-                         sscanf(line, "leaked_bytes %llu", &ps.leaked_bytes) == 1 ||
-                         sscanf(line, "allocations %lld", &ps.allocations) == 1 ||
-                         sscanf(line, "rank %ld", &ps.rank) == 1 ||
-                         sscanf(line, "local_rank %ld", &ps.local_rank) == 1)
-                    continue;
-            }
-            fclose(f);
-        }
+        read_one(path, &ps);
         unlink(path);
-        if (ps.errors < 0)
-            continue;
-        *errors += ps.errors;
-        *unchecked += strcmp(ps.status, "unchecked") == 0;
-        *root_reported |= ps.pid == root;
+        if (ps.errors < 0) {
+            /* The program's own process: finish() says what its wait status tells. */
+            if (strcmp(ps.status, "running") != 0 || ps.pid == root)
+                continue;
+            ps.missing = 1;
+            (*missing)++;
+        } else {
+            *errors += ps.errors;
+            *unchecked += strcmp(ps.status, "unchecked") == 0;
+            *root_reported |= ps.pid == root;
+            reported++;
+        }
         if (n == cap) {
             int ncap = cap ? cap * 2 : 16;
             proc_status *grown = realloc(procs, (size_t)ncap * sizeof *grown);
@@ -418,12 +446,12 @@ static int read_status(const char *dir, long root, long *errors, int *unchecked,
     }
     closedir(d);
     rmdir(dir);
-    if (n > 1 && n <= cap) {
+    if ((reported > 1 || *missing) && n <= cap) {
         qsort(procs, (size_t)n, sizeof *procs, by_rank);
         print_processes(procs, n);
     }
     free(procs);
-    return n;
+    return reported;
 }
 
 static int set_env(const char *name, const char *value)
@@ -684,8 +712,9 @@ static int run_program(const check_opts *o, char **argv, int *st)
 static int finish(const check_opts *o, const char *status_dir, const char *program, int st)
 {
     long errors;
-    int unchecked, root_reported;
-    int reported = read_status(status_dir, (long)child, &errors, &unchecked, &root_reported);
+    int unchecked, root_reported, missing;
+    int reported = read_status(status_dir, (long)child, &errors, &unchecked, &root_reported,
+                               &missing);
     if (WIFEXITED(st) && WEXITSTATUS(st) == 127 && reported == 0)
         return 127;
     if (reported == 0 && WIFSIGNALED(st)) {
@@ -702,7 +731,7 @@ static int finish(const check_opts *o, const char *status_dir, const char *progr
                                : "");
         if (o->json)
             write_killed_json(o->json, child, sig, program);
-    } else if (reported == 0 && !o->quiet) {
+    } else if (reported == 0 && !missing && !o->quiet) {
         fprintf(stderr, "gpumem check: %s used no CUDA, so there was nothing to check\n", program);
     } else if (!root_reported && !o->quiet) {
         /* A launcher, or a parent that forks its workers: only they were checked. */

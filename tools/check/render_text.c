@@ -162,14 +162,18 @@ static void status_line(gpumem__sink *o, const char *name, int64_t v)
 void check__status_lines(gpumem__sink *o, const char *status, int code, uint64_t leaks,
                          uint64_t leaked_bytes, int64_t allocations)
 {
-    status_line(o, "errors", check_error_count());
+    int result = strcmp(status, "running") != 0; /* "running": started, no result yet */
+    if (result)
+        status_line(o, "errors", check_error_count());
     gpumem__sink_str(o, "status ");
     gpumem__sink_str(o, status);
     gpumem__sink_str(o, "\n");
-    status_line(o, "code", code);
-    status_line(o, "leaks", (int64_t)leaks);
-    status_line(o, "leaked_bytes", (int64_t)leaked_bytes);
-    if (allocations >= 0)
+    if (result) {
+        status_line(o, "code", code);
+        status_line(o, "leaks", (int64_t)leaks);
+        status_line(o, "leaked_bytes", (int64_t)leaked_bytes);
+    }
+    if (result && allocations >= 0)
         status_line(o, "allocations", allocations);
     gpumem__sink_str(o, "command ");
     gpumem__sink_str(o, check__opt.command);
