@@ -192,13 +192,16 @@ static const char *grouped_num(unsigned long long v, char *buf, size_t n)
     return buf;
 }
 
-/* "rank 1 (pid 1234" or "pid 1234": a process, as the summary names it. */
-static const char *proc_name(const proc_status *p, char *buf, size_t n)
+/* A process as the summary names it: "rank 1 (pid 1234, ./app)", or without the command
+ * "rank 1 (pid 1234)"; one without a rank "pid 1234 (./app)" either way. */
+static const char *proc_name(const proc_status *p, int with_command, char *buf, size_t n)
 {
-    if (p->rank >= 0)
-        snprintf(buf, n, "rank %ld (pid %ld", p->rank, p->pid);
+    if (p->rank < 0)
+        snprintf(buf, n, "pid %ld (%s)", p->pid, p->command);
+    else if (with_command)
+        snprintf(buf, n, "rank %ld (pid %ld, %s)", p->rank, p->pid, p->command);
     else
-        snprintf(buf, n, "pid %ld", p->pid);
+        snprintf(buf, n, "rank %ld (pid %ld)", p->rank, p->pid);
     return buf;
 }
 
@@ -218,21 +221,36 @@ static const char *how_ended(const proc_status *p, char *buf, size_t n)
 /* One line of the list: "rank 1 (pid 1234, ./app): 1 error (...), exited 0". */
 static void print_process(const proc_status *p)
 {
-    char name[64], how[64], b[32];
-    if (p->missing) {
-        fprintf(stderr, "gpumem check:   %s%s%s): no report\n", proc_name(p, name, sizeof name),
-                p->rank >= 0 ? ", " : " (", p->command);
-        return;
+    char name[320], how[64], b[32];
+    proc_name(p, 1, name, sizeof name);
+    if (p->missing)
+        fprintf(stderr, "gpumem check:   %s: no report\n", name);
+    else if (is_launcher(p))
+        fprintf(stderr, "gpumem check:   %s: launcher, no CUDA memory allocated; not counted\n",
+                name);
+    else
+        fprintf(stderr, "gpumem check:   %s: %ld error%s (%llu leak%s, %s bytes), %s\n", name,
+                p->errors, p->errors == 1 ? "" : "s", p->leaks, p->leaks == 1 ? "" : "s",
+                grouped_num(p->leaked_bytes, b, sizeof b), how_ended(p, how, sizeof how));
+}
+
+/* After the total, each process that did not end well: "rank 1 (pid 1234) killed by
+ * SIGSEGV", "pid 1235 (./app) exited with status 3", or left no report. */
+static void print_failures(const proc_status *p, int n)
+{
+    char name[320], how[64];
+    for (int i = 0; i < n; i++) {
+        int signaled = strcmp(p[i].status, "signaled") == 0;
+        proc_name(&p[i], 0, name, sizeof name);
+        if (p[i].missing)
+            fprintf(stderr, "gpumem check: %s wrote no report: it was killed by SIGKILL (which "
+                            "cannot be caught), ended by _exit(), or is still running; what it "
+                            "did with CUDA is unknown\n", name);
+        else if (signaled)
+            fprintf(stderr, "gpumem check: %s %s\n", name, how_ended(&p[i], how, sizeof how));
+        else if (p[i].code != 0)
+            fprintf(stderr, "gpumem check: %s exited with status %ld\n", name, p[i].code);
     }
-    if (is_launcher(p)) {
-        fprintf(stderr, "gpumem check:   %s (%s): launcher, no CUDA memory allocated; not "
-                        "counted\n", proc_name(p, name, sizeof name), p->command);
-        return;
-    }
-    fprintf(stderr, "gpumem check:   %s%s%s%s: %ld error%s (%llu leak%s, %s bytes), %s\n",
-            proc_name(p, name, sizeof name), p->rank >= 0 ? ", " : " (", p->command,
-            ")", p->errors, p->errors == 1 ? "" : "s", p->leaks, p->leaks == 1 ? "" : "s",
-            grouped_num(p->leaked_bytes, b, sizeof b), how_ended(p, how, sizeof how));
 }
 
 /* With more than one device among them: the total by device. */
@@ -265,7 +283,7 @@ static void print_processes(const proc_status *p, int n)
     long errors = 0;
     unsigned long long leaks = 0, bytes = 0;
     int counted = 0, ranked = 0;
-    char b[32], name[64], how[64];
+    char b[32];
     for (int i = 0; i < n; i++) {
         if (is_launcher(&p[i]) || p[i].missing)
             continue;
@@ -284,29 +302,7 @@ static void print_processes(const proc_status *p, int n)
             errors, errors == 1 ? "" : "s", leaks, leaks == 1 ? "" : "s",
             grouped_num(bytes, b, sizeof b), counted, what);
     print_devices();
-    for (int i = 0; i < n; i++) {
-        int signaled = strcmp(p[i].status, "signaled") == 0;
-        if (p[i].missing) {
-            proc_name(&p[i], name, sizeof name);
-            fprintf(stderr, "gpumem check: %s%s%s%s wrote no report: it was killed by SIGKILL (which "
-                            "cannot be caught), ended by _exit(), or is still running; what it "
-                            "did with CUDA is unknown\n", name, p[i].rank >= 0 ? ")" : " (",
-                    p[i].rank >= 0 ? "" : p[i].command, p[i].rank >= 0 ? "" : ")");
-            continue;
-        }
-        if (!signaled && p[i].code == 0)
-            continue;
-        /* "rank 1 (pid 1234) killed by SIGSEGV", "pid 1235 (./app) exited with status 3" */
-        proc_name(&p[i], name, sizeof name);
-        if (signaled)
-            how_ended(&p[i], how, sizeof how);
-        else
-            snprintf(how, sizeof how, "exited with status %ld", p[i].code);
-        if (p[i].rank >= 0)
-            fprintf(stderr, "gpumem check: %s) %s\n", name, how);
-        else
-            fprintf(stderr, "gpumem check: %s (%s) %s\n", name, p[i].command, how);
-    }
+    print_failures(p, n);
 }
 
 /* text as a JSON string with the library's escaper: a program's path need not be UTF-8. */
