@@ -2,7 +2,7 @@
 # On a GPU machine: runs the gpu tests of parallel jobs (check_job_*) and looks at what a
 # torchrun job leaves still reachable in each rank: each such leak's size, allocation call,
 # allocating frames (function and library) and where the pointer to it was found. Writes
-# OUT/check-jobs.md. About 2 minutes.
+# OUT/check-jobs.md. About 2 minutes, at most 4.
 #
 #   tests/check/jobs/measure.sh BUILD OUT      (from the repository root of a built tree)
 set -uo pipefail
@@ -26,7 +26,7 @@ cmake --build "$build" --target gpumem_tool check_job_rank_leak >"$tmp/build.txt
   echo
   echo "## The gpu tests"
   echo
-  (cd "$build" && timeout 200 ctest -L gpu -R '^check_job_' --output-on-failure \
+  (cd "$build" && timeout 150 ctest -L gpu -R '^check_job_' --output-on-failure \
     >"$out/check-jobs-ctest.txt" 2>&1)
   echo '```'
   grep -E 'Test +#|tests passed|^ok:|^FAIL|^SKIP|^rank [01] ' "$out/check-jobs-ctest.txt"
@@ -37,7 +37,7 @@ cmake --build "$build" --target gpumem_tool check_job_rank_leak >"$tmp/build.txt
 
 # The torchrun job with every leak listed, and the still reachable ones looked at.
 unset RANK LOCAL_RANK OMPI_COMM_WORLD_RANK PMI_RANK SLURM_PROCID
-(cd "$tmp" && timeout 150 "$build/tools/gpumem" check --log-file="$tmp/job.%r.log" \
+(cd "$tmp" && timeout 80 "$build/tools/gpumem" check --log-file="$tmp/job.%r.log" \
   --json="$tmp/job.%r.json" -- torchrun --standalone --nproc_per_node=2 "$here/train_ddp.py" \
   >"$tmp/out.txt" 2>&1)
 echo "exit status $?" >>"$tmp/out.txt"
