@@ -10,6 +10,8 @@ gpumem=$1
 GPUMEM_LIBCUDA=$2
 fork_nocuda=${3:-} soname_libcuda=${4:-}
 export GPUMEM_LIBCUDA
+# Not a rank of a parallel job (a Slurm job's SLURM_PROCID, say): reports as for a program alone.
+unset RANK OMPI_COMM_WORLD_RANK PMI_RANK SLURM_PROCID
 fails=0
 expect() { # expect STATUS PATTERN -- ARGS...
   want=$1 pattern=$2

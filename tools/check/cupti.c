@@ -1022,6 +1022,7 @@ int InitializeInjection(void)
     injected = 1;
     pthread_atfork(NULL, NULL, after_fork_in_child);
     check_setup();
+    check_started();
     load_driver();
     CUpti_SubscriberHandle sub;
     CUptiResult r = cuptiSubscribe(&sub, on_call, NULL);
