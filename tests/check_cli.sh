@@ -10,6 +10,8 @@ gpumem=$1
 GPUMEM_LIBCUDA=$2
 fork_nocuda=${3:-} soname_libcuda=${4:-}
 export GPUMEM_LIBCUDA
+# Not a rank of a parallel job (a Slurm job's SLURM_PROCID, say): reports as for a program alone.
+unset RANK OMPI_COMM_WORLD_RANK PMI_RANK SLURM_PROCID
 fails=0
 expect() { # expect STATUS PATTERN -- ARGS...
   want=$1 pattern=$2
@@ -84,7 +86,13 @@ expect 2 "cannot read the suppression file" -- --suppressions="$tmp/none.supp" -
 expect 0 "true used no CUDA" -- --suppressions="$tmp/good.supp" -- true
 expect 3 "sh used no CUDA" -- -- sh -c 'exit 3'
 expect 3 "sh used no CUDA" -- --error-exitcode=9 -- sh -c 'exit 3'
-expect 127 "cannot run $tmp/none" -- -- "$tmp/none"
+expect 127 "cannot run $tmp/none: No such file or directory" -- -- "$tmp/none"
+# The program is looked for before anything else: a typo is not answered with "no driver".
+GPUMEM_LIBCUDA=$tmp/libcuda.so.1 expect 127 "cannot run $tmp/none: No such file or directory" -- -- "$tmp/none"
+expect 127 "cannot run gpumem-no-such-program: no such program in PATH" -- -- gpumem-no-such-program
+printf 'x\n' > "$tmp/plain"
+expect 127 "cannot run $tmp/plain: not executable" -- -- "$tmp/plain"
+expect 127 "cannot run $tmp: it is a folder" -- -- "$tmp"
 expect 143 "sh was killed by signal 15 (SIGTERM) and left no report" -- -- sh -c 'kill -TERM $$'
 expect 137 "sh was killed by signal 9 (SIGKILL) and left no report: either it used no CUDA, or the signal ended it before its report could be written (SIGKILL cannot be caught)" -- -- sh -c 'kill -KILL $$'
 expect 137 "sh was killed by signal 9" -- --json="$tmp/killed.json" -- sh -c 'kill -KILL $$'

@@ -93,6 +93,11 @@ static int run_scenario(const char *name, void (*fn)(void), const char *extra_en
         setenv("GPUMEM_CHECK_JSON", path, 1);
         setenv("GPUMEM_CHECK_STATUS", dir, 1);
         setenv("GPUMEM_CHECK_STACKS", "0", 1);
+        /* No rank from the environment the tests run in (a Slurm job's SLURM_PROCID, say):
+         * only a scenario that sets one has one. */
+        const char *ranks[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"};
+        for (size_t i = 0; i < sizeof ranks / sizeof *ranks; i++)
+            unsetenv(ranks[i]);
         if (extra_env) {
             char *copy = strdup(extra_env), *save = NULL;
             for (char *kv = strtok_r(copy, ";", &save); kv; kv = strtok_r(NULL, ";", &save))
@@ -1020,6 +1025,61 @@ static void test_child_file_names(void)
     free(count);
 }
 
+/* A process of a parallel job (torchrun's RANK, Open MPI's OMPI_COMM_WORLD_RANK, ...): its
+ * report starts with its rank, the ERROR SUMMARY names it, the JSON and the status file carry
+ * it, and %r in a file name is the rank ("norank-PID" without one). */
+static void one_leak(void)
+{
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEV, 4096, 0, 0, 0);
+}
+
+static void test_ranks(void)
+{
+    char cmd[512], env[512];
+    snprintf(cmd, sizeof cmd, "rm -f %s/[0-9]* %s/ranked.*", dir, dir);
+    EXPECT_EQ(system(cmd), 0);
+    snprintf(env, sizeof env, "GPUMEM_CHECK_LOG=%s/ranked.%%r.log;OMPI_COMM_WORLD_RANK=3;"
+             "OMPI_COMM_WORLD_LOCAL_RANK=1", dir);
+    EXPECT_EQ(run_scenario("ranked", one_leak, env), 1);
+    char *log = log_of("ranked.3");
+    EXPECT_TRUE(log && strncmp(log, "==PID== gpumem check: rank 3 (pid ", 34) == 0);
+    EXPECT_CONTAINS(log, ", local rank 1, from OMPI_COMM_WORLD_RANK): ");
+    EXPECT_CONTAINS(log, "==PID== ERROR SUMMARY of rank 3 (pid ");
+    EXPECT_CONTAINS(log, "): 1 error (1 leak), 0 suppressed\n");
+    free(log);
+    snprintf(cmd, sizeof cmd, "cat %s/[0-9]* > %s/statuses", dir, dir);
+    EXPECT_EQ(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s/statuses", dir);
+    char *st = read_file(cmd);
+    EXPECT_CONTAINS(st, "\nallocations 1\n");
+    EXPECT_CONTAINS(st, "\nrank 3\nlocal_rank 1\n");
+    free(st);
+#ifdef GPUMEM_HAVE_JANSSON
+    json_t *root = json_of("ranked");
+    ASSERT_NOT_NULL(root);
+    EXPECT_EQ(json_integer_value(json_object_get(root, "rank")), 3);
+    EXPECT_EQ(json_integer_value(json_object_get(root, "local_rank")), 1);
+    EXPECT_STR_EQ(json_string_value(json_object_get(root, "rank_from")), "OMPI_COMM_WORLD_RANK");
+    json_decref(root);
+#endif
+    /* RANK (torchrun) comes first; a value that is no number is no rank. */
+    snprintf(env, sizeof env, "GPUMEM_CHECK_LOG=%s/ranked.%%r.log;RANK=x;SLURM_PROCID=7", dir);
+    EXPECT_EQ(run_scenario("ranked", one_leak, env), 1);
+    log = log_of("ranked.7");
+    EXPECT_CONTAINS(log, ", from SLURM_PROCID): ");
+    free(log);
+    /* Without a rank: %r is norank-PID, and the report is as before. */
+    snprintf(env, sizeof env, "GPUMEM_CHECK_LOG=%s/ranked.%%r.log", dir);
+    EXPECT_EQ(run_scenario("ranked", one_leak, env), 1);
+    snprintf(cmd, sizeof cmd, "cat %s/ranked.norank-[0-9]*.log > %s/norank", dir, dir);
+    EXPECT_EQ(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s/norank", dir);
+    log = normalize(read_file(cmd));
+    EXPECT_TRUE(log && strncmp(log, "==PID== 4,096 bytes in 1 device allocation", 42) == 0);
+    EXPECT_CONTAINS(log, "==PID== ERROR SUMMARY: 1 error (1 leak), 0 suppressed\n");
+    free(log);
+}
+
 /* A forked child that does not exec writes nothing: the registry it has is its parent's. */
 static void forked_child(void)
 {
@@ -1096,8 +1156,9 @@ static void test_status_files(void)
     snprintf(cmd, sizeof cmd, "%s/statuses", dir);
     char *st = read_file(cmd);
     /* What `gpumem check` reads: its exit status and its lines for many processes. */
-    EXPECT_TRUE(st && strncmp(st, "errors 0\nstatus unchecked\ncode 0\nleaks 0\nleaked_bytes 0\n"
-                                  "command ", 64) == 0);
+    static const char head[] = "errors 0\nstatus unchecked\ncode 0\nleaks 0\nleaked_bytes 0\n"
+                               "allocations 0\ncommand ";
+    EXPECT_TRUE(st && strncmp(st, head, sizeof head - 1) == 0);
     EXPECT_CONTAINS(st, "test_check\n");
     free(st);
 }
@@ -1267,6 +1328,7 @@ int main(void)
     RUN(test_generated_suppression_matches);
     RUN(test_leak_check_modes);
     RUN(test_child_file_names);
+    RUN(test_ranks);
     RUN(test_forked_child);
     RUN(test_unwritable_files);
     RUN(test_full_disk);

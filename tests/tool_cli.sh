@@ -49,6 +49,12 @@ expect 2 "unknown command 'inf'; did you mean info?" help inf
 expect 2 "unknown option '--verison'; did you mean --version?" --verison
 expect 2 "unknown command 'zzzzzz'" zzzzzz
 expect 2 "unknown option '--confg'; did you mean --config?" info --confg
+# lint reads its options with the same grammar and words.
+if "$gpumem" help 2>&1 | grep -q '^ *lint'; then
+  expect 2 "gpumem lint: error: unknown option '--formt'; did you mean --format?" lint --formt=json x.cu
+  expect 2 "(\`gpumem lint --help\` lists the options)" lint --formt=json x.cu
+  expect 2 "gpumem lint: error: --jobs needs a value (--jobs VALUE or --jobs=VALUE)" lint x.cu -j
+fi
 # Without a usable device the report is still whole: it says so, names what works, exits 0.
 out=$(GPUMEM_BACKEND=cuda GPUMEM_LIBCUDA=/nonexistent/libcuda.so.1 "$gpumem" info 2>&1)
 st=$?

@@ -37,6 +37,14 @@ const char *cli_suggest(const char *name, size_t len, const char *const *candida
     return gpumem__suggest(name, len, candidates, count, max);
 }
 
+static int table_has(const cli *c, const char *name)
+{
+    for (size_t i = 0; i < c->cmd->count; i++)
+        if (strcmp(c->cmd->opts[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
 static int fail(cli *c, int status)
 {
     c->status = status;
@@ -62,6 +70,11 @@ static int operand(cli *c, const char *a)
 {
     if (c->cmd->operands == CLI_STOP_OPERAND)
         return CLI_DONE;
+    if (c->cmd->operands == CLI_OPERANDS) {
+        c->value = a;
+        c->next++;
+        return CLI_OPERAND;
+    }
     return fail(c, cli_usage_error(c, "unexpected argument '%s' (gpumem %s takes options only)", a,
                                    c->cmd->name));
 }
@@ -79,6 +92,10 @@ int cli_next(cli *c)
         c->next++;
         if (c->cmd->operands == CLI_STOP_OPERAND)
             return CLI_DONE;
+        if (c->cmd->operands == CLI_OPERANDS) {
+            c->after_dashes = 1;
+            return CLI_DONE;
+        }
         c->only_operands = 1;
         return cli_next(c);
     }
@@ -86,7 +103,7 @@ int cli_next(cli *c)
         c->cmd->usage(stdout);
         return fail(c, 0);
     }
-    if (strcmp(a, "--version") == 0) {
+    if (strcmp(a, "--version") == 0 && !table_has(c, "--version")) {
         printf("gpumem %s %s\n", c->cmd->name, gpumem_version());
         return fail(c, 0);
     }
@@ -101,10 +118,19 @@ int cli_next(cli *c)
             if (strlen(c->cmd->opts[i].name) == len && strncmp(c->cmd->opts[i].name, a, len) == 0)
                 o = &c->cmd->opts[i];
     } else {
-        len = strlen(a);
-        for (size_t i = 0; i < c->cmd->count && !o && len == 2; i++)
+        /* -q, -j 4, or -j4: a short name takes the rest of its word as its value. */
+        len = 2;
+        for (size_t i = 0; i < c->cmd->count && !o; i++)
             if (c->cmd->opts[i].short_name && c->cmd->opts[i].short_name == a[1])
                 o = &c->cmd->opts[i];
+        if (o && a[2] != '\0') {
+            if (o->arg == CLI_FLAG)
+                o = NULL;
+            else
+                inline_value = a + 2 + (a[2] == '='); /* -j=4 too */
+        }
+        if (!o)
+            len = strlen(a);
     }
     if (!o)
         return unknown_option(c, a, len);

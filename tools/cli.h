@@ -15,8 +15,9 @@
  *         ...
  *         }
  *
- * Both `--opt value` and `--opt=value`; `--` ends the options; -h/--help and --version are
- * answered here; an unknown option gets "did you mean". Adding an option is one table row
+ * Both `--opt value` and `--opt=value` (and `-j 4`, `-j4` for a short name); `--` ends the
+ * options; -h/--help and --version are answered here (a table row named "--version" takes
+ * --version over); an unknown option gets "did you mean". Adding an option is one table row
  * and one case. */
 #ifndef GPUMEM_CLI_H
 #define GPUMEM_CLI_H
@@ -41,8 +42,11 @@ typedef struct {
 } cli_opt;
 
 typedef enum {
-    CLI_NO_OPERANDS, /* options only (bench, info) */
-    CLI_STOP_OPERAND /* the first operand ends the options: it and the rest are a command */
+    CLI_NO_OPERANDS,  /* options only (bench, info) */
+    CLI_STOP_OPERAND, /* the first operand ends the options: it and the rest are a command */
+    CLI_OPERANDS      /* operands stand among the options (lint's paths): each comes back as
+                         CLI_OPERAND; `--` ends the options and what follows it is the
+                         subcommand's (at CLI_DONE, from argv[next]; after_dashes is set) */
 } cli_operands;
 
 typedef struct {
@@ -55,7 +59,7 @@ typedef struct {
 
 #define CLI_COUNT(table) (sizeof(table) / sizeof *(table))
 
-enum { CLI_DONE = -1, CLI_EXIT = -2 };
+enum { CLI_DONE = -1, CLI_EXIT = -2, CLI_OPERAND = -3 /* value: the operand */ };
 
 typedef struct {
     const cli_cmd *cmd;
@@ -66,6 +70,7 @@ typedef struct {
     const char *opt;   /* the option's name from the table, for messages */
     int status;        /* at CLI_EXIT: the exit status */
     int only_operands; /* after `--` */
+    int after_dashes;  /* CLI_OPERANDS: CLI_DONE came at `--` */
 } cli;
 
 void cli_start(cli *c, const cli_cmd *cmd, int argc, char **argv);

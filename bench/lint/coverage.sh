@@ -10,7 +10,9 @@
 #   --parse       quick: run each unit's analyzer command line as `gpumem lint
 #                 --print-commands` gives it, with clang's -fsyntax-only instead of --analyze
 #                 (parse errors only; a unit that parses is almost always analysed)
-# PLUGIN: --analyzer-plugin (with --parse, any file will do). JOBS (default 2) benchmarks at once; TIMEOUT (default 600) seconds per unit. A folder's code
+# PLUGIN: --analyzer-plugin (with --parse, any file will do). JOBS (default 2) benchmarks at once; TIMEOUT (default 600) seconds per unit.
+# FINDINGS (without --parse): a file that gets every finding of the run, one JSON object a
+# line with the benchmark folder added ("folder"), for reading them (precision). A folder's code
 # base (a row of the table) is the first of hecbench, rodinia, nccl-tests in its path, else
 # the name of its parent folder. Units not analysed are listed on stderr with clang's error.
 set -eu
@@ -19,10 +21,11 @@ if [ "${1:-}" = --parse ]; then parse=1; shift; fi
 gpumem=${1:?usage: bench/lint/coverage.sh [--parse] GPUMEM BENCH_FOLDER...}
 shift
 exec python3 - "$parse" "$gpumem" "$@" <<'PY'
-import concurrent.futures as cf, glob, json, os, re, subprocess, sys
+import concurrent.futures as cf, glob, json, os, re, subprocess, sys, threading
 
 parse, gpumem, folders = sys.argv[1] == "1", os.path.abspath(sys.argv[2]), sys.argv[3:]
 jobs = int(os.environ.get("JOBS", "2"))
+lock = threading.Lock()
 timeout = int(os.environ.get("TIMEOUT", "600"))
 # gpumem's `lint` command, or the front end's standalone binary (which takes no command).
 lint = [gpumem, "lint"] if os.path.basename(gpumem) == "gpumem" else [gpumem]
@@ -84,6 +87,10 @@ def analyse_units(folder, flags):
         doc = json.loads(p.stdout)
     except ValueError:
         return [(folder, "gpumem lint failed: " + p.stderr.strip()[:200])]
+    if os.environ.get("FINDINGS"):
+        with lock, open(os.environ["FINDINGS"], "a") as out:
+            for f in doc.get("findings", []):
+                out.write(json.dumps(dict(f, folder=folder)) + "\n")
     bad = {}
     for m in doc.get("notAnalyzed", []):
         unit, _, why = m.partition(": not analyzed: ")

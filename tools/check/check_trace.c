@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "rank.h"
 #include "settings.h"
 #include "trace.h"
 
@@ -24,11 +25,12 @@ void check_trace_setup(void)
     const char *path = check_setting_get(CHECK_SET_TRACE, NULL);
     if (!path)
         return;
+    /* %p and %r as in the other files' names (rank.h); a child of the program without either
+     * gets ".PID", so that it writes a trace of its own. */
     char full[4096];
-    long root = strtol(check_setting_get(CHECK_SET_ROOT, "0"), NULL, 10);
-    if (!strstr(path, "%p") && root && root != (long)getpid())
-        snprintf(full, sizeof full, "%s.%ld", path, (long)getpid());
-    else
-        snprintf(full, sizeof full, "%s", path);
+    long root = strtol(check_setting_get(CHECK_SET_ROOT, "0"), NULL, 10), pid = (long)getpid();
+    check_rank r;
+    check_rank_read(&r);
+    check_path_expand(path, pid, r.rank, root && root != pid, full, sizeof full);
     gpumem__trace_open(full, "gpumem check", writer_is_ours);
 }

@@ -275,7 +275,9 @@ static void crash_json(int sig, const gpumem__group *g, long ng, const crash_sym
     close(fd);
 }
 
-static void crash_status(void)
+/* The status file for `gpumem check`'s summary of many processes (as write_status at exit,
+ * engine.c): errors, the signal, the leaks and whose process this is. */
+static void crash_status(int sig, uint64_t leaks, uint64_t leaked_bytes)
 {
     char path[4096];
     size_t n = strlen(check__opt.status);
@@ -292,9 +294,8 @@ static void crash_status(void)
         return;
     gpumem__sink o;
     gpumem__sink_fd(&o, fd);
-    gpumem__sink_str(&o, "errors ");
-    gpumem__sink_i64(&o, check_error_count());
-    gpumem__sink_str(&o, check__unchecked() ? "\nstatus unchecked\n" : "\nstatus signaled\n");
+    check__status_lines(&o, check__unchecked() ? "unchecked" : "signaled", sig, leaks,
+                        leaked_bytes, -1);
     gpumem__sink_flush(&o);
     close(fd);
 }
@@ -399,6 +400,8 @@ void check__finish_signaled(int sig)
     }
     gpumem__sink o;
     gpumem__sink_fd(&o, fd);
+    if (!check__report_started && !check__opt.quiet) /* the report starts here: whose it is */
+        check__text_rank_header(&o);
     const char *abbrev = sigabbrev_np(sig);
     check__text_line(&o, "Process terminating with the default action of signal ");
     gpumem__sink_i64(&o, sig);
@@ -429,7 +432,7 @@ void check__finish_signaled(int sig)
     if (check__opt.json)
         crash_json(sig, g, ng, &cs, skipped, sums.leaks, sums.leaked_bytes);
     if (check__opt.status)
-        crash_status();
+        crash_status(sig, sums.leaks, sums.leaked_bytes);
     crash_syms_unmap(&cs);
     gpumem__group_unmap(g, map_bytes);
 }

@@ -82,8 +82,8 @@ void check_front_release(int kind, void *p, void (*pass_free)(void *))
 
 #define BIT(k) (1u << GPUMEM_KIND_##k)
 /* cudaFree and cudaFreeAsync also release a graph's allocation once the graph ran. */
-static const unsigned free_mask = BIT(DEVICE) | BIT(DEVICE_ASYNC) | BIT(MANAGED) | BIT(GRAPH);
-static const unsigned free_host_mask = BIT(PINNED) | BIT(HOST);
+#define FREE_KINDS (BIT(DEVICE) | BIT(DEVICE_ASYNC) | BIT(MANAGED) | BIT(GRAPH))
+#define FREE_HOST_KINDS (BIT(PINNED) | BIT(HOST))
 static const unsigned free_async_mask = BIT(DEVICE) | BIT(DEVICE_ASYNC) | BIT(GRAPH);
 
 /* ---- sizes of CUDA arrays ---- */
@@ -309,584 +309,594 @@ static void end_capture(const CUpti_CallbackData *cd, CUpti_CallbackDomain dom, 
     }
 }
 
+/* ---- the calls watched: one table ---- */
+
+/* A row of the table: a call of the runtime or the driver API and what its callbacks do. The
+ * handler gets its row (the call's name as the report gives it, and ARG: the kind of what an
+ * allocation makes, the kinds a release may release, or PER_THREAD where stream 0 is the
+ * per-thread default stream: the _ptsz forms), the callback's data, and whether the call is
+ * being entered (else it has returned). InitializeInjection subscribes to the rows' calls and
+ * on_call finds a callback's row by its id. */
+typedef struct call call;
+typedef void call_fn(const call *r, const CUpti_CallbackData *cd, int enter);
+struct call {
+    CUpti_CallbackDomain dom;
+    CUpti_CallbackId id;
+    const char *name;
+    call_fn *fn;
+    unsigned arg;
+};
+enum { LEGACY_STREAM = 0, PER_THREAD = 1 };
+
 #define P(type) ((const type##_params *)cd->functionParams)
-#define RT(name) CUPTI_RUNTIME_TRACE_CBID_##name
-#define DRV(name) CUPTI_DRIVER_TRACE_CBID_##name
+/* A handler; the destroy calls do not need their row. */
+#define ON(fn)                                                                                    \
+    static void fn(const call *r __attribute__((unused)), const CUpti_CallbackData *cd, int enter)
 
-/* The runtime's allocation calls: what they returned becomes live.
- * Returns 0 for a call of another group. */
-static int runtime_alloc_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int enter)
+/* An allocation returned: what it made becomes live, of the row's kind. */
+static void allocated(const call *r, const CUpti_CallbackData *cd, uintptr_t base, size_t bytes)
 {
-    const CUpti_CallbackDomain dom = CUPTI_CB_DOMAIN_RUNTIME_API;
-    switch (id) {
-    case RT(cudaMalloc_v3020):
-        if (!enter)
-            alloc_exit(cd, dom, "cudaMalloc", GPUMEM_KIND_DEVICE, (uintptr_t)*P(cudaMalloc_v3020)->devPtr,
-                       P(cudaMalloc_v3020)->size);
-        break;
-    case RT(cudaMallocPitch_v3020):
-        if (!enter)
-            alloc_exit(cd, dom, "cudaMallocPitch", GPUMEM_KIND_DEVICE, (uintptr_t)*P(cudaMallocPitch_v3020)->devPtr,
-                       *P(cudaMallocPitch_v3020)->pitch * P(cudaMallocPitch_v3020)->height);
-        break;
-    case RT(cudaMalloc3D_v3020):
-        if (!enter) {
-            const struct cudaPitchedPtr *pp = P(cudaMalloc3D_v3020)->pitchedDevPtr;
-            struct cudaExtent e = P(cudaMalloc3D_v3020)->extent;
-            alloc_exit(cd, dom, "cudaMalloc3D", GPUMEM_KIND_DEVICE, (uintptr_t)pp->ptr,
-                       pp->pitch * e.height * (e.depth ? e.depth : 1));
-        }
-        break;
-    case RT(cudaMallocHost_v3020):
-        if (!enter)
-            alloc_exit(cd, dom, "cudaMallocHost", GPUMEM_KIND_PINNED, (uintptr_t)*P(cudaMallocHost_v3020)->ptr,
-                       P(cudaMallocHost_v3020)->size);
-        break;
-    case RT(cudaHostAlloc_v3020):
-        /* The runtime header's C++ cudaMallocHost(&p, n) is cudaHostAlloc(&p, n, 0), and
-         * cudaHostAlloc without flags is cudaMallocHost: name it as the program wrote it. */
-        if (!enter && P(cudaHostAlloc_v3020)->flags == 0)
-            alloc_exit(cd, dom, "cudaMallocHost", GPUMEM_KIND_PINNED,
-                       (uintptr_t)*P(cudaHostAlloc_v3020)->pHost, P(cudaHostAlloc_v3020)->size);
-        else if (!enter)
-            alloc_exit(cd, dom, "cudaHostAlloc", GPUMEM_KIND_HOST,
-                       (uintptr_t)*P(cudaHostAlloc_v3020)->pHost, P(cudaHostAlloc_v3020)->size);
-        break;
-    case RT(cudaMallocManaged_v6000):
-        if (!enter)
-            alloc_exit(cd, dom, "cudaMallocManaged", GPUMEM_KIND_MANAGED, (uintptr_t)*P(cudaMallocManaged_v6000)->devPtr,
-                       P(cudaMallocManaged_v6000)->size);
-        break;
-    case RT(cudaMallocAsync_v11020):
-    case RT(cudaMallocAsync_ptsz_v11020):
-        if (!enter)
-            alloc_async_exit(cd, dom, "cudaMallocAsync",
-                             (uintptr_t)*P(cudaMallocAsync_v11020)->devPtr,
-                             P(cudaMallocAsync_v11020)->size, P(cudaMallocAsync_v11020)->hStream,
-                             id == RT(cudaMallocAsync_ptsz_v11020));
-        break;
-    case RT(cudaMallocFromPoolAsync_v11020):
-    case RT(cudaMallocFromPoolAsync_ptsz_v11020):
-        if (!enter)
-            alloc_async_exit(cd, dom, "cudaMallocFromPoolAsync",
-                             (uintptr_t)*P(cudaMallocFromPoolAsync_v11020)->ptr,
-                             P(cudaMallocFromPoolAsync_v11020)->size,
-                             P(cudaMallocFromPoolAsync_v11020)->stream,
-                             id == RT(cudaMallocFromPoolAsync_ptsz_v11020));
-        break;
-    case RT(cudaHostRegister_v4000):
-        if (!enter)
-            alloc_exit(cd, dom, "cudaHostRegister", GPUMEM_KIND_REGISTERED, (uintptr_t)P(cudaHostRegister_v4000)->ptr,
-                       P(cudaHostRegister_v4000)->size);
-        break;
-    default:
-        return 0;
-    }
-    return 1;
+    alloc_exit(cd, r->dom, r->name, (int)r->arg, base, bytes);
 }
 
-/* The runtime's CUDA arrays, kept by their handles: made and destroyed.
- * Returns 0 for a call of another group. */
-static int runtime_array_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int enter)
+/* A release of one of the row's kinds: checked when entered, settled when it returned. */
+static void release(const call *r, const CUpti_CallbackData *cd, int enter, uintptr_t p)
 {
-    const CUpti_CallbackDomain dom = CUPTI_CB_DOMAIN_RUNTIME_API;
-    switch (id) {
-    case RT(cudaMallocArray_v3020):
-        if (!enter) {
-            const cudaMallocArray_v3020_params *a = P(cudaMallocArray_v3020);
-            alloc_exit(cd, dom, "cudaMallocArray", GPUMEM_KIND_ARRAY,
-                       check_array_key((uintptr_t)*a->array),
-                       extent_bytes(channel_bytes(a->desc), a->width, a->height, 1));
-        }
-        break;
-    case RT(cudaMalloc3DArray_v3020):
-        if (!enter) {
-            const cudaMalloc3DArray_v3020_params *a = P(cudaMalloc3DArray_v3020);
-            alloc_exit(cd, dom, "cudaMalloc3DArray", GPUMEM_KIND_ARRAY,
-                       check_array_key((uintptr_t)*a->array),
-                       extent_bytes(channel_bytes(a->desc), a->extent.width, a->extent.height,
-                                    a->extent.depth));
-        }
-        break;
-    case RT(cudaMallocMipmappedArray_v5000):
-        if (!enter) {
-            const cudaMallocMipmappedArray_v5000_params *a = P(cudaMallocMipmappedArray_v5000);
-            alloc_exit(cd, dom, "cudaMallocMipmappedArray", GPUMEM_KIND_MIPMAPPED,
-                       check_array_key((uintptr_t)*a->mipmappedArray),
-                       mipmap_bytes(channel_bytes(a->desc), a->extent.width, a->extent.height,
-                                    a->extent.depth, a->numLevels));
-        }
-        break;
-    case RT(cudaFreeArray_v3020):
-        if (enter)
-            release_enter("cudaFreeArray", BIT(ARRAY),
-                          check_array_key((uintptr_t)P(cudaFreeArray_v3020)->array));
-        else
-            release_exit(cd, dom);
-        break;
-    case RT(cudaFreeMipmappedArray_v5000):
-        if (enter)
-            release_enter("cudaFreeMipmappedArray", BIT(MIPMAPPED),
-                          check_array_key((uintptr_t)P(cudaFreeMipmappedArray_v5000)->mipmappedArray));
-        else
-            release_exit(cd, dom);
-        break;
-    default:
-        return 0;
-    }
-    return 1;
+    if (enter)
+        release_enter(r->name, r->arg, p);
+    else
+        release_exit(cd, r->dom);
 }
 
-/* The runtime's release calls. Returns 0 for a call of another group. */
-static int runtime_release_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int enter)
+/* cudaFreeAsync and cuMemFreeAsync: a free node when the stream is capturing. */
+static void release_async(const call *r, const CUpti_CallbackData *cd, int enter, uintptr_t p,
+                          CUstream s)
 {
-    const CUpti_CallbackDomain dom = CUPTI_CB_DOMAIN_RUNTIME_API;
-    switch (id) {
-    case RT(cudaFree_v3020):
-        if (enter)
-            release_enter("cudaFree", free_mask, (uintptr_t)P(cudaFree_v3020)->devPtr);
-        else
-            release_exit(cd, dom);
-        break;
-    case RT(cudaFreeHost_v3020):
-        if (enter)
-            release_enter("cudaFreeHost", free_host_mask, (uintptr_t)P(cudaFreeHost_v3020)->ptr);
-        else
-            release_exit(cd, dom);
-        break;
-    case RT(cudaFreeAsync_v11020):
-    case RT(cudaFreeAsync_ptsz_v11020):
-        if (enter)
-            free_async_enter("cudaFreeAsync", (uintptr_t)P(cudaFreeAsync_v11020)->devPtr,
-                             P(cudaFreeAsync_v11020)->hStream, id == RT(cudaFreeAsync_ptsz_v11020));
-        else
-            release_exit(cd, dom);
-        break;
-    case RT(cudaHostUnregister_v4000):
-        if (enter)
-            release_enter("cudaHostUnregister", BIT(REGISTERED), (uintptr_t)P(cudaHostUnregister_v4000)->ptr);
-        else
-            release_exit(cd, dom);
-        break;
-    default:
-        return 0;
-    }
-    return 1;
+    if (enter)
+        free_async_enter(r->name, p, s, r->arg == PER_THREAD);
+    else
+        release_exit(cd, r->dom);
 }
 
-/* The runtime's calls that release all of a device's memory at
- * once. Returns 0 for a call of another group. */
-static int runtime_reset_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int enter)
+/* A call that succeeded: for the graph calls, which change the model only then. */
+static int succeeded(const call *r, const CUpti_CallbackData *cd, int enter)
 {
-    const CUpti_CallbackDomain dom = CUPTI_CB_DOMAIN_RUNTIME_API;
-    switch (id) {
-    case RT(cudaDeviceReset_v3020):
-        if (enter)
+    return !enter && returned_ok(cd, r->dom);
+}
+
+/* The runtime's allocations. */
+ON(on_cudaMalloc)
+{
+    if (!enter)
+        allocated(r, cd, (uintptr_t)*P(cudaMalloc_v3020)->devPtr, P(cudaMalloc_v3020)->size);
+}
+ON(on_cudaMallocPitch)
+{
+    const cudaMallocPitch_v3020_params *a = P(cudaMallocPitch_v3020);
+    if (!enter)
+        allocated(r, cd, (uintptr_t)*a->devPtr, *a->pitch * a->height);
+}
+ON(on_cudaMalloc3D)
+{
+    const cudaMalloc3D_v3020_params *a = P(cudaMalloc3D_v3020);
+    if (!enter)
+        allocated(r, cd, (uintptr_t)a->pitchedDevPtr->ptr,
+                  a->pitchedDevPtr->pitch * a->extent.height * (a->extent.depth ? a->extent.depth : 1));
+}
+ON(on_cudaMallocHost)
+{
+    if (!enter)
+        allocated(r, cd, (uintptr_t)*P(cudaMallocHost_v3020)->ptr, P(cudaMallocHost_v3020)->size);
+}
+ON(on_cudaHostAlloc)
+{
+    const cudaHostAlloc_v3020_params *a = P(cudaHostAlloc_v3020);
+    if (enter)
+        return;
+    /* The runtime header's C++ cudaMallocHost(&p, n) is cudaHostAlloc(&p, n, 0), and
+     * cudaHostAlloc without flags is cudaMallocHost: name it as the program wrote it. */
+    if (a->flags == 0)
+        alloc_exit(cd, r->dom, "cudaMallocHost", GPUMEM_KIND_PINNED, (uintptr_t)*a->pHost, a->size);
+    else
+        allocated(r, cd, (uintptr_t)*a->pHost, a->size);
+}
+ON(on_cudaMallocManaged)
+{
+    if (!enter)
+        allocated(r, cd, (uintptr_t)*P(cudaMallocManaged_v6000)->devPtr,
+                  P(cudaMallocManaged_v6000)->size);
+}
+ON(on_cudaMallocAsync)
+{
+    const cudaMallocAsync_v11020_params *a = P(cudaMallocAsync_v11020);
+    if (!enter)
+        alloc_async_exit(cd, r->dom, r->name, (uintptr_t)*a->devPtr, a->size, a->hStream,
+                         r->arg == PER_THREAD);
+}
+ON(on_cudaMallocFromPoolAsync)
+{
+    const cudaMallocFromPoolAsync_v11020_params *a = P(cudaMallocFromPoolAsync_v11020);
+    if (!enter)
+        alloc_async_exit(cd, r->dom, r->name, (uintptr_t)*a->ptr, a->size, a->stream,
+                         r->arg == PER_THREAD);
+}
+ON(on_cudaHostRegister)
+{
+    if (!enter)
+        allocated(r, cd, (uintptr_t)P(cudaHostRegister_v4000)->ptr, P(cudaHostRegister_v4000)->size);
+}
+
+/* The runtime's CUDA arrays, kept by their handles. */
+ON(on_cudaMallocArray)
+{
+    const cudaMallocArray_v3020_params *a = P(cudaMallocArray_v3020);
+    if (!enter)
+        allocated(r, cd, check_array_key((uintptr_t)*a->array),
+                  extent_bytes(channel_bytes(a->desc), a->width, a->height, 1));
+}
+ON(on_cudaMalloc3DArray)
+{
+    const cudaMalloc3DArray_v3020_params *a = P(cudaMalloc3DArray_v3020);
+    if (!enter)
+        allocated(r, cd, check_array_key((uintptr_t)*a->array),
+                  extent_bytes(channel_bytes(a->desc), a->extent.width, a->extent.height,
+                               a->extent.depth));
+}
+ON(on_cudaMallocMipmappedArray)
+{
+    const cudaMallocMipmappedArray_v5000_params *a = P(cudaMallocMipmappedArray_v5000);
+    if (!enter)
+        allocated(r, cd, check_array_key((uintptr_t)*a->mipmappedArray),
+                  mipmap_bytes(channel_bytes(a->desc), a->extent.width, a->extent.height,
+                               a->extent.depth, a->numLevels));
+}
+ON(on_cudaFreeArray)
+{
+    release(r, cd, enter, check_array_key((uintptr_t)P(cudaFreeArray_v3020)->array));
+}
+ON(on_cudaFreeMipmappedArray)
+{
+    release(r, cd, enter,
+            check_array_key((uintptr_t)P(cudaFreeMipmappedArray_v5000)->mipmappedArray));
+}
+
+/* The runtime's releases. */
+ON(on_cudaFree)
+{
+    release(r, cd, enter, (uintptr_t)P(cudaFree_v3020)->devPtr);
+}
+ON(on_cudaFreeHost)
+{
+    release(r, cd, enter, (uintptr_t)P(cudaFreeHost_v3020)->ptr);
+}
+ON(on_cudaFreeAsync)
+{
+    release_async(r, cd, enter, (uintptr_t)P(cudaFreeAsync_v11020)->devPtr,
+                  P(cudaFreeAsync_v11020)->hStream);
+}
+ON(on_cudaHostUnregister)
+{
+    release(r, cd, enter, (uintptr_t)P(cudaHostUnregister_v4000)->ptr);
+}
+/* All of a device's memory at once. */
+ON(on_cudaDeviceReset)
+{
+    if (enter)
+        reset_device = current_device();
+    else if (returned_ok(cd, r->dom))
+        check_device_reset(reset_device);
+}
+
+/* The runtime's graph memory: memory nodes, captures, instantiation, launches. */
+ON(on_cudaGraphAddMemAllocNode)
+{
+    const cudaGraphAddMemAllocNode_v11040_params *a = P(cudaGraphAddMemAllocNode_v11040);
+    if (succeeded(r, cd, enter))
+        alloc_node_added(r->name, (uintptr_t)a->graph, (uintptr_t)a->nodeParams->dptr,
+                         a->nodeParams->bytesize, a->nodeParams->poolProps.location.type,
+                         a->nodeParams->poolProps.location.id);
+}
+ON(on_cudaGraphAddMemFreeNode)
+{
+    const cudaGraphAddMemFreeNode_v11040_params *a = P(cudaGraphAddMemFreeNode_v11040);
+    if (succeeded(r, cd, enter))
+        check_graph_free_node((uintptr_t)a->graph, r->name, (uintptr_t)a->dptr,
+                              gpumem__stack_capture(0));
+}
+#if CUDA_VERSION >= 12030
+ON(on_cudaGraphAddNode)
+{
+    const cudaGraphAddNode_v12030_params *a = P(cudaGraphAddNode_v12030);
+    if (succeeded(r, cd, enter))
+        node_added(r->name, (uintptr_t)a->graph,
+                   (const CUgraphNodeParams *)(const void *)a->nodeParams);
+}
+#endif
+ON(on_cudaStreamEndCapture)
+{
+    const cudaStreamEndCapture_v10000_params *a = P(cudaStreamEndCapture_v10000);
+    end_capture(cd, r->dom, enter, a->stream, r->arg == PER_THREAD, a->pGraph);
+}
+ON(on_cudaGraphInstantiate)
+{
+    /* CUDA 11's form, (pGraphExec, graph, error node, log, log size), has the same first
+     * fields as CUDA 12's and no flags: the row's ARG says which it is. */
+    const cudaGraphInstantiate_v12000_params *a = P(cudaGraphInstantiate_v12000);
+    if (succeeded(r, cd, enter))
+        check_graph_instantiated((uintptr_t)a->graph, (uintptr_t)*a->pGraphExec,
+                                 r->arg ? a->flags : 0);
+}
+ON(on_cudaGraphInstantiateWithParams)
+{
+    const cudaGraphInstantiateWithParams_v12000_params *a = P(cudaGraphInstantiateWithParams_v12000);
+    if (succeeded(r, cd, enter))
+        check_graph_instantiated((uintptr_t)a->graph, (uintptr_t)*a->pGraphExec,
+                                 a->instantiateParams ? a->instantiateParams->flags : 0);
+}
+ON(on_cudaGraphLaunch)
+{
+    if (succeeded(r, cd, enter))
+        check_graph_launched((uintptr_t)P(cudaGraphLaunch_v10000)->graphExec);
+}
+ON(on_cudaGraphExecDestroy)
+{
+    if (enter)
+        check_graph_exec_destroyed((uintptr_t)P(cudaGraphExecDestroy_v10000)->graphExec);
+}
+ON(on_cudaGraphDestroy)
+{
+    if (enter)
+        check_graph_destroyed((uintptr_t)P(cudaGraphDestroy_v10000)->graph);
+}
+
+/* The driver's allocations. */
+ON(on_cuMemAlloc)
+{
+    if (!enter)
+        allocated(r, cd, (uintptr_t)*P(cuMemAlloc_v2)->dptr, P(cuMemAlloc_v2)->bytesize);
+}
+ON(on_cuMemAllocPitch)
+{
+    const cuMemAllocPitch_v2_params *a = P(cuMemAllocPitch_v2);
+    if (!enter)
+        allocated(r, cd, (uintptr_t)*a->dptr, *a->pPitch * a->Height);
+}
+ON(on_cuMemAllocHost)
+{
+    if (!enter)
+        allocated(r, cd, (uintptr_t)*P(cuMemAllocHost_v2)->pp, P(cuMemAllocHost_v2)->bytesize);
+}
+ON(on_cuMemHostAlloc)
+{
+    if (!enter)
+        allocated(r, cd, (uintptr_t)*P(cuMemHostAlloc)->pp, P(cuMemHostAlloc)->bytesize);
+}
+ON(on_cuMemAllocManaged)
+{
+    if (!enter)
+        allocated(r, cd, (uintptr_t)*P(cuMemAllocManaged)->dptr, P(cuMemAllocManaged)->bytesize);
+}
+ON(on_cuMemAllocAsync)
+{
+    const cuMemAllocAsync_params *a = P(cuMemAllocAsync);
+    if (!enter)
+        alloc_async_exit(cd, r->dom, r->name, (uintptr_t)*a->dptr, a->bytesize, a->hStream,
+                         r->arg == PER_THREAD);
+}
+ON(on_cuMemAllocFromPoolAsync)
+{
+    const cuMemAllocFromPoolAsync_params *a = P(cuMemAllocFromPoolAsync);
+    if (!enter)
+        alloc_async_exit(cd, r->dom, r->name, (uintptr_t)*a->dptr, a->bytesize, a->hStream,
+                         r->arg == PER_THREAD);
+}
+ON(on_cuMemHostRegister)
+{
+    if (!enter)
+        allocated(r, cd, (uintptr_t)P(cuMemHostRegister_v2)->p, P(cuMemHostRegister_v2)->bytesize);
+}
+ON(on_cuMemCreate)
+{
+    if (!enter)
+        allocated(r, cd, check_handle_key(*P(cuMemCreate)->handle), P(cuMemCreate)->size);
+}
+ON(on_cuMemMap)
+{
+    if (!enter)
+        allocated(r, cd, (uintptr_t)P(cuMemMap)->ptr, P(cuMemMap)->size);
+}
+ON(on_cuMemAddressReserve)
+{
+    if (!enter)
+        allocated(r, cd, check_reserve_key((uintptr_t)*P(cuMemAddressReserve)->ptr),
+                  P(cuMemAddressReserve)->size);
+}
+
+/* The driver's CUDA arrays, kept by their handles. */
+ON(on_cuArrayCreate)
+{
+    const CUDA_ARRAY_DESCRIPTOR *d = P(cuArrayCreate_v2)->pAllocateArray;
+    if (!enter)
+        allocated(r, cd, check_array_key((uintptr_t)*P(cuArrayCreate_v2)->pHandle),
+                  d ? extent_bytes(format_bytes(d->Format, d->NumChannels), d->Width, d->Height, 1)
+                    : 0);
+}
+ON(on_cuArray3DCreate)
+{
+    const CUDA_ARRAY3D_DESCRIPTOR *d = P(cuArray3DCreate_v2)->pAllocateArray;
+    if (!enter)
+        allocated(r, cd, check_array_key((uintptr_t)*P(cuArray3DCreate_v2)->pHandle),
+                  d ? extent_bytes(format_bytes(d->Format, d->NumChannels), d->Width, d->Height,
+                                   d->Depth)
+                    : 0);
+}
+ON(on_cuMipmappedArrayCreate)
+{
+    const cuMipmappedArrayCreate_params *a = P(cuMipmappedArrayCreate);
+    const CUDA_ARRAY3D_DESCRIPTOR *d = a->pMipmappedArrayDesc;
+    if (!enter)
+        allocated(r, cd, check_array_key((uintptr_t)*a->pHandle),
+                  d ? mipmap_bytes(format_bytes(d->Format, d->NumChannels), d->Width, d->Height,
+                                   d->Depth, a->numMipmapLevels)
+                    : 0);
+}
+ON(on_cuArrayDestroy)
+{
+    release(r, cd, enter, check_array_key((uintptr_t)P(cuArrayDestroy)->hArray));
+}
+ON(on_cuMipmappedArrayDestroy)
+{
+    release(r, cd, enter, check_array_key((uintptr_t)P(cuMipmappedArrayDestroy)->hMipmappedArray));
+}
+
+/* The driver's releases. */
+ON(on_cuMemAddressFree)
+{
+    release(r, cd, enter, check_reserve_key((uintptr_t)P(cuMemAddressFree)->ptr));
+}
+ON(on_cuMemFree)
+{
+    release(r, cd, enter, (uintptr_t)P(cuMemFree_v2)->dptr);
+}
+ON(on_cuMemFreeHost)
+{
+    release(r, cd, enter, (uintptr_t)P(cuMemFreeHost)->p);
+}
+ON(on_cuMemFreeAsync)
+{
+    release_async(r, cd, enter, (uintptr_t)P(cuMemFreeAsync)->dptr, P(cuMemFreeAsync)->hStream);
+}
+ON(on_cuMemHostUnregister)
+{
+    release(r, cd, enter, (uintptr_t)P(cuMemHostUnregister)->p);
+}
+ON(on_cuMemRelease)
+{
+    release(r, cd, enter, check_handle_key(P(cuMemRelease)->handle));
+}
+ON(on_cuMemUnmap)
+{
+    release(r, cd, enter, (uintptr_t)P(cuMemUnmap)->ptr);
+    /* One call may unmap several mappings: all of its range goes. */
+    if (succeeded(r, cd, enter))
+        check_unmap_rest((uintptr_t)P(cuMemUnmap)->ptr, P(cuMemUnmap)->size);
+}
+/* All of a device's memory at once. */
+ON(on_cuDevicePrimaryCtxReset)
+{
+    if (succeeded(r, cd, enter))
+        check_device_reset((int)P(cuDevicePrimaryCtxReset_v2)->dev);
+}
+ON(on_cuCtxDestroy)
+{
+    if (enter) {
+        CUcontext ctx = P(cuCtxDestroy_v2)->ctx, popped;
+        reset_device = -1;
+        if (drv.ctx_push && drv.ctx_pop && drv.ctx_push(ctx) == CUDA_SUCCESS) {
             reset_device = current_device();
-        else if (returned_ok(cd, dom))
-            check_device_reset(reset_device);
-        break;
-    default:
-        return 0;
+            (void)drv.ctx_pop(&popped); /* pops what was pushed just above */
+        }
+    } else if (returned_ok(cd, r->dom) && reset_device >= 0) {
+        check_device_reset(reset_device);
     }
-    return 1;
 }
 
-/* The runtime's graph memory: memory nodes, captures, instantiation, launches.
- * Returns 0 for a call of another group. */
-static int runtime_graph_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int enter)
+/* The driver's graph memory. */
+ON(on_cuGraphAddMemAllocNode)
 {
-    const CUpti_CallbackDomain dom = CUPTI_CB_DOMAIN_RUNTIME_API;
-    switch (id) {
-    case RT(cudaGraphAddMemAllocNode_v11040):
-        if (!enter && returned_ok(cd, dom)) {
-            const struct cudaMemAllocNodeParams *np = P(cudaGraphAddMemAllocNode_v11040)->nodeParams;
-            alloc_node_added("cudaGraphAddMemAllocNode",
-                             (uintptr_t)P(cudaGraphAddMemAllocNode_v11040)->graph,
-                             (uintptr_t)np->dptr, np->bytesize, np->poolProps.location.type,
-                             np->poolProps.location.id);
-        }
-        break;
-    case RT(cudaGraphAddMemFreeNode_v11040):
-        if (!enter && returned_ok(cd, dom))
-            check_graph_free_node((uintptr_t)P(cudaGraphAddMemFreeNode_v11040)->graph,
-                                  "cudaGraphAddMemFreeNode",
-                                  (uintptr_t)P(cudaGraphAddMemFreeNode_v11040)->dptr,
-                                  gpumem__stack_capture(0));
-        break;
+    const cuGraphAddMemAllocNode_params *a = P(cuGraphAddMemAllocNode);
+    if (succeeded(r, cd, enter))
+        alloc_node_added(r->name, (uintptr_t)a->hGraph, (uintptr_t)a->nodeParams->dptr,
+                         a->nodeParams->bytesize, a->nodeParams->poolProps.location.type,
+                         a->nodeParams->poolProps.location.id);
+}
+ON(on_cuGraphAddMemFreeNode)
+{
+    const cuGraphAddMemFreeNode_params *a = P(cuGraphAddMemFreeNode);
+    if (succeeded(r, cd, enter))
+        check_graph_free_node((uintptr_t)a->hGraph, r->name, (uintptr_t)a->dptr,
+                              gpumem__stack_capture(0));
+}
 #if CUDA_VERSION >= 12030
-    case RT(cudaGraphAddNode_v12030):
-        if (!enter && returned_ok(cd, dom))
-            node_added("cudaGraphAddNode", (uintptr_t)P(cudaGraphAddNode_v12030)->graph,
-                       (const CUgraphNodeParams *)(const void *)
-                           P(cudaGraphAddNode_v12030)->nodeParams);
-        break;
+ON(on_cuGraphAddNode)
+{
+    if (succeeded(r, cd, enter))
+        node_added(r->name, (uintptr_t)P(cuGraphAddNode)->hGraph, P(cuGraphAddNode)->nodeParams);
+}
+ON(on_cuGraphAddNode_v2)
+{
+    if (succeeded(r, cd, enter))
+        node_added(r->name, (uintptr_t)P(cuGraphAddNode_v2)->hGraph,
+                   P(cuGraphAddNode_v2)->nodeParams);
+}
 #endif
-    case RT(cudaStreamEndCapture_v10000):
-    case RT(cudaStreamEndCapture_ptsz_v10000):
-        end_capture(cd, dom, enter, P(cudaStreamEndCapture_v10000)->stream,
-                    id == RT(cudaStreamEndCapture_ptsz_v10000),
-                    P(cudaStreamEndCapture_v10000)->pGraph);
-        break;
-    case RT(cudaGraphInstantiate_v10000):
-        /* CUDA 11's (pGraphExec, graph, error node, log, log size): the same first fields,
-         * no flags. */
-        if (!enter && returned_ok(cd, dom))
-            check_graph_instantiated((uintptr_t)P(cudaGraphInstantiate_v12000)->graph,
-                                     (uintptr_t)*P(cudaGraphInstantiate_v12000)->pGraphExec, 0);
-        break;
-    case RT(cudaGraphInstantiate_v12000):
-    case RT(cudaGraphInstantiateWithFlags_v11040):
-        if (!enter && returned_ok(cd, dom))
-            check_graph_instantiated((uintptr_t)P(cudaGraphInstantiate_v12000)->graph,
-                                     (uintptr_t)*P(cudaGraphInstantiate_v12000)->pGraphExec,
-                                     P(cudaGraphInstantiate_v12000)->flags);
-        break;
-    case RT(cudaGraphInstantiateWithParams_v12000):
-    case RT(cudaGraphInstantiateWithParams_ptsz_v12000): {
-        const cudaGraphInstantiateWithParams_v12000_params *a =
-            P(cudaGraphInstantiateWithParams_v12000);
-        if (!enter && returned_ok(cd, dom))
-            check_graph_instantiated((uintptr_t)a->graph, (uintptr_t)*a->pGraphExec,
-                                     a->instantiateParams ? a->instantiateParams->flags : 0);
-        break;
-    }
-    case RT(cudaGraphLaunch_v10000):
-    case RT(cudaGraphLaunch_ptsz_v10000):
-        if (!enter && returned_ok(cd, dom))
-            check_graph_launched((uintptr_t)P(cudaGraphLaunch_v10000)->graphExec);
-        break;
-    case RT(cudaGraphExecDestroy_v10000):
-        if (enter)
-            check_graph_exec_destroyed((uintptr_t)P(cudaGraphExecDestroy_v10000)->graphExec);
-        break;
-    case RT(cudaGraphDestroy_v10000):
-        if (enter)
-            check_graph_destroyed((uintptr_t)P(cudaGraphDestroy_v10000)->graph);
-        break;
-    default:
-        return 0;
-    }
-    return 1;
+ON(on_cuStreamEndCapture)
+{
+    end_capture(cd, r->dom, enter, P(cuStreamEndCapture)->hStream, r->arg == PER_THREAD,
+                P(cuStreamEndCapture)->phGraph);
+}
+ON(on_cuGraphInstantiate)
+{
+    /* The forms before CUDA 12: (exec, graph, error node, log, log size), no flags. */
+    if (succeeded(r, cd, enter))
+        check_graph_instantiated((uintptr_t)P(cuGraphInstantiate)->hGraph,
+                                 (uintptr_t)*P(cuGraphInstantiate)->phGraphExec, 0);
+}
+ON(on_cuGraphInstantiateWithFlags)
+{
+    const cuGraphInstantiateWithFlags_params *a = P(cuGraphInstantiateWithFlags);
+    if (succeeded(r, cd, enter))
+        check_graph_instantiated((uintptr_t)a->hGraph, (uintptr_t)*a->phGraphExec, a->flags);
+}
+ON(on_cuGraphInstantiateWithParams)
+{
+    const cuGraphInstantiateWithParams_params *a = P(cuGraphInstantiateWithParams);
+    if (succeeded(r, cd, enter))
+        check_graph_instantiated((uintptr_t)a->hGraph, (uintptr_t)*a->phGraphExec,
+                                 a->instantiateParams ? a->instantiateParams->flags : 0);
+}
+ON(on_cuGraphLaunch)
+{
+    if (succeeded(r, cd, enter))
+        check_graph_launched((uintptr_t)P(cuGraphLaunch)->hGraph);
+}
+ON(on_cuGraphLaunch_ptsz)
+{
+    if (succeeded(r, cd, enter))
+        check_graph_launched((uintptr_t)P(cuGraphLaunch_ptsz)->hGraphExec);
+}
+ON(on_cuGraphExecDestroy)
+{
+    if (enter)
+        check_graph_exec_destroyed((uintptr_t)P(cuGraphExecDestroy)->hGraphExec);
+}
+ON(on_cuGraphDestroy)
+{
+    if (enter)
+        check_graph_destroyed((uintptr_t)P(cuGraphDestroy)->hGraph);
 }
 
-/* One callback of the runtime API, handed to the group of calls it belongs to. */
-static void runtime_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int enter)
-{
-    (void)(runtime_alloc_call(id, cd, enter) ||
-           runtime_array_call(id, cd, enter) ||
-           runtime_release_call(id, cd, enter) ||
-           runtime_reset_call(id, cd, enter) ||
-           runtime_graph_call(id, cd, enter));
-}
-
-/* The driver's allocation calls: what they returned becomes live.
- * Returns 0 for a call of another group. */
-static int driver_alloc_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int enter)
-{
-    const CUpti_CallbackDomain dom = CUPTI_CB_DOMAIN_DRIVER_API;
-    switch (id) {
-    case DRV(cuMemAlloc_v2):
-        if (!enter)
-            alloc_exit(cd, dom, "cuMemAlloc", GPUMEM_KIND_DEVICE, (uintptr_t)*P(cuMemAlloc_v2)->dptr,
-                       P(cuMemAlloc_v2)->bytesize);
-        break;
-    case DRV(cuMemAllocPitch_v2):
-        if (!enter)
-            alloc_exit(cd, dom, "cuMemAllocPitch", GPUMEM_KIND_DEVICE, (uintptr_t)*P(cuMemAllocPitch_v2)->dptr,
-                       *P(cuMemAllocPitch_v2)->pPitch * P(cuMemAllocPitch_v2)->Height);
-        break;
-    case DRV(cuMemAllocHost_v2):
-        if (!enter)
-            alloc_exit(cd, dom, "cuMemAllocHost", GPUMEM_KIND_PINNED, (uintptr_t)*P(cuMemAllocHost_v2)->pp,
-                       P(cuMemAllocHost_v2)->bytesize);
-        break;
-    case DRV(cuMemHostAlloc):
-        if (!enter)
-            alloc_exit(cd, dom, "cuMemHostAlloc", GPUMEM_KIND_HOST, (uintptr_t)*P(cuMemHostAlloc)->pp,
-                       P(cuMemHostAlloc)->bytesize);
-        break;
-    case DRV(cuMemAllocManaged):
-        if (!enter)
-            alloc_exit(cd, dom, "cuMemAllocManaged", GPUMEM_KIND_MANAGED, (uintptr_t)*P(cuMemAllocManaged)->dptr,
-                       P(cuMemAllocManaged)->bytesize);
-        break;
-    case DRV(cuMemAllocAsync):
-    case DRV(cuMemAllocAsync_ptsz):
-        if (!enter)
-            alloc_async_exit(cd, dom, "cuMemAllocAsync", (uintptr_t)*P(cuMemAllocAsync)->dptr,
-                             P(cuMemAllocAsync)->bytesize, P(cuMemAllocAsync)->hStream,
-                             id == DRV(cuMemAllocAsync_ptsz));
-        break;
-    case DRV(cuMemAllocFromPoolAsync):
-    case DRV(cuMemAllocFromPoolAsync_ptsz):
-        if (!enter)
-            alloc_async_exit(cd, dom, "cuMemAllocFromPoolAsync",
-                             (uintptr_t)*P(cuMemAllocFromPoolAsync)->dptr,
-                             P(cuMemAllocFromPoolAsync)->bytesize,
-                             P(cuMemAllocFromPoolAsync)->hStream,
-                             id == DRV(cuMemAllocFromPoolAsync_ptsz));
-        break;
-    case DRV(cuMemHostRegister_v2):
-        if (!enter)
-            alloc_exit(cd, dom, "cuMemHostRegister", GPUMEM_KIND_REGISTERED, (uintptr_t)P(cuMemHostRegister_v2)->p,
-                       P(cuMemHostRegister_v2)->bytesize);
-        break;
-    case DRV(cuMemCreate):
-        if (!enter)
-            alloc_exit(cd, dom, "cuMemCreate", GPUMEM_KIND_VIRTUAL, check_handle_key(*P(cuMemCreate)->handle),
-                       P(cuMemCreate)->size);
-        break;
-    case DRV(cuMemMap):
-        if (!enter)
-            alloc_exit(cd, dom, "cuMemMap", GPUMEM_KIND_VIRTUAL, (uintptr_t)P(cuMemMap)->ptr,
-                       P(cuMemMap)->size);
-        break;
-    case DRV(cuMemAddressReserve):
-        if (!enter)
-            alloc_exit(cd, dom, "cuMemAddressReserve", GPUMEM_KIND_RESERVED,
-                       check_reserve_key((uintptr_t)*P(cuMemAddressReserve)->ptr),
-                       P(cuMemAddressReserve)->size);
-        break;
-    default:
-        return 0;
-    }
-    return 1;
-}
-
-/* The driver's CUDA arrays, kept by their handles: made and destroyed.
- * Returns 0 for a call of another group. */
-static int driver_array_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int enter)
-{
-    const CUpti_CallbackDomain dom = CUPTI_CB_DOMAIN_DRIVER_API;
-    switch (id) {
-    case DRV(cuArrayCreate_v2):
-        if (!enter) {
-            const CUDA_ARRAY_DESCRIPTOR *d = P(cuArrayCreate_v2)->pAllocateArray;
-            alloc_exit(cd, dom, "cuArrayCreate", GPUMEM_KIND_ARRAY,
-                       check_array_key((uintptr_t)*P(cuArrayCreate_v2)->pHandle),
-                       d ? extent_bytes(format_bytes(d->Format, d->NumChannels), d->Width,
-                                        d->Height, 1) : 0);
-        }
-        break;
-    case DRV(cuArray3DCreate_v2):
-        if (!enter) {
-            const CUDA_ARRAY3D_DESCRIPTOR *d = P(cuArray3DCreate_v2)->pAllocateArray;
-            alloc_exit(cd, dom, "cuArray3DCreate", GPUMEM_KIND_ARRAY,
-                       check_array_key((uintptr_t)*P(cuArray3DCreate_v2)->pHandle),
-                       d ? extent_bytes(format_bytes(d->Format, d->NumChannels), d->Width,
-                                        d->Height, d->Depth) : 0);
-        }
-        break;
-    case DRV(cuMipmappedArrayCreate):
-        if (!enter) {
-            const CUDA_ARRAY3D_DESCRIPTOR *d = P(cuMipmappedArrayCreate)->pMipmappedArrayDesc;
-            alloc_exit(cd, dom, "cuMipmappedArrayCreate", GPUMEM_KIND_MIPMAPPED,
-                       check_array_key((uintptr_t)*P(cuMipmappedArrayCreate)->pHandle),
-                       d ? mipmap_bytes(format_bytes(d->Format, d->NumChannels), d->Width,
-                                        d->Height, d->Depth,
-                                        P(cuMipmappedArrayCreate)->numMipmapLevels) : 0);
-        }
-        break;
-    case DRV(cuArrayDestroy):
-        if (enter)
-            release_enter("cuArrayDestroy", BIT(ARRAY),
-                          check_array_key((uintptr_t)P(cuArrayDestroy)->hArray));
-        else
-            release_exit(cd, dom);
-        break;
-    case DRV(cuMipmappedArrayDestroy):
-        if (enter)
-            release_enter("cuMipmappedArrayDestroy", BIT(MIPMAPPED),
-                          check_array_key((uintptr_t)P(cuMipmappedArrayDestroy)->hMipmappedArray));
-        else
-            release_exit(cd, dom);
-        break;
-    default:
-        return 0;
-    }
-    return 1;
-}
-
-/* The driver's release calls. Returns 0 for a call of another group. */
-static int driver_release_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int enter)
-{
-    const CUpti_CallbackDomain dom = CUPTI_CB_DOMAIN_DRIVER_API;
-    switch (id) {
-    case DRV(cuMemAddressFree):
-        if (enter)
-            release_enter("cuMemAddressFree", BIT(RESERVED),
-                          check_reserve_key((uintptr_t)P(cuMemAddressFree)->ptr));
-        else
-            release_exit(cd, dom);
-        break;
-    case DRV(cuMemFree_v2):
-        if (enter)
-            release_enter("cuMemFree", free_mask, (uintptr_t)P(cuMemFree_v2)->dptr);
-        else
-            release_exit(cd, dom);
-        break;
-    case DRV(cuMemFreeHost):
-        if (enter)
-            release_enter("cuMemFreeHost", free_host_mask, (uintptr_t)P(cuMemFreeHost)->p);
-        else
-            release_exit(cd, dom);
-        break;
-    case DRV(cuMemFreeAsync):
-    case DRV(cuMemFreeAsync_ptsz):
-        if (enter)
-            free_async_enter("cuMemFreeAsync", (uintptr_t)P(cuMemFreeAsync)->dptr,
-                             P(cuMemFreeAsync)->hStream, id == DRV(cuMemFreeAsync_ptsz));
-        else
-            release_exit(cd, dom);
-        break;
-    case DRV(cuMemHostUnregister):
-        if (enter)
-            release_enter("cuMemHostUnregister", BIT(REGISTERED), (uintptr_t)P(cuMemHostUnregister)->p);
-        else
-            release_exit(cd, dom);
-        break;
-    case DRV(cuMemRelease):
-        if (enter)
-            release_enter("cuMemRelease", BIT(VIRTUAL), check_handle_key(P(cuMemRelease)->handle));
-        else
-            release_exit(cd, dom);
-        break;
-    case DRV(cuMemUnmap):
-        if (enter) {
-            release_enter("cuMemUnmap", BIT(VIRTUAL), (uintptr_t)P(cuMemUnmap)->ptr);
-        } else {
-            release_exit(cd, dom);
-            /* One call may unmap several mappings: all of its range goes. */
-            if (returned_ok(cd, dom))
-                check_unmap_rest((uintptr_t)P(cuMemUnmap)->ptr, P(cuMemUnmap)->size);
-        }
-        break;
-    default:
-        return 0;
-    }
-    return 1;
-}
-
-/* The driver's calls that release all of a device's memory at
- * once. Returns 0 for a call of another group. */
-static int driver_reset_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int enter)
-{
-    const CUpti_CallbackDomain dom = CUPTI_CB_DOMAIN_DRIVER_API;
-    switch (id) {
-    case DRV(cuDevicePrimaryCtxReset_v2):
-        if (!enter && returned_ok(cd, dom))
-            check_device_reset((int)P(cuDevicePrimaryCtxReset_v2)->dev);
-        break;
-    case DRV(cuCtxDestroy_v2):
-        if (enter) {
-            CUcontext ctx = P(cuCtxDestroy_v2)->ctx, popped;
-            reset_device = -1;
-            if (drv.ctx_push && drv.ctx_pop && drv.ctx_push(ctx) == CUDA_SUCCESS) {
-                reset_device = current_device();
-                (void)drv.ctx_pop(&popped); /* pops what was pushed just above */
-            }
-        } else if (returned_ok(cd, dom) && reset_device >= 0) {
-            check_device_reset(reset_device);
-        }
-        break;
-    default:
-        return 0;
-    }
-    return 1;
-}
-
-/* The driver's graph memory: memory nodes, captures, instantiation, launches.
- * Returns 0 for a call of another group. */
-static int driver_graph_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int enter)
-{
-    const CUpti_CallbackDomain dom = CUPTI_CB_DOMAIN_DRIVER_API;
-    switch (id) {
-    case DRV(cuGraphAddMemAllocNode):
-        if (!enter && returned_ok(cd, dom)) {
-            const CUDA_MEM_ALLOC_NODE_PARAMS *np = P(cuGraphAddMemAllocNode)->nodeParams;
-            alloc_node_added("cuGraphAddMemAllocNode", (uintptr_t)P(cuGraphAddMemAllocNode)->hGraph,
-                             (uintptr_t)np->dptr, np->bytesize, np->poolProps.location.type,
-                             np->poolProps.location.id);
-        }
-        break;
-    case DRV(cuGraphAddMemFreeNode):
-        if (!enter && returned_ok(cd, dom))
-            check_graph_free_node((uintptr_t)P(cuGraphAddMemFreeNode)->hGraph,
-                                  "cuGraphAddMemFreeNode",
-                                  (uintptr_t)P(cuGraphAddMemFreeNode)->dptr,
-                                  gpumem__stack_capture(0));
-        break;
+#define RT(id, name, fn, arg) {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_##id, name, fn, arg}
+#define DRV(id, name, fn, arg) {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_##id, name, fn, arg}
+#define KIND(k) GPUMEM_KIND_##k
+/* Every call gpumem check watches, runtime and driver side by side. A runtime call makes
+ * driver calls of its own, which on_call leaves out (rt_depth). */
+static const call calls[] = {
+    /* allocations: ARG is the kind of what they make */
+    RT(cudaMalloc_v3020, "cudaMalloc", on_cudaMalloc, KIND(DEVICE)),
+    DRV(cuMemAlloc_v2, "cuMemAlloc", on_cuMemAlloc, KIND(DEVICE)),
+    RT(cudaMallocPitch_v3020, "cudaMallocPitch", on_cudaMallocPitch, KIND(DEVICE)),
+    DRV(cuMemAllocPitch_v2, "cuMemAllocPitch", on_cuMemAllocPitch, KIND(DEVICE)),
+    RT(cudaMalloc3D_v3020, "cudaMalloc3D", on_cudaMalloc3D, KIND(DEVICE)),
+    RT(cudaMallocHost_v3020, "cudaMallocHost", on_cudaMallocHost, KIND(PINNED)),
+    DRV(cuMemAllocHost_v2, "cuMemAllocHost", on_cuMemAllocHost, KIND(PINNED)),
+    RT(cudaHostAlloc_v3020, "cudaHostAlloc", on_cudaHostAlloc, KIND(HOST)),
+    DRV(cuMemHostAlloc, "cuMemHostAlloc", on_cuMemHostAlloc, KIND(HOST)),
+    RT(cudaMallocManaged_v6000, "cudaMallocManaged", on_cudaMallocManaged, KIND(MANAGED)),
+    DRV(cuMemAllocManaged, "cuMemAllocManaged", on_cuMemAllocManaged, KIND(MANAGED)),
+    RT(cudaHostRegister_v4000, "cudaHostRegister", on_cudaHostRegister, KIND(REGISTERED)),
+    DRV(cuMemHostRegister_v2, "cuMemHostRegister", on_cuMemHostRegister, KIND(REGISTERED)),
+    DRV(cuMemCreate, "cuMemCreate", on_cuMemCreate, KIND(VIRTUAL)),
+    DRV(cuMemMap, "cuMemMap", on_cuMemMap, KIND(VIRTUAL)),
+    DRV(cuMemAddressReserve, "cuMemAddressReserve", on_cuMemAddressReserve, KIND(RESERVED)),
+    RT(cudaMallocArray_v3020, "cudaMallocArray", on_cudaMallocArray, KIND(ARRAY)),
+    DRV(cuArrayCreate_v2, "cuArrayCreate", on_cuArrayCreate, KIND(ARRAY)),
+    RT(cudaMalloc3DArray_v3020, "cudaMalloc3DArray", on_cudaMalloc3DArray, KIND(ARRAY)),
+    DRV(cuArray3DCreate_v2, "cuArray3DCreate", on_cuArray3DCreate, KIND(ARRAY)),
+    RT(cudaMallocMipmappedArray_v5000, "cudaMallocMipmappedArray", on_cudaMallocMipmappedArray,
+       KIND(MIPMAPPED)),
+    DRV(cuMipmappedArrayCreate, "cuMipmappedArrayCreate", on_cuMipmappedArrayCreate,
+        KIND(MIPMAPPED)),
+    /* stream-ordered allocations (a node of the graph being captured, on a capturing stream):
+     * ARG says whether stream 0 is the per-thread stream */
+    RT(cudaMallocAsync_v11020, "cudaMallocAsync", on_cudaMallocAsync, LEGACY_STREAM),
+    RT(cudaMallocAsync_ptsz_v11020, "cudaMallocAsync", on_cudaMallocAsync, PER_THREAD),
+    DRV(cuMemAllocAsync, "cuMemAllocAsync", on_cuMemAllocAsync, LEGACY_STREAM),
+    DRV(cuMemAllocAsync_ptsz, "cuMemAllocAsync", on_cuMemAllocAsync, PER_THREAD),
+    RT(cudaMallocFromPoolAsync_v11020, "cudaMallocFromPoolAsync", on_cudaMallocFromPoolAsync,
+       LEGACY_STREAM),
+    RT(cudaMallocFromPoolAsync_ptsz_v11020, "cudaMallocFromPoolAsync",
+       on_cudaMallocFromPoolAsync, PER_THREAD),
+    DRV(cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", on_cuMemAllocFromPoolAsync,
+        LEGACY_STREAM),
+    DRV(cuMemAllocFromPoolAsync_ptsz, "cuMemAllocFromPoolAsync", on_cuMemAllocFromPoolAsync,
+        PER_THREAD),
+    /* releases: ARG is the kinds they may release */
+    RT(cudaFree_v3020, "cudaFree", on_cudaFree, FREE_KINDS),
+    DRV(cuMemFree_v2, "cuMemFree", on_cuMemFree, FREE_KINDS),
+    RT(cudaFreeHost_v3020, "cudaFreeHost", on_cudaFreeHost, FREE_HOST_KINDS),
+    DRV(cuMemFreeHost, "cuMemFreeHost", on_cuMemFreeHost, FREE_HOST_KINDS),
+    RT(cudaHostUnregister_v4000, "cudaHostUnregister", on_cudaHostUnregister, BIT(REGISTERED)),
+    DRV(cuMemHostUnregister, "cuMemHostUnregister", on_cuMemHostUnregister, BIT(REGISTERED)),
+    DRV(cuMemRelease, "cuMemRelease", on_cuMemRelease, BIT(VIRTUAL)),
+    DRV(cuMemUnmap, "cuMemUnmap", on_cuMemUnmap, BIT(VIRTUAL)),
+    DRV(cuMemAddressFree, "cuMemAddressFree", on_cuMemAddressFree, BIT(RESERVED)),
+    RT(cudaFreeArray_v3020, "cudaFreeArray", on_cudaFreeArray, BIT(ARRAY)),
+    DRV(cuArrayDestroy, "cuArrayDestroy", on_cuArrayDestroy, BIT(ARRAY)),
+    RT(cudaFreeMipmappedArray_v5000, "cudaFreeMipmappedArray", on_cudaFreeMipmappedArray,
+       BIT(MIPMAPPED)),
+    DRV(cuMipmappedArrayDestroy, "cuMipmappedArrayDestroy", on_cuMipmappedArrayDestroy,
+        BIT(MIPMAPPED)),
+    /* stream-ordered releases (the kinds are free_async_mask's): ARG as for the allocations */
+    RT(cudaFreeAsync_v11020, "cudaFreeAsync", on_cudaFreeAsync, LEGACY_STREAM),
+    RT(cudaFreeAsync_ptsz_v11020, "cudaFreeAsync", on_cudaFreeAsync, PER_THREAD),
+    DRV(cuMemFreeAsync, "cuMemFreeAsync", on_cuMemFreeAsync, LEGACY_STREAM),
+    DRV(cuMemFreeAsync_ptsz, "cuMemFreeAsync", on_cuMemFreeAsync, PER_THREAD),
+    /* all of a device's memory at once */
+    RT(cudaDeviceReset_v3020, "cudaDeviceReset", on_cudaDeviceReset, 0),
+    DRV(cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset", on_cuDevicePrimaryCtxReset, 0),
+    DRV(cuCtxDestroy_v2, "cuCtxDestroy", on_cuCtxDestroy, 0),
+    /* graph memory: memory nodes, captures, instantiation, launches */
+    RT(cudaGraphAddMemAllocNode_v11040, "cudaGraphAddMemAllocNode", on_cudaGraphAddMemAllocNode, 0),
+    DRV(cuGraphAddMemAllocNode, "cuGraphAddMemAllocNode", on_cuGraphAddMemAllocNode, 0),
+    RT(cudaGraphAddMemFreeNode_v11040, "cudaGraphAddMemFreeNode", on_cudaGraphAddMemFreeNode, 0),
+    DRV(cuGraphAddMemFreeNode, "cuGraphAddMemFreeNode", on_cuGraphAddMemFreeNode, 0),
 #if CUDA_VERSION >= 12030
-    case DRV(cuGraphAddNode):
-        if (!enter && returned_ok(cd, dom))
-            node_added("cuGraphAddNode", (uintptr_t)P(cuGraphAddNode)->hGraph,
-                       P(cuGraphAddNode)->nodeParams);
-        break;
+    RT(cudaGraphAddNode_v12030, "cudaGraphAddNode", on_cudaGraphAddNode, 0),
+    DRV(cuGraphAddNode, "cuGraphAddNode", on_cuGraphAddNode, 0),
+    DRV(cuGraphAddNode_v2, "cuGraphAddNode", on_cuGraphAddNode_v2, 0),
 #endif
-#if CUDA_VERSION >= 12030
-    case DRV(cuGraphAddNode_v2):
-        if (!enter && returned_ok(cd, dom))
-            node_added("cuGraphAddNode", (uintptr_t)P(cuGraphAddNode_v2)->hGraph,
-                       P(cuGraphAddNode_v2)->nodeParams);
-        break;
-#endif
-    case DRV(cuStreamEndCapture):
-    case DRV(cuStreamEndCapture_ptsz):
-        end_capture(cd, dom, enter, P(cuStreamEndCapture)->hStream,
-                    id == DRV(cuStreamEndCapture_ptsz), P(cuStreamEndCapture)->phGraph);
-        break;
-    case DRV(cuGraphInstantiate):
-    case DRV(cuGraphInstantiate_v2):
-        /* The forms before CUDA 12: (exec, graph, error node, log, log size), no flags. */
-        if (!enter && returned_ok(cd, dom))
-            check_graph_instantiated((uintptr_t)P(cuGraphInstantiate)->hGraph,
-                                     (uintptr_t)*P(cuGraphInstantiate)->phGraphExec, 0);
-        break;
-    case DRV(cuGraphInstantiateWithFlags):
-        if (!enter && returned_ok(cd, dom))
-            check_graph_instantiated((uintptr_t)P(cuGraphInstantiateWithFlags)->hGraph,
-                                     (uintptr_t)*P(cuGraphInstantiateWithFlags)->phGraphExec,
-                                     P(cuGraphInstantiateWithFlags)->flags);
-        break;
-    case DRV(cuGraphInstantiateWithParams):
-    case DRV(cuGraphInstantiateWithParams_ptsz): {
-        const cuGraphInstantiateWithParams_params *a = P(cuGraphInstantiateWithParams);
-        if (!enter && returned_ok(cd, dom))
-            check_graph_instantiated((uintptr_t)a->hGraph, (uintptr_t)*a->phGraphExec,
-                                     a->instantiateParams ? a->instantiateParams->flags : 0);
-        break;
-    }
-    case DRV(cuGraphLaunch):
-        if (!enter && returned_ok(cd, dom))
-            check_graph_launched((uintptr_t)P(cuGraphLaunch)->hGraph);
-        break;
-    case DRV(cuGraphLaunch_ptsz):
-        if (!enter && returned_ok(cd, dom))
-            check_graph_launched((uintptr_t)P(cuGraphLaunch_ptsz)->hGraphExec);
-        break;
-    case DRV(cuGraphExecDestroy):
-        if (enter)
-            check_graph_exec_destroyed((uintptr_t)P(cuGraphExecDestroy)->hGraphExec);
-        break;
-    case DRV(cuGraphDestroy):
-        if (enter)
-            check_graph_destroyed((uintptr_t)P(cuGraphDestroy)->hGraph);
-        break;
-    default:
-        return 0;
-    }
-    return 1;
-}
+    RT(cudaStreamEndCapture_v10000, "cudaStreamEndCapture", on_cudaStreamEndCapture, LEGACY_STREAM),
+    RT(cudaStreamEndCapture_ptsz_v10000, "cudaStreamEndCapture", on_cudaStreamEndCapture,
+       PER_THREAD),
+    DRV(cuStreamEndCapture, "cuStreamEndCapture", on_cuStreamEndCapture, LEGACY_STREAM),
+    DRV(cuStreamEndCapture_ptsz, "cuStreamEndCapture", on_cuStreamEndCapture, PER_THREAD),
+    /* ARG: whether the call has flags */
+    RT(cudaGraphInstantiate_v10000, "cudaGraphInstantiate", on_cudaGraphInstantiate, 0),
+    RT(cudaGraphInstantiate_v12000, "cudaGraphInstantiate", on_cudaGraphInstantiate, 1),
+    RT(cudaGraphInstantiateWithFlags_v11040, "cudaGraphInstantiateWithFlags",
+       on_cudaGraphInstantiate, 1),
+    DRV(cuGraphInstantiate, "cuGraphInstantiate", on_cuGraphInstantiate, 0),
+    DRV(cuGraphInstantiate_v2, "cuGraphInstantiate", on_cuGraphInstantiate, 0),
+    DRV(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", on_cuGraphInstantiateWithFlags,
+        0),
+    RT(cudaGraphInstantiateWithParams_v12000, "cudaGraphInstantiateWithParams",
+       on_cudaGraphInstantiateWithParams, 0),
+    RT(cudaGraphInstantiateWithParams_ptsz_v12000, "cudaGraphInstantiateWithParams",
+       on_cudaGraphInstantiateWithParams, 0),
+    DRV(cuGraphInstantiateWithParams, "cuGraphInstantiateWithParams",
+        on_cuGraphInstantiateWithParams, 0),
+    DRV(cuGraphInstantiateWithParams_ptsz, "cuGraphInstantiateWithParams",
+        on_cuGraphInstantiateWithParams, 0),
+    RT(cudaGraphLaunch_v10000, "cudaGraphLaunch", on_cudaGraphLaunch, 0),
+    RT(cudaGraphLaunch_ptsz_v10000, "cudaGraphLaunch", on_cudaGraphLaunch, 0),
+    DRV(cuGraphLaunch, "cuGraphLaunch", on_cuGraphLaunch, 0),
+    DRV(cuGraphLaunch_ptsz, "cuGraphLaunch", on_cuGraphLaunch_ptsz, 0),
+    RT(cudaGraphExecDestroy_v10000, "cudaGraphExecDestroy", on_cudaGraphExecDestroy, 0),
+    DRV(cuGraphExecDestroy, "cuGraphExecDestroy", on_cuGraphExecDestroy, 0),
+    RT(cudaGraphDestroy_v10000, "cudaGraphDestroy", on_cudaGraphDestroy, 0),
+    DRV(cuGraphDestroy, "cuGraphDestroy", on_cuGraphDestroy, 0),
+};
 
-/* One callback of the driver API, handed to the group of calls it belongs to. */
-static void driver_call(CUpti_CallbackId id, const CUpti_CallbackData *cd, int enter)
+/* A callback's row, by its id: filled from calls[] when the callbacks are enabled. */
+static const call *runtime_row[CUPTI_RUNTIME_TRACE_CBID_SIZE];
+static const call *driver_row[CUPTI_DRIVER_TRACE_CBID_SIZE];
+
+static const call *row_of(CUpti_CallbackDomain dom, CUpti_CallbackId id)
 {
-    (void)(driver_alloc_call(id, cd, enter) ||
-           driver_array_call(id, cd, enter) ||
-           driver_release_call(id, cd, enter) ||
-           driver_reset_call(id, cd, enter) ||
-           driver_graph_call(id, cd, enter));
+    if (dom == CUPTI_CB_DOMAIN_RUNTIME_API)
+        return id < CUPTI_RUNTIME_TRACE_CBID_SIZE ? runtime_row[id] : NULL;
+    return id < CUPTI_DRIVER_TRACE_CBID_SIZE ? driver_row[id] : NULL;
 }
 
 static void CUPTIAPI on_call(void *userdata, CUpti_CallbackDomain dom, CUpti_CallbackId id,
@@ -894,56 +904,33 @@ static void CUPTIAPI on_call(void *userdata, CUpti_CallbackDomain dom, CUpti_Cal
 {
     (void)userdata;
     const CUpti_CallbackData *cd = data;
-    if (check_tls_busy)
+    const call *r = row_of(dom, id);
+    if (check_tls_busy || !r)
         return;
     int enter = cd->callbackSite == CUPTI_API_ENTER;
     if (dom == CUPTI_CB_DOMAIN_RUNTIME_API) {
         if (enter)
             rt_depth++;
-        runtime_call(id, cd, enter);
+        r->fn(r, cd, enter);
         if (!enter)
             rt_depth--;
-    } else if (dom == CUPTI_CB_DOMAIN_DRIVER_API && rt_depth == 0) {
-        driver_call(id, cd, enter);
+    } else if (rt_depth == 0) {
+        r->fn(r, cd, enter);
     }
 }
 
-static const CUpti_CallbackId runtime_ids[] = {
-    RT(cudaMalloc_v3020), RT(cudaMallocPitch_v3020), RT(cudaMalloc3D_v3020),
-    RT(cudaMallocHost_v3020), RT(cudaHostAlloc_v3020), RT(cudaMallocManaged_v6000),
-    RT(cudaMallocAsync_v11020), RT(cudaMallocAsync_ptsz_v11020),
-    RT(cudaMallocFromPoolAsync_v11020), RT(cudaMallocFromPoolAsync_ptsz_v11020),
-    RT(cudaHostRegister_v4000), RT(cudaFree_v3020), RT(cudaFreeHost_v3020),
-    RT(cudaFreeAsync_v11020), RT(cudaFreeAsync_ptsz_v11020), RT(cudaHostUnregister_v4000),
-    RT(cudaDeviceReset_v3020), RT(cudaMallocArray_v3020), RT(cudaMalloc3DArray_v3020),
-    RT(cudaMallocMipmappedArray_v5000), RT(cudaFreeArray_v3020), RT(cudaFreeMipmappedArray_v5000),
-    RT(cudaGraphAddMemAllocNode_v11040), RT(cudaGraphAddMemFreeNode_v11040),
-#if CUDA_VERSION >= 12030
-    RT(cudaGraphAddNode_v12030),
-#endif
-    RT(cudaStreamEndCapture_v10000), RT(cudaStreamEndCapture_ptsz_v10000),
-    RT(cudaGraphInstantiate_v10000), RT(cudaGraphInstantiate_v12000),
-    RT(cudaGraphInstantiateWithFlags_v11040), RT(cudaGraphInstantiateWithParams_v12000),
-    RT(cudaGraphInstantiateWithParams_ptsz_v12000), RT(cudaGraphLaunch_v10000),
-    RT(cudaGraphLaunch_ptsz_v10000), RT(cudaGraphExecDestroy_v10000), RT(cudaGraphDestroy_v10000)};
-
-static const CUpti_CallbackId driver_ids[] = {
-    DRV(cuMemAlloc_v2), DRV(cuMemAllocPitch_v2), DRV(cuMemAllocHost_v2), DRV(cuMemHostAlloc),
-    DRV(cuMemAllocManaged), DRV(cuMemAllocAsync), DRV(cuMemAllocAsync_ptsz),
-    DRV(cuMemAllocFromPoolAsync), DRV(cuMemAllocFromPoolAsync_ptsz), DRV(cuMemHostRegister_v2),
-    DRV(cuMemCreate), DRV(cuMemMap), DRV(cuMemFree_v2), DRV(cuMemFreeHost),
-    DRV(cuMemFreeAsync), DRV(cuMemFreeAsync_ptsz), DRV(cuMemHostUnregister), DRV(cuMemRelease),
-    DRV(cuMemUnmap), DRV(cuDevicePrimaryCtxReset_v2), DRV(cuCtxDestroy_v2),
-    DRV(cuArrayCreate_v2), DRV(cuArray3DCreate_v2), DRV(cuMipmappedArrayCreate),
-    DRV(cuArrayDestroy), DRV(cuMipmappedArrayDestroy), DRV(cuMemAddressReserve),
-    DRV(cuMemAddressFree), DRV(cuGraphAddMemAllocNode), DRV(cuGraphAddMemFreeNode),
-#if CUDA_VERSION >= 12030
-    DRV(cuGraphAddNode), DRV(cuGraphAddNode_v2),
-#endif
-    DRV(cuStreamEndCapture), DRV(cuStreamEndCapture_ptsz), DRV(cuGraphInstantiate),
-    DRV(cuGraphInstantiate_v2), DRV(cuGraphInstantiateWithFlags), DRV(cuGraphInstantiateWithParams),
-    DRV(cuGraphInstantiateWithParams_ptsz), DRV(cuGraphLaunch), DRV(cuGraphLaunch_ptsz),
-    DRV(cuGraphExecDestroy), DRV(cuGraphDestroy)};
+/* Subscribes on_call to every call of the table. */
+static void enable_calls(CUpti_SubscriberHandle sub)
+{
+    for (size_t i = 0; i < sizeof calls / sizeof *calls; i++) {
+        const call *r = &calls[i];
+        if (r->dom == CUPTI_CB_DOMAIN_RUNTIME_API)
+            runtime_row[r->id] = r;
+        else
+            driver_row[r->id] = r;
+        cuptiEnableCallback(1, sub, r->dom, r->id);
+    }
+}
 
 /* ---- the process's end ---- */
 
@@ -1035,6 +1022,7 @@ int InitializeInjection(void)
     injected = 1;
     pthread_atfork(NULL, NULL, after_fork_in_child);
     check_setup();
+    check_started();
     load_driver();
     CUpti_SubscriberHandle sub;
     CUptiResult r = cuptiSubscribe(&sub, on_call, NULL);
@@ -1051,10 +1039,7 @@ int InitializeInjection(void)
         on_exit(on_exit_report, NULL);
         return 1;
     }
-    for (size_t i = 0; i < sizeof runtime_ids / sizeof *runtime_ids; i++)
-        cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API, runtime_ids[i]);
-    for (size_t i = 0; i < sizeof driver_ids / sizeof *driver_ids; i++)
-        cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, driver_ids[i]);
+    enable_calls(sub);
     on_exit(on_exit_report, NULL);
     catch_fatal_signals();
     return 1;

@@ -45,6 +45,7 @@ static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static FILE *out_file;
 static int out_fd = -1; /* out_file's descriptor, for the crash-time report */
+int check__report_started;
 char check__prefix[32];
 
 static void setup(void)
@@ -66,6 +67,8 @@ static void setup(void)
     check__opt.log = check_setting_get(CHECK_SET_LOG, NULL);
     check__opt.json = check_setting_get(CHECK_SET_JSON, NULL);
     check__opt.status = check_setting_get(CHECK_SET_STATUS, NULL);
+    check_rank_read(&check__opt.rank);
+    gpumem__command_line(check__opt.command, sizeof check__opt.command);
     /* Suppression files, separated by newlines (the launcher checked them already). */
     const char *files = check_setting_get(CHECK_SET_SUPPRESSIONS, NULL);
     if (files) {
@@ -85,31 +88,14 @@ void check_setup(void)
     pthread_once(&setup_once, setup);
 }
 
-/* PATTERN with %p replaced by the pid; a child of the checked program (pid other than the
- * root's) gets ".PID" appended when PATTERN has no %p, so that it writes its own file. */
+/* PATTERN with %p replaced by the pid and %r by the rank; a child of the checked program (pid
+ * other than the root's) gets ".PID" appended when PATTERN has neither, so that it writes its
+ * own file. */
 void check__expand_path(const char *pattern, char *path, size_t n)
 {
-    /* No snprintf: the crash-time report expands paths from a signal handler. */
-    char pid[21];
-    gpumem__fmt_u64((uint64_t)getpid(), pid);
-    size_t o = 0;
-    int had_pid = 0;
-    for (const char *c = pattern; *c && o + 24 < n; c++) {
-        if (c[0] == '%' && c[1] == 'p') {
-            for (const char *d = pid; *d; d++)
-                path[o++] = *d;
-            had_pid = 1;
-            c++;
-        } else {
-            path[o++] = *c;
-        }
-    }
-    if (!had_pid && check__opt.root && check__opt.root != (long)getpid() && o + 24 < n) {
-        path[o++] = '.';
-        for (const char *d = pid; *d; d++)
-            path[o++] = *d;
-    }
-    path[o] = '\0';
+    long pid = (long)getpid();
+    check_path_expand(pattern, pid, check__opt.rank.rank, check__opt.root && check__opt.root != pid,
+                      path, n);
 }
 
 /* The log, opened at the first output; under out_lock. */
@@ -129,6 +115,13 @@ static FILE *out(void)
         else
             fprintf(stderr, "%sgpumem check: warning: cannot write the log to %s (%s); writing "
                             "it here\n", check__prefix, path, strerror(errno));
+    }
+    check__report_started = 1;
+    if (!check__opt.quiet) { /* a rank's report says whose it is, before anything else */
+        gpumem__sink o;
+        gpumem__sink_file(&o, out_file);
+        check__text_rank_header(&o);
+        gpumem__sink_flush(&o);
     }
     return out_file;
 }
@@ -444,6 +437,25 @@ static void write_json(const char *status, int code, const gpumem_stats_t *st,
                  strerror(e));
 }
 
+void check_started(void)
+{
+    check_setup();
+    if (!check__opt.status || atomic_load(&finished))
+        return;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%ld", check__opt.status, (long)getpid());
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return; /* said at the end, when the report's status cannot be written either */
+    check_tls_busy++;
+    gpumem__sink o;
+    gpumem__sink_fd(&o, fd);
+    check__status_lines(&o, "running", 0, 0, 0, -1);
+    gpumem__sink_flush(&o);
+    close(fd);
+    check_tls_busy--;
+}
+
 static void write_status(const char *status, int code, const gpumem_stats_t *st,
                          const check__device_sums *dev, uint64_t leaks, uint64_t leaked_bytes)
 {
@@ -455,12 +467,14 @@ static void write_status(const char *status, int code, const gpumem_stats_t *st,
                  "not count this process", path, strerror(errno));
         return;
     }
-    char cmd[256];
-    gpumem__command_line(cmd, sizeof cmd);
     /* Read by `gpumem check` (launch.c): its exit status, and its summary of many processes. */
-    fprintf(f, "errors %ld\nstatus %s\ncode %d\nleaks %llu\nleaked_bytes %llu\ncommand %s\n",
-            check_error_count(), status, code, (unsigned long long)leaks,
-            (unsigned long long)leaked_bytes, cmd);
+    int64_t allocations = 0;
+    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++)
+        allocations += (int64_t)st->count[k].total;
+    gpumem__sink o;
+    gpumem__sink_file(&o, f);
+    check__status_lines(&o, status, code, leaks, leaked_bytes, allocations);
+    gpumem__sink_flush(&o);
     /* Each device the process allocated on, for the summary by device of many processes. */
     for (int d = 0; d < GPUMEM_STATS_DEVICES; d++)
         if (st->device_count[d].total)

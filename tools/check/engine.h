@@ -91,6 +91,10 @@ int check_host_lookup(uintptr_t p, uintptr_t *base, size_t *bytes);
 /* cudaDeviceReset or the destruction of a device's context: its allocations are gone. */
 void check_device_reset(int device);
 
+/* CUDA started in this process: its status file says so until its report replaces it, so that
+ * `gpumem check` can name a process that ended without a report (SIGKILL). */
+void check_started(void);
+
 /* This process is a child forked from a checked one, which will not exec: its copy of the
  * parent's registry is not its own, so it writes no report (CUDA does not work after fork). */
 void check_forked(void);

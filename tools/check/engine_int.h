@@ -8,6 +8,7 @@
 
 #include "gpumem.h"
 #include "internal.h"
+#include "rank.h"
 #include "reach.h"
 
 enum { LEAK_NO, LEAK_SUMMARY, LEAK_FULL };
@@ -24,6 +25,8 @@ typedef struct {
     int quiet; /* -q: findings only */
     long root;
     const char *log, *json, *status;
+    check_rank rank;  /* the process's rank in a parallel job, from its launcher's variables */
+    char command[256]; /* the command line, read at setup (the crash-time report cannot) */
 } check__options;
 extern check__options check__opt;
 
@@ -84,9 +87,11 @@ void check__say(const char *fmt, ...) GPUMEM__FORMAT(1, 2);
  * program holds). */
 void check__findings_storage(const void **p, size_t *bytes);
 
-/* PATTERN with %p replaced by the pid; a child of the checked program (pid other than the
- * root's) gets ".PID" appended when PATTERN has no %p. Async-signal-safe. */
+/* PATTERN with %p replaced by the pid and %r by the rank; a child of the checked program (pid
+ * other than the root's) gets ".PID" appended when PATTERN has neither. Async-signal-safe. */
 void check__expand_path(const char *pattern, char *path, size_t n);
+/* Set once the report's first line is written (engine.c's log opened). */
+extern int check__report_started;
 /* Why this process runs unchecked (check_unchecked), or NULL. */
 const char *check__unchecked(void);
 /* The log's descriptor for the crash-time report: the log file's when it is open, -1 when
@@ -152,7 +157,21 @@ void check__text_leak_summary(struct gpumem__sink *o, const char *leak_kind, uin
                               const uint64_t *by_kind_count);
 /* "PEAK: device 8.0 KiB, pinned 4.0 KiB"; peak by gpumem kind, 0 for those not allocated. */
 void check__text_peak(struct gpumem__sink *o, const uint64_t *peak);
+/* "ERROR SUMMARY: 1 error (1 leak), 0 suppressed"; in a process with a rank, "ERROR SUMMARY
+ * of rank 1 (pid 1234): ...". */
 void check__text_errors(struct gpumem__sink *o, long errors, uint64_t leaks, long suppressed);
+/* "gpumem check: rank 1 (pid 1234, local rank 1): COMMAND", the report's first line in a process
+ * with a rank; nothing in one without. */
+void check__text_rank_header(struct gpumem__sink *o);
+
+/* The status file's lines that `gpumem check` (launch.c) reads for its exit status and its
+ * summary of many processes: errors, status, code (exit status or signal), leaks and
+ * leaked_bytes (those that are errors), allocations (made; -1 leaves the line out, as after a
+ * signal), command, and rank and local_rank in a process with a rank. Status "running" (the
+ * file written when CUDA starts, check_started) has no errors, code, leaks nor allocations.
+ * Async-signal-safe. */
+void check__status_lines(struct gpumem__sink *o, const char *status, int code, uint64_t leaks,
+                         uint64_t leaked_bytes, int64_t allocations);
 
 /* The report of a process that signal sig ends (crash.c): async-signal-safe. */
 void check__finish_signaled(int sig);

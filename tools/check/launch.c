@@ -23,6 +23,7 @@
 #include "cli.h"
 #include "engine.h"
 #include "gpumem.h"
+#include "rank.h"
 #include "settings.h"
 #include "sigsafe.h"
 #include "suppress.h"
@@ -52,12 +53,12 @@ static void usage(FILE *out)
             "  --error-exitcode=N            exit with N when errors were found (default: exit\n"
             "                                as PROGRAM did)\n"
             "  --log-file=PATH               write the report to PATH instead of stderr; %%p is the\n"
-            "                                process id\n"
+            "                                process id, %%r its rank in a parallel job (below)\n"
             "  --json=PATH                   also write a JSON report (schema gpumem-check/1);\n"
-            "                                %%p is the process id\n"
+            "                                %%p and %%r as for --log-file\n"
             "  --trace=PATH                  record every allocation and release over time to PATH\n"
-            "                                (Chrome trace JSON: Perfetto, `gpumem report`); %%p is\n"
-            "                                the process id\n"
+            "                                (Chrome trace JSON: Perfetto, `gpumem report`); %%p and\n"
+            "                                %%r as for --log-file\n"
             "  --suppressions=FILE           ignore findings that FILE describes (repeatable;\n"
             "                                format in docs/check.md)\n"
             "  --gen-suppressions=no|yes     print a suppression for each finding\n"
@@ -67,12 +68,17 @@ static void usage(FILE *out)
             "                                found, no note when PROGRAM used no CUDA\n"
             "  -h, --help, --version\n"
             "\n"
-            "Children PROGRAM starts are checked too, each with its own report: without %%p in\n"
-            "--log-file or --json their files get the suffix .PID.\n"
+            "Children PROGRAM starts are checked too, each with its own report: without %%p or\n"
+            "%%r in --log-file or --json their files get the suffix .PID. In a parallel job\n"
+            "(gpumem check -- torchrun ..., gpumem check -- mpirun ..., mpirun gpumem check --\n"
+            "...) each process's report names its rank, from RANK, OMPI_COMM_WORLD_RANK,\n"
+            "PMI_RANK or SLURM_PROCID; %%r is that rank (norank-PID in a process without one).\n"
+            "At the end, one line per rank and the total; a launcher that allocated no CUDA\n"
+            "memory is listed apart and not counted.\n"
             "\n"
-            "exit status: PROGRAM's; --error-exitcode's when errors were found; 128+N when\n"
-            "PROGRAM was killed by signal N; 2 for a usage error; 77 when it cannot run here (no\n"
-            "NVIDIA driver); 127 when PROGRAM cannot run.\n");
+            "exit status: PROGRAM's; --error-exitcode's when errors were found (in any process\n"
+            "PROGRAM started too); 128+N when PROGRAM was killed by signal N; 2 for a usage\n"
+            "error; 77 when it cannot run here (no NVIDIA driver); 127 when PROGRAM cannot run.\n");
 }
 
 /* The library: $GPUMEM_CHECK_LIBRARY, else beside this executable (build tree), else where
@@ -119,10 +125,19 @@ static void forward(int sig)
 
 /* One checked process, from its status file. */
 typedef struct {
-    long pid, errors, code;
+    long pid, errors, code, rank, local_rank;
+    long long allocations; /* -1: not known (the process ended by a signal) */
+    int missing;           /* it started CUDA and left no report (SIGKILL, _exit) */
     unsigned long long leaks, leaked_bytes;
     char status[32], command[256];
 } proc_status;
+
+/* A launcher (torchrun's parent, a program that starts the workers): no rank, no CUDA memory
+ * allocated, nothing found. It is listed apart and not counted with the ranks. */
+static int is_launcher(const proc_status *p)
+{
+    return p->rank < 0 && p->allocations == 0 && p->errors == 0;
+}
 
 /* What the processes left on each device, from the status files' device lines (a launcher
  * with a worker per GPU: each worker's device). */
@@ -149,9 +164,16 @@ static void add_device_line(const char *line)
     by_device[d].processes++;
 }
 
-static int by_pid(const void *a, const void *b)
+/* The ranks first, by rank; then the other processes, by pid; the launchers last. */
+static int by_rank(const void *a, const void *b)
 {
     const proc_status *x = a, *y = b;
+    if (is_launcher(x) != is_launcher(y))
+        return is_launcher(x) - is_launcher(y);
+    if ((x->rank < 0) != (y->rank < 0))
+        return x->rank < 0 ? 1 : -1;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
     return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
@@ -170,30 +192,71 @@ static const char *grouped_num(unsigned long long v, char *buf, size_t n)
     return buf;
 }
 
-/* Several processes were checked (a launcher such as mpirun or torchrun, workers): one line
- * for each, by process id, and the total. */
-static void print_processes(const proc_status *p, int n)
+/* A process as the summary names it: "rank 1 (pid 1234, ./app)", or without the command
+ * "rank 1 (pid 1234)"; one without a rank "pid 1234 (./app)" either way. */
+static const char *proc_name(const proc_status *p, int with_command, char *buf, size_t n)
 {
-    long errors = 0;
-    unsigned long long leaks = 0, bytes = 0;
-    char b[32];
-    fprintf(stderr, "gpumem check: %d processes checked, each with its report above:\n", n);
-    for (int i = 0; i < n; i++) {
-        const char *how = strcmp(p[i].status, "signaled") == 0 ? "killed by signal"
-                          : strcmp(p[i].status, "unchecked") == 0 ? "unchecked, exit"
-                                                                  : "exited";
-        fprintf(stderr, "gpumem check:   pid %ld (%s): %ld error%s (%llu leak%s, %s bytes), %s %ld\n",
-                p[i].pid, p[i].command, p[i].errors, p[i].errors == 1 ? "" : "s", p[i].leaks,
-                p[i].leaks == 1 ? "" : "s", grouped_num(p[i].leaked_bytes, b, sizeof b), how,
-                p[i].code);
-        errors += p[i].errors;
-        leaks += p[i].leaks;
-        bytes += p[i].leaked_bytes;
+    if (p->rank < 0)
+        snprintf(buf, n, "pid %ld (%s)", p->pid, p->command);
+    else if (with_command)
+        snprintf(buf, n, "rank %ld (pid %ld, %s)", p->rank, p->pid, p->command);
+    else
+        snprintf(buf, n, "rank %ld (pid %ld)", p->rank, p->pid);
+    return buf;
+}
+
+/* "exited 0", "killed by SIGSEGV", "unchecked, exited 0". */
+static const char *how_ended(const proc_status *p, char *buf, size_t n)
+{
+    if (strcmp(p->status, "signaled") == 0) {
+        const char *abbrev = sigabbrev_np((int)p->code);
+        snprintf(buf, n, "killed by SIG%s", abbrev ? abbrev : "?");
+    } else {
+        snprintf(buf, n, "%sexited %ld",
+                 strcmp(p->status, "unchecked") == 0 ? "unchecked, " : "", p->code);
     }
-    fprintf(stderr, "gpumem check: total: %ld error%s (%llu leak%s, %s bytes) in %d processes\n",
-            errors, errors == 1 ? "" : "s", leaks, leaks == 1 ? "" : "s",
-            grouped_num(bytes, b, sizeof b), n);
-    /* With more than one device among them: the total by device. */
+    return buf;
+}
+
+/* One line of the list: "rank 1 (pid 1234, ./app): 1 error (...), exited 0". */
+static void print_process(const proc_status *p)
+{
+    char name[320], how[64], b[32];
+    proc_name(p, 1, name, sizeof name);
+    if (p->missing)
+        fprintf(stderr, "gpumem check:   %s: no report\n", name);
+    else if (is_launcher(p))
+        fprintf(stderr, "gpumem check:   %s: launcher, no CUDA memory allocated; not counted\n",
+                name);
+    else
+        fprintf(stderr, "gpumem check:   %s: %ld error%s (%llu leak%s, %s bytes), %s\n", name,
+                p->errors, p->errors == 1 ? "" : "s", p->leaks, p->leaks == 1 ? "" : "s",
+                grouped_num(p->leaked_bytes, b, sizeof b), how_ended(p, how, sizeof how));
+}
+
+/* After the total, each process that did not end well: "rank 1 (pid 1234) killed by
+ * SIGSEGV", "pid 1235 (./app) exited with status 3", or left no report. */
+static void print_failures(const proc_status *p, int n)
+{
+    char name[320], how[64];
+    for (int i = 0; i < n; i++) {
+        int signaled = strcmp(p[i].status, "signaled") == 0;
+        proc_name(&p[i], 0, name, sizeof name);
+        if (p[i].missing)
+            fprintf(stderr, "gpumem check: %s wrote no report: it was killed by SIGKILL (which "
+                            "cannot be caught), ended by _exit(), or is still running; what it "
+                            "did with CUDA is unknown\n", name);
+        else if (signaled)
+            fprintf(stderr, "gpumem check: %s %s\n", name, how_ended(&p[i], how, sizeof how));
+        else if (p[i].code != 0)
+            fprintf(stderr, "gpumem check: %s exited with status %ld\n", name, p[i].code);
+    }
+}
+
+/* With more than one device among them: the total by device. */
+static void print_devices(void)
+{
+    char b[32];
     int devices = 0;
     for (int d = 0; d < LAUNCH_DEVICES; d++)
         devices += by_device[d].processes != 0;
@@ -212,6 +275,36 @@ static void print_processes(const proc_status *p, int n)
     }
 }
 
+/* Several processes were checked (a launcher such as mpirun or torchrun, its ranks): one line
+ * for each, ranks by rank, the total over all but the launchers, and each process that was
+ * killed or failed. p is sorted (by_rank). */
+static void print_processes(const proc_status *p, int n)
+{
+    long errors = 0;
+    unsigned long long leaks = 0, bytes = 0;
+    int counted = 0, ranked = 0;
+    char b[32];
+    for (int i = 0; i < n; i++) {
+        if (is_launcher(&p[i]) || p[i].missing)
+            continue;
+        counted++;
+        ranked += p[i].rank >= 0;
+        errors += p[i].errors;
+        leaks += p[i].leaks;
+        bytes += p[i].leaked_bytes;
+    }
+    const char *what = ranked == counted ? (counted == 1 ? "rank" : "ranks")
+                                         : (counted == 1 ? "process" : "processes");
+    fprintf(stderr, "gpumem check: %d %s checked, each with its report above:\n", counted, what);
+    for (int i = 0; i < n; i++)
+        print_process(&p[i]);
+    fprintf(stderr, "gpumem check: total: %ld error%s (%llu leak%s, %s bytes) in %d %s\n",
+            errors, errors == 1 ? "" : "s", leaks, leaks == 1 ? "" : "s",
+            grouped_num(bytes, b, sizeof b), counted, what);
+    print_devices();
+    print_failures(p, n);
+}
+
 /* text as a JSON string with the library's escaper: a program's path need not be UTF-8. */
 static void json_puts(FILE *f, const char *text)
 {
@@ -225,20 +318,14 @@ static void json_puts(FILE *f, const char *text)
     fputc('"', f);
 }
 
-/* The file a --log-file or --json pattern names for the process pid: %p is its pid. (No
- * suffix: the program's own process gets the path as given, engine.c.) */
+/* The file a --log-file or --json pattern names for the program's own process, pid: %p is
+ * its pid, %r its rank (which it inherits from gpumem check: `mpirun gpumem check -- ./app`).
+ * No suffix: the program's own process gets the path as given (engine.c). */
 static void expand_pid(const char *pattern, pid_t pid, char *path, size_t size)
 {
-    size_t o = 0;
-    for (const char *c = pattern; *c && o + 24 < size; c++) {
-        if (c[0] == '%' && c[1] == 'p') {
-            o += (size_t)snprintf(path + o, size - o, "%ld", (long)pid);
-            c++;
-        } else {
-            path[o++] = *c;
-        }
-    }
-    path[o] = '\0';
+    check_rank r;
+    check_rank_read(&r);
+    check_path_expand(pattern, (long)pid, r.rank, 0, path, size);
 }
 
 /* The JSON report of a program that was killed before it could write its own: PATH with %p
@@ -260,9 +347,17 @@ static void write_killed_json(const char *pattern, pid_t pid, int sig, const cha
     snprintf(why, sizeof why, "%s was killed by signal %d before its report could be written",
              program, sig);
     fprintf(f, "{\n  \"schema\": \"gpumem-check/1\",\n  \"tool\": \"gpumem check\",\n"
-               "  \"version\": \"%s\",\n  \"pid\": %ld,\n  \"status\": \"killed\",\n"
-               "  \"signal\": %d,\n  \"complete\": false,\n  \"killed_because\": ",
-            gpumem_version(), (long)pid, sig);
+               "  \"version\": \"%s\",\n  \"pid\": %ld,\n", gpumem_version(), (long)pid);
+    check_rank r; /* the program's own process inherits gpumem check's rank */
+    check_rank_read(&r);
+    if (r.rank >= 0) {
+        fprintf(f, "  \"rank\": %ld,\n", r.rank);
+        if (r.local_rank >= 0)
+            fprintf(f, "  \"local_rank\": %ld,\n", r.local_rank);
+        fprintf(f, "  \"rank_from\": \"%s\",\n", r.from);
+    }
+    fprintf(f, "  \"status\": \"killed\",\n  \"signal\": %d,\n  \"complete\": false,\n"
+               "  \"killed_because\": ", sig);
     json_puts(f, why);
     fprintf(f, ",\n  \"findings\": []\n}\n");
     if (fclose(f) != 0)
@@ -270,18 +365,45 @@ static void write_killed_json(const char *pattern, pid_t pid, int sig, const cha
                 strerror(errno));
 }
 
-/* Sums the status files, and lists the processes when there were several; returns the number
- * of processes that reported, and in *root_reported whether the program's own process (root)
- * was one of them. */
+/* One status file into *ps (errors -1 when it has no result: a process that started and never
+ * ended its report, whose status is "running"). */
+static void read_one(const char *path, proc_status *ps)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (strncmp(line, "command ", 8) == 0)
+            snprintf(ps->command, sizeof ps->command, "%.255s", line + 8);
+        else if (strncmp(line, "device ", 7) == 0)
+            add_device_line(line);
+        else if (sscanf(line, "errors %ld", &ps->errors) == 1 ||
+                 sscanf(line, "status %31s", ps->status) == 1 ||
+                 sscanf(line, "code %ld", &ps->code) == 1 ||
+                 sscanf(line, "leaks %llu", &ps->leaks) == 1 ||
+                 sscanf(line, "leaked_bytes %llu", &ps->leaked_bytes) == 1 ||
+                 sscanf(line, "allocations %lld", &ps->allocations) == 1 ||
+                 sscanf(line, "rank %ld", &ps->rank) == 1 ||
+                 sscanf(line, "local_rank %ld", &ps->local_rank) == 1)
+            continue;
+    }
+    fclose(f);
+}
+
+/* Sums the status files, and lists the processes when there were several or one left no
+ * report; returns the number of processes that reported, in *root_reported whether the
+ * program's own process (root) was one of them, and in *missing how many others started
+ * CUDA and left no report (SIGKILL). */
 static int read_status(const char *dir, long root, long *errors, int *unchecked,
-                       int *root_reported)
+                       int *root_reported, int *missing)
 {
     DIR *d = opendir(dir);
-    int n = 0, cap = 0;
+    int n = 0, cap = 0, reported = 0;
     proc_status *procs = NULL;
     *errors = 0;
-    *unchecked = 0;
-    *root_reported = 0;
+    *unchecked = *root_reported = *missing = 0;
     if (!d)
         return 0;
     struct dirent *e;
@@ -290,31 +412,22 @@ static int read_status(const char *dir, long root, long *errors, int *unchecked,
             continue;
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        FILE *f = fopen(path, "r");
-        proc_status ps = {.pid = strtol(e->d_name, NULL, 10), .errors = -1};
-        if (f) {
-            char line[512];
-            while (fgets(line, sizeof line, f)) {
-                line[strcspn(line, "\n")] = '\0';
-                if (strncmp(line, "command ", 8) == 0)
-                    snprintf(ps.command, sizeof ps.command, "%.255s", line + 8);
-                else if (strncmp(line, "device ", 7) == 0)
-                    add_device_line(line);
-                else if (sscanf(line, "errors %ld", &ps.errors) == 1 ||
-                         sscanf(line, "status %31s", ps.status) == 1 ||
-                         sscanf(line, "code %ld", &ps.code) == 1 ||
-                         sscanf(line, "leaks %llu", &ps.leaks) == 1 ||
-                         sscanf(line, "leaked_bytes %llu", &ps.leaked_bytes) == 1)
-                    continue;
-            }
-            fclose(f);
-        }
+        proc_status ps = {.pid = strtol(e->d_name, NULL, 10), .errors = -1, .rank = -1,
+                          .local_rank = -1, .allocations = -1};
+        read_one(path, &ps);
         unlink(path);
-        if (ps.errors < 0)
-            continue;
-        *errors += ps.errors;
-        *unchecked += strcmp(ps.status, "unchecked") == 0;
-        *root_reported |= ps.pid == root;
+        if (ps.errors < 0) {
+            /* The program's own process: finish() says what its wait status tells. */
+            if (strcmp(ps.status, "running") != 0 || ps.pid == root)
+                continue;
+            ps.missing = 1;
+            (*missing)++;
+        } else {
+            *errors += ps.errors;
+            *unchecked += strcmp(ps.status, "unchecked") == 0;
+            *root_reported |= ps.pid == root;
+            reported++;
+        }
         if (n == cap) {
             int ncap = cap ? cap * 2 : 16;
             proc_status *grown = realloc(procs, (size_t)ncap * sizeof *grown);
@@ -329,12 +442,12 @@ static int read_status(const char *dir, long root, long *errors, int *unchecked,
     }
     closedir(d);
     rmdir(dir);
-    if (n > 1 && n <= cap) {
-        qsort(procs, (size_t)n, sizeof *procs, by_pid);
+    if ((reported > 1 || *missing) && n <= cap) {
+        qsort(procs, (size_t)n, sizeof *procs, by_rank);
         print_processes(procs, n);
     }
     free(procs);
-    return n;
+    return reported;
 }
 
 static int set_env(const char *name, const char *value)
@@ -595,8 +708,9 @@ static int run_program(const check_opts *o, char **argv, int *st)
 static int finish(const check_opts *o, const char *status_dir, const char *program, int st)
 {
     long errors;
-    int unchecked, root_reported;
-    int reported = read_status(status_dir, (long)child, &errors, &unchecked, &root_reported);
+    int unchecked, root_reported, missing;
+    int reported = read_status(status_dir, (long)child, &errors, &unchecked, &root_reported,
+                               &missing);
     if (WIFEXITED(st) && WEXITSTATUS(st) == 127 && reported == 0)
         return 127;
     if (reported == 0 && WIFSIGNALED(st)) {
@@ -613,7 +727,7 @@ static int finish(const check_opts *o, const char *status_dir, const char *progr
                                : "");
         if (o->json)
             write_killed_json(o->json, child, sig, program);
-    } else if (reported == 0 && !o->quiet) {
+    } else if (reported == 0 && !missing && !o->quiet) {
         fprintf(stderr, "gpumem check: %s used no CUDA, so there was nothing to check\n", program);
     } else if (!root_reported && !o->quiet) {
         /* A launcher, or a parent that forks its workers: only they were checked. */
@@ -627,6 +741,43 @@ static int finish(const check_opts *o, const char *status_dir, const char *progr
     if (errors > 0 && o->error_exitcode)
         return (int)o->error_exitcode;
     return WEXITSTATUS(st);
+}
+
+/* Whether PROGRAM can be run as execvp would find it: a path with a '/' as it is, a bare name
+ * in a folder of PATH. If not, says why and returns 0: this comes first, so that a typo in the
+ * program's name is not answered with what the machine lacks. */
+static int program_found(const char *program)
+{
+    struct stat st;
+    if (strchr(program, '/')) {
+        if (stat(program, &st) != 0) {
+            fprintf(stderr, "gpumem check: error: cannot run %s: %s\n", program, strerror(errno));
+            return 0;
+        }
+        if (S_ISDIR(st.st_mode) || access(program, X_OK) != 0) {
+            fprintf(stderr, "gpumem check: error: cannot run %s: %s\n", program,
+                    S_ISDIR(st.st_mode) ? "it is a folder" : "not executable");
+            return 0;
+        }
+        return 1;
+    }
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    for (const char *p = path;;) {
+        const char *colon = strchr(p, ':');
+        size_t n = colon ? (size_t)(colon - p) : strlen(p);
+        char cand[PATH_MAX];
+        int len = snprintf(cand, sizeof cand, "%.*s/%s", (int)n, n ? p : ".", program);
+        if (len > 0 && (size_t)len < sizeof cand && stat(cand, &st) == 0 &&
+            !S_ISDIR(st.st_mode) && access(cand, X_OK) == 0)
+            return 1;
+        if (!colon)
+            break;
+        p = colon + 1;
+    }
+    fprintf(stderr, "gpumem check: error: cannot run %s: no such program in PATH\n", program);
+    return 0;
 }
 
 /* Reads the options; returns -1 to go on (the program is argv[*next]), else the exit status. */
@@ -650,6 +801,8 @@ static int parse_options(int argc, char **argv, check_opts *o, int *next)
     if (*next >= argc)
         return cli_usage_error(&c, "%s",
                                "no PROGRAM to run (gpumem check [options] -- PROGRAM [ARGS...])");
+    if (!program_found(argv[*next]))
+        return 127;
     return -1;
 }
 

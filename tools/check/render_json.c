@@ -154,6 +154,12 @@ void check__json_head(gpumem__sink *o, const char *status, const char *code_key,
     gpumem__sink_json_str(o, gpumem_version());
     gpumem__sink_str(o, ",\n  \"pid\": ");
     gpumem__sink_i64(o, (int64_t)getpid());
+    if (check__opt.rank.rank >= 0) { /* a process of a parallel job */
+        key_u64(o, "rank", (uint64_t)check__opt.rank.rank);
+        if (check__opt.rank.local_rank >= 0)
+            key_u64(o, "local_rank", (uint64_t)check__opt.rank.local_rank);
+        key_str(o, "rank_from", check__opt.rank.from);
+    }
     gpumem__sink_str(o, ", \"command\": [");
     command(o);
     gpumem__sink_str(o, "],\n  \"status\": ");

@@ -4,6 +4,7 @@
  * log's stream. Each line starts with the report's "==PID== " prefix. */
 #define _GNU_SOURCE
 #include <string.h>
+#include <unistd.h>
 
 #include "engine.h"
 #include "engine_int.h"
@@ -106,13 +107,79 @@ void check__text_peak(gpumem__sink *o, const uint64_t *peak)
     gpumem__sink_str(o, any ? "\n" : "no CUDA memory allocated\n");
 }
 
+/* "rank 1 (pid 1234" without the closing parenthesis. */
+static void rank_pid(gpumem__sink *o)
+{
+    gpumem__sink_str(o, "rank ");
+    gpumem__sink_i64(o, check__opt.rank.rank);
+    gpumem__sink_str(o, " (pid ");
+    gpumem__sink_i64(o, (int64_t)getpid());
+}
+
+void check__text_rank_header(gpumem__sink *o)
+{
+    if (check__opt.rank.rank < 0)
+        return;
+    check__text_line(o, "gpumem check: ");
+    rank_pid(o);
+    if (check__opt.rank.local_rank >= 0) {
+        gpumem__sink_str(o, ", local rank ");
+        gpumem__sink_i64(o, check__opt.rank.local_rank);
+    }
+    gpumem__sink_str(o, ", from ");
+    gpumem__sink_str(o, check__opt.rank.from);
+    gpumem__sink_str(o, "): ");
+    gpumem__sink_str(o, check__opt.command);
+    gpumem__sink_str(o, "\n");
+}
+
 void check__text_errors(gpumem__sink *o, long errors, uint64_t leaks, long suppressed)
 {
-    check__text_line(o, "ERROR SUMMARY: ");
+    if (check__opt.rank.rank >= 0) {
+        check__text_line(o, "ERROR SUMMARY of ");
+        rank_pid(o);
+        gpumem__sink_str(o, "): ");
+    } else {
+        check__text_line(o, "ERROR SUMMARY: ");
+    }
     gpumem__sink_i64(o, errors);
     gpumem__sink_str(o, errors == 1 ? " error (" : " errors (");
     gpumem__sink_u64(o, leaks);
     gpumem__sink_str(o, leaks == 1 ? " leak), " : " leaks), ");
     gpumem__sink_i64(o, suppressed);
     gpumem__sink_str(o, " suppressed\n");
+}
+
+/* "name value\n" */
+static void status_line(gpumem__sink *o, const char *name, int64_t v)
+{
+    gpumem__sink_str(o, name);
+    gpumem__sink_str(o, " ");
+    gpumem__sink_i64(o, v);
+    gpumem__sink_str(o, "\n");
+}
+
+void check__status_lines(gpumem__sink *o, const char *status, int code, uint64_t leaks,
+                         uint64_t leaked_bytes, int64_t allocations)
+{
+    int result = strcmp(status, "running") != 0; /* "running": started, no result yet */
+    if (result)
+        status_line(o, "errors", check_error_count());
+    gpumem__sink_str(o, "status ");
+    gpumem__sink_str(o, status);
+    gpumem__sink_str(o, "\n");
+    if (result) {
+        status_line(o, "code", code);
+        status_line(o, "leaks", (int64_t)leaks);
+        status_line(o, "leaked_bytes", (int64_t)leaked_bytes);
+    }
+    if (result && allocations >= 0)
+        status_line(o, "allocations", allocations);
+    gpumem__sink_str(o, "command ");
+    gpumem__sink_str(o, check__opt.command);
+    gpumem__sink_str(o, "\n");
+    if (check__opt.rank.rank >= 0) {
+        status_line(o, "rank", check__opt.rank.rank);
+        status_line(o, "local_rank", check__opt.rank.local_rank);
+    }
 }

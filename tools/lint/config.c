@@ -4,9 +4,10 @@
 #define _POSIX_C_SOURCE 200809L
 #include "lint_internal.h"
 
-#include "internal.h" /* gpumem__suggest */
+#include "../cli.h" /* cli_suggest */
 
 #include <ctype.h>
+#include <stdarg.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,7 @@
 
 const struct lint_rule_info lint_rules[LINT_RULE_COUNT] = {
 #define GPUMEM_RULE(id, checker, family, name, desc, brief, help)                                \
-    {#id, "gpumem." #checker, name, brief, help},
+    {#id, "gpumem." #checker, name, desc, brief, help},
 #include "analyzer/rules.def"
 #undef GPUMEM_RULE
 };
@@ -214,15 +215,6 @@ int lint_size_parse(const char *s, size_t *out)
     return 0;
 }
 
-const char *lint_did_you_mean(const char *word, const char *const *words)
-{
-    size_t count = 0, len = strlen(word);
-    while (words[count])
-        count++;
-    /* A third of the word may be wrong, and at least one letter. */
-    return gpumem__suggest(word, len, words, count, len / 3 < 1 ? 1 : len / 3);
-}
-
 const char *const lint_config_keys[] = {
     "format", "jobs", "exclude", "extensions", "max-file-size", "enable", "disable",
     "launch-check", "owner-fn", "release-fn", "noreturn-fn", "severity", "fail-on", "suppress", "pedantic",
@@ -307,8 +299,25 @@ static int set_string(char **dst, const char *v)
     return 0;
 }
 
+/** A bad option, in the words every gpumem command uses: "gpumem lint: error: WHAT", with
+ *  "FILE:LINE: " before it for a config file's line, and where the options are described
+ *  after it for the command line. */
+__attribute__((format(printf, 2, 3))) static void option_error(const char *where,
+                                                              const char *fmt, ...)
+{
+    int cmdline = strcmp(where, LINT_WHERE_COMMAND_LINE) == 0;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "gpumem lint: error: %s%s", cmdline ? "" : where, cmdline ? "" : ": ");
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs(cmdline ? "\n(`gpumem lint --help` lists the options)\n" : "\n", stderr);
+}
+
 int lint_option_set(struct lint_options *o, const char *key, const char *value, const char *where)
 {
+    /* On the command line the option is --KEY; in a config file, KEY. */
+    const char *dashes = strcmp(where, LINT_WHERE_COMMAND_LINE) == 0 ? "--" : "";
     int b;
     if (strcmp(key, "disable") == 0 || strcmp(key, "enable") == 0) {
         if (set_rules(o->enabled, value, key[0] == 'e') != 0)
@@ -335,10 +344,9 @@ int lint_option_set(struct lint_options *o, const char *key, const char *value, 
         lint_strlist_add_split(&o->extensions, value);
         for (size_t i = 0; i < o->extensions.n; i++)
             if (o->extensions.v[i][0] != '.') {
-                fprintf(stderr,
-                        "gpumem lint: error: %s: extension '%s' does not start with '.' "
-                        "(use e.g. .cu,.cpp)\n",
-                        where, o->extensions.v[i]);
+                option_error(where, "%sextensions: '%s' does not start with '.' (use e.g. "
+                                    ".cu,.cpp)",
+                             dashes, o->extensions.v[i]);
                 return -1;
             }
     } else if (strcmp(key, "suppress") == 0) {
@@ -441,20 +449,24 @@ int lint_option_set(struct lint_options *o, const char *key, const char *value, 
     } else if (strcmp(key, "baseline") == 0) {
         return set_string(&o->baseline, value);
     } else {
-        const char *near = lint_did_you_mean(key, lint_config_keys);
-        fprintf(stderr, "gpumem lint: error: %s: unknown option '%s'%s%s%s (see gpumem lint --help)\n",
-                where, key, near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
+        size_t count = 0;
+        while (lint_config_keys[count])
+            count++;
+        const char *near = cli_suggest(key, strlen(key), lint_config_keys, count);
+        if (near)
+            option_error(where, "unknown option '%s'; did you mean %s?", key, near);
+        else
+            option_error(where, "unknown option '%s'", key);
         return -1;
     }
     return 0;
 bad_rule:
-    fprintf(stderr, "gpumem lint: error: %s: '%s' is not a list of rules (GM001 to GM%03d, or "
-                    "checker names such as gpumem.NeverReleased)\n",
-            where, value, LINT_RULE_COUNT);
+    option_error(where, "%s%s takes a list of rules (GM001 to GM%03d, or checker names such as "
+                        "gpumem.NeverReleased), not '%s'",
+                 dashes, key, LINT_RULE_COUNT, value);
     return -1;
 bad_value:
-    fprintf(stderr, "gpumem lint: error: %s: bad value '%s' for '%s' (use %s)\n", where, value,
-            key, option_values(key));
+    option_error(where, "%s%s takes %s, not '%s'", dashes, key, option_values(key), value);
     return -1;
 }
 

@@ -8,7 +8,9 @@
  * derived folder is searched after the user's, so it never hides their headers or the
  * system's: a Windows `unistd.h` shim somewhere in the tree is not put before
  * /usr/include/unistd.h, and a sample's copy of a helper header not before the user's -I.
- * `omp.h`, which clang 22 does not ship without libomp, is taken from GCC's folder. A source
+ * Headers of libraries that install outside the default path are found where the system's
+ * packages put them (libraries[]): `omp.h`, which clang 22 does not ship without libomp, in
+ * GCC's folder; `mpi.h` in MPI's (Debian's and Ubuntu's alternative, Fedora's, MPI_HOME). A source
  * file that another unit includes (`#include "kernels.cu"`) is analyzed through that unit, as
  * its build compiles it, not alone. The CUDA toolkit is found as scripts/setup finds it. */
 #define _POSIX_C_SOURCE 200809L
@@ -45,11 +47,59 @@ const char *lint_cuda_root(void)
 
 /** Where the compiler looks for headers without derived flags: the folders of the user's
  *  flags, and the system's (CUDA's, /usr/local/include, /usr/include and its multiarch
- *  folders, clang's own); and GCC's folder that holds omp.h, or "". */
+ *  folders, clang's own). */
 struct search {
     struct lint_strlist user, system;
-    char omp[4096];
 };
+
+/** Libraries whose headers their packages install outside the compiler's default path: a
+ *  header by its name, and where to look for the folder that holds it, first match wins ($VAR
+ *  is an environment variable's value; a glob's matches are taken last first: the newest
+ *  version, as a rule). A build gives that folder (mpicc does, or the Makefile's -I); gpumem
+ *  lint, given no build, finds it so. */
+static const struct {
+    const char *header;
+    const char *where[6];
+} libraries[] = {
+    {"omp.h", {"/usr/lib/gcc/*/*/include"}},
+    {"mpi.h",
+     {"$MPI_HOME/include", "$MPI_ROOT/include", "$I_MPI_ROOT/include",
+      "/usr/include/*-linux-gnu*/mpi", "/usr/include/openmpi*", "/usr/include/mpich*"}},
+};
+
+/** The folder of a library's that holds NAME, as "-isystem" takes it; or NULL. */
+static const char *library_dir(const char *name, size_t nlen, char *buf, size_t cap)
+{
+    for (size_t i = 0; i < sizeof libraries / sizeof libraries[0]; i++) {
+        if (strlen(libraries[i].header) != nlen || memcmp(libraries[i].header, name, nlen) != 0)
+            continue;
+        for (size_t k = 0; k < 6 && libraries[i].where[k]; k++) {
+            const char *w = libraries[i].where[k];
+            char pattern[4200];
+            if (w[0] == '$') {
+                const char *slash = strchr(w, '/');
+                char var[64];
+                snprintf(var, sizeof var, "%.*s", (int)(slash - w - 1), w + 1);
+                const char *v = getenv(var);
+                if (!v || !*v)
+                    continue;
+                snprintf(pattern, sizeof pattern, "%s%s/%.*s", v, slash, (int)nlen, name);
+            } else {
+                snprintf(pattern, sizeof pattern, "%s/%.*s", w, (int)nlen, name);
+            }
+            glob_t g;
+            int found = glob(pattern, 0, NULL, &g) == 0 && g.gl_pathc;
+            if (found) {
+                snprintf(buf, cap, "%s", g.gl_pathv[g.gl_pathc - 1]);
+                buf[strlen(buf) - nlen - 1] = '\0';
+            }
+            globfree(&g);
+            if (found)
+                return buf;
+        }
+    }
+    return NULL;
+}
 
 /** The include folders of the user's flags: -I, -iquote, -isystem, -idirafter, joined or
  *  separate, made absolute. */
@@ -97,13 +147,6 @@ static void search_init(struct search *s, const struct lint_strlist *flags)
     lint_strlist_add(&s->system, "/usr/include");
     add_glob(&s->system, "/usr/include/*-linux-gnu*");
     add_glob(&s->system, "/usr/lib/llvm-22/lib/clang/*/include");
-    glob_t g;
-    if (glob("/usr/lib/gcc/*/*/include/omp.h", 0, NULL, &g) == 0 && g.gl_pathc) {
-        /* The last in name order: the newest GCC, as a rule. */
-        snprintf(s->omp, sizeof s->omp, "%s", g.gl_pathv[g.gl_pathc - 1]);
-        *strrchr(s->omp, '/') = '\0';
-    }
-    globfree(&g);
 }
 
 static void search_free(struct search *s)
@@ -220,8 +263,9 @@ static char *resolve(const struct lint_units *u, const struct search *s, struct 
         free(sys);
         return NULL;
     }
-    if (nlen == 5 && memcmp(name, "omp.h", 5) == 0 && s->omp[0]) {
-        add_include(&x->args, "-isystem", s->omp, strlen(s->omp));
+    char lib[4200];
+    if (library_dir(name, nlen, lib, sizeof lib)) {
+        add_include(&x->args, "-isystem", lib, strlen(lib));
         return NULL;
     }
     const char *h = tree_header(u, here, name, nlen);

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../cli.h"
 #include "../tool.h"
 
 #ifndef GPUMEM_LINT_CLANG
@@ -31,13 +32,14 @@ static void usage(FILE *out)
         "usage: gpumem lint [options] PATHS... [-- COMPILER_FLAGS...]\n"
         "       gpumem lint [options] -p BUILD_DIR|compile_commands.json [PATHS...]\n"
         "\n"
-        "Runs gpumem's checkers for the Clang Static Analyzer on CUDA, C and C++ sources:\n"
-        "  GM001  allocation never released          GM007  host read of write-combined memory\n"
-        "  GM002  mismatched release                 GM008  double release\n"
-        "  GM003  misaligned vector view (float4)    GM009  use after release\n"
-        "  GM004  unchecked CUDA status or launch    GM010  release of an interior pointer\n"
-        "  GM005  allocation in a loop not released  GM011  cudaFreeAsync of memory that is\n"
-        "  GM006  early exit (return, goto, ...) leaks       not stream-ordered device memory\n"
+        "Runs gpumem's checkers for the Clang Static Analyzer on CUDA, C and C++ sources.\n",
+        out);
+    /* The rules one a line, from the one list (rules.def): a table of two columns would be
+     * read as prose by help2man and run together in the man page. */
+    fputs("Rules (--list-rules says more of each):\n", out);
+    for (int r = 0; r < LINT_RULE_COUNT; r++)
+        fprintf(out, "  %s  %s\n", lint_rules[r].id, lint_rules[r].desc);
+    fputs(
         "Each source file (.cu .c .cc .cpp .cxx) is analyzed as a translation unit; headers\n"
         "through the units that include them. Folders are walked for --extensions.\n"
         "\n"
@@ -97,94 +99,61 @@ static void list_rules(void)
                lint_rules[r].checker, lint_rules[r].name, lint_rules[r].brief, lint_rules[r].help);
 }
 
-/* Options that take a value; each is also a config key unless marked. */
-struct opt {
-    const char *name;  /* "--format" */
-    char short_name;   /* 'o', or 0 */
-    const char *key;   /* config key, or NULL when it is not one */
+/* The options, one table: a row's id says what it does. An option named "--KEY" whose id is
+ * OPT_KEY or OPT_KEY_SWITCH is also the config file's KEY (lint_option_set). */
+enum {
+    OPT_KEY,            /* --format text: the config key of the same name */
+    OPT_KEY_SWITCH,     /* --quiet: the config key, "on" */
+    OPT_COMPILE_COMMANDS,
+    OPT_OUTPUT,
+    OPT_CONFIG,
+    OPT_NO_CONFIG,
+    OPT_PRINT_COMMANDS,
+    OPT_LIST_RULES,
+    OPT_VERSION,
+    OPT_NO_NOTES
 };
-static const struct opt value_opts[] = {
-    {"--format", 0, "format"},
-    {"--jobs", 'j', "jobs"},
-    {"--exclude", 0, "exclude"},
-    {"--extensions", 0, "extensions"},
-    {"--max-file-size", 0, "max-file-size"},
-    {"--enable", 0, "enable"},
-    {"--disable", 0, "disable"},
-    {"--launch-check", 0, "launch-check"},
-    {"--owner-fn", 0, "owner-fn"},
-    {"--release-fn", 0, "release-fn"},
-    {"--noreturn-fn", 0, "noreturn-fn"},
-    {"--severity", 0, "severity"},
-    {"--fail-on", 0, "fail-on"},
-    {"--timeout", 0, "timeout"},
-    {"--path", 0, "path"},
-    {"--clang", 0, "clang"},
-    {"--analyzer-plugin", 0, "analyzer-plugin"},
-    {"--baseline", 0, "baseline"},
-    {"--check-macro", 0, "check-macro"},
-    {"--compile-commands", 'p', NULL},
-    {"--output", 'o', NULL},
-    {"--config", 0, NULL},
+static const cli_opt lint_opts[] = {
+    {"--format", 0, CLI_VALUE, OPT_KEY},
+    {"--jobs", 'j', CLI_VALUE, OPT_KEY},
+    {"--exclude", 0, CLI_VALUE, OPT_KEY},
+    {"--extensions", 0, CLI_VALUE, OPT_KEY},
+    {"--max-file-size", 0, CLI_VALUE, OPT_KEY},
+    {"--enable", 0, CLI_VALUE, OPT_KEY},
+    {"--disable", 0, CLI_VALUE, OPT_KEY},
+    {"--launch-check", 0, CLI_VALUE, OPT_KEY},
+    {"--owner-fn", 0, CLI_VALUE, OPT_KEY},
+    {"--release-fn", 0, CLI_VALUE, OPT_KEY},
+    {"--noreturn-fn", 0, CLI_VALUE, OPT_KEY},
+    {"--severity", 0, CLI_VALUE, OPT_KEY},
+    {"--fail-on", 0, CLI_VALUE, OPT_KEY},
+    {"--timeout", 0, CLI_VALUE, OPT_KEY},
+    {"--path", 0, CLI_VALUE, OPT_KEY},
+    {"--clang", 0, CLI_VALUE, OPT_KEY},
+    {"--analyzer-plugin", 0, CLI_VALUE, OPT_KEY},
+    {"--baseline", 0, CLI_VALUE, OPT_KEY},
+    {"--check-macro", 0, CLI_VALUE, OPT_KEY},
+    {"--quiet", 'q', CLI_FLAG, OPT_KEY_SWITCH},
+    {"--pedantic", 0, CLI_FLAG, OPT_KEY_SWITCH},
+    {"--compile-commands", 'p', CLI_VALUE, OPT_COMPILE_COMMANDS},
+    {"--output", 'o', CLI_VALUE, OPT_OUTPUT},
+    {"--config", 0, CLI_VALUE, OPT_CONFIG},
+    {"--no-config", 0, CLI_FLAG, OPT_NO_CONFIG},
+    {"--print-commands", 0, CLI_FLAG, OPT_PRINT_COMMANDS},
+    {"--list-rules", 0, CLI_FLAG, OPT_LIST_RULES},
+    {"--version", 'V', CLI_FLAG, OPT_VERSION},
+    {"--no-notes", 0, CLI_FLAG, OPT_NO_NOTES},
 };
-static const char *const switch_opts[] = {"--quiet",     "--pedantic",   "--no-config",
-                                          "--list-rules", "--help",      "--version",
-                                          "--print-commands", NULL};
+static const cli_cmd lint_cmd = {"lint", lint_opts, CLI_COUNT(lint_opts), usage, CLI_OPERANDS};
 
-/** Every long option's name, for "did you mean". */
-static const char *const *all_names(void)
-{
-    static const char *names[64];
-    size_t k = 0;
-    for (size_t i = 0; i < sizeof value_opts / sizeof value_opts[0]; i++)
-        names[k++] = value_opts[i].name;
-    for (size_t i = 0; switch_opts[i]; i++)
-        names[k++] = switch_opts[i];
-    names[k] = NULL;
-    return names;
-}
-
-/** Matches argv[*i] against a value option: "--name V", "--name=V", "-x V", "-xV". Returns
- *  the option (with @p value set), NULL when it is none; sets @p err when the value is
- *  missing. */
-static const struct opt *match_value(int argc, char **argv, int *i, const char **value, int *err)
-{
-    const char *a = argv[*i];
-    for (size_t k = 0; k < sizeof value_opts / sizeof value_opts[0]; k++) {
-        const struct opt *o = &value_opts[k];
-        size_t n = strlen(o->name);
-        const char *v = NULL;
-        if (strncmp(a, o->name, n) == 0 && a[n] == '=') {
-            v = a + n + 1;
-        } else if (strcmp(a, o->name) == 0 ||
-                   (o->short_name && a[0] == '-' && a[1] == o->short_name && a[2] == '\0')) {
-            if (*i + 1 >= argc) {
-                fprintf(stderr,
-                        "gpumem lint: error: option %s needs a value (see gpumem lint --help)\n",
-                        a);
-                *err = 1;
-                return o;
-            }
-            v = argv[++*i];
-        } else if (o->short_name && a[0] == '-' && a[1] == o->short_name && a[2] != '-') {
-            v = a + 2 + (a[2] == '=');
-        } else {
-            continue;
-        }
-        *value = v;
-        return o;
-    }
-    return NULL;
-}
-
-struct cli {
+struct lint_cli {
     struct lint_strlist paths, compdbs, extra;
     const char *output;
     const char *config;
     int no_config, print_commands;
 };
 
-static void cli_free(struct cli *c)
+static void lint_cli_free(struct lint_cli *c)
 {
     lint_strlist_free(&c->paths);
     lint_strlist_free(&c->compdbs);
@@ -194,7 +163,7 @@ static void cli_free(struct cli *c)
 /** Refuses an -o that names a source, a header, a path given or a compilation database: the report
  *  would overwrite it. (The baseline may be the output: it is read before anything is
  *  written.) */
-static int output_is_input(const struct cli *c, const struct lint_units *u)
+static int output_is_input(const struct lint_cli *c, const struct lint_units *u)
 {
     if (!c->output || strcmp(c->output, "-") == 0)
         return 0;
@@ -215,98 +184,72 @@ static int output_is_input(const struct cli *c, const struct lint_units *u)
     return 1;
 }
 
-/** Pass 1: --config and --no-config, and the first path (where the config search starts). */
-static int find_config_args(int argc, char **argv, struct cli *c, const char **first_path)
+/** Pass 1: --config and --no-config, and the first path (where the config search starts).
+ *  Returns -1 to go on, else the exit status (a usage error, --help). */
+static int find_config_args(int argc, char **argv, struct lint_cli *c, const char **first_path)
 {
-    int err = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *v = NULL;
-        if (strcmp(argv[i], "--") == 0)
-            break;
-        if (strcmp(argv[i], "--no-config") == 0) {
+    cli p;
+    cli_start(&p, &lint_cmd, argc, argv);
+    for (int id; (id = cli_next(&p)) != CLI_DONE;) {
+        if (id == CLI_EXIT)
+            return p.status;
+        if (id == OPT_NO_CONFIG)
             c->no_config = 1;
-            continue;
-        }
-        if (argv[i][0] != '-' || strcmp(argv[i], "-") == 0) {
-            if (!*first_path)
-                *first_path = argv[i];
-            continue;
-        }
-        const struct opt *o = match_value(argc, argv, &i, &v, &err);
-        if (err)
-            return -1;
-        if (o && strcmp(o->name, "--config") == 0)
-            c->config = v;
-        else if (o && o->short_name == 'p' && !*first_path)
-            *first_path = v;
+        else if (id == OPT_CONFIG)
+            c->config = p.value;
+        else if ((id == CLI_OPERAND || id == OPT_COMPILE_COMMANDS) && !*first_path)
+            *first_path = p.value;
     }
-    return 0;
+    return -1;
 }
 
-/** Pass 2: everything, in order. Returns 0, 1 (done: help, version), or 2. */
-static int parse_args(int argc, char **argv, struct lint_options *o, struct cli *c)
+/** Pass 2: everything, in order. Returns -1 to go on, else the exit status (0 after --help,
+ *  --version or --list-rules). */
+static int parse_args(int argc, char **argv, struct lint_options *o, struct lint_cli *c)
 {
-    int err = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = NULL;
-        if (strcmp(a, "--") == 0) {
-            for (int k = i + 1; k < argc; k++)
-                lint_strlist_add(&c->extra, argv[k]);
+    cli p;
+    cli_start(&p, &lint_cmd, argc, argv);
+    for (int id; (id = cli_next(&p)) != CLI_DONE;) {
+        switch (id) {
+        case CLI_EXIT:
+            return p.status;
+        case CLI_OPERAND:
+            lint_strlist_add(&c->paths, p.value);
             break;
-        }
-        if (a[0] != '-' || strcmp(a, "-") == 0) {
-            lint_strlist_add(&c->paths, a);
-            continue;
-        }
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 1;
-        }
-        if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
+        case OPT_KEY:
+            if (lint_option_set(o, p.opt + 2, p.value, LINT_WHERE_COMMAND_LINE) != 0)
+                return LINT_EXIT_USAGE;
+            break;
+        case OPT_KEY_SWITCH:
+            if (lint_option_set(o, p.opt + 2, "on", LINT_WHERE_COMMAND_LINE) != 0)
+                return LINT_EXIT_USAGE;
+            break;
+        case OPT_COMPILE_COMMANDS:
+            lint_strlist_add(&c->compdbs, p.value);
+            break;
+        case OPT_OUTPUT:
+            c->output = p.value;
+            break;
+        case OPT_PRINT_COMMANDS:
+            c->print_commands = 1;
+            break;
+        case OPT_LIST_RULES:
+            list_rules();
+            return 0;
+        case OPT_VERSION:
             printf("gpumem lint %s (Clang Static Analyzer checkers; driver %s)\n", LINT_VERSION,
                    o->clang ? o->clang : GPUMEM_LINT_CLANG);
-            return 1;
-        }
-        if (strcmp(a, "--list-rules") == 0) {
-            list_rules();
-            return 1;
-        }
-        if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
-            o->quiet = 1;
-        } else if (strcmp(a, "--pedantic") == 0) {
-            o->pedantic = 1;
-        } else if (strcmp(a, "--no-config") == 0) {
-            /* pass 1 */
-        } else if (strcmp(a, "--print-commands") == 0) {
-            c->print_commands = 1;
-        } else if (strcmp(a, "--no-notes") == 0) {
-            fprintf(stderr, "gpumem lint: error: --no-notes is gone: notes for alignment the "
-                            "analyzer cannot prove are off unless --pedantic asks for them\n");
-            return 2;
-        } else {
-            const struct opt *m = match_value(argc, argv, &i, &v, &err);
-            if (err)
-                return 2;
-            if (!m) {
-                char name[64];
-                snprintf(name, sizeof name, "%.*s", (int)strcspn(a, "="), a);
-                const char *near = lint_did_you_mean(name, all_names());
-                fprintf(stderr, "gpumem lint: error: unknown option '%s'%s%s%s (see gpumem lint "
-                                "--help)\n",
-                        a, near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
-                return 2;
-            }
-            if (m->key) {
-                if (lint_option_set(o, m->key, v, "command line") != 0)
-                    return 2;
-            } else if (m->short_name == 'p') {
-                lint_strlist_add(&c->compdbs, v);
-            } else if (m->short_name == 'o') {
-                c->output = v;
-            } /* --config: pass 1 */
+            return 0;
+        case OPT_NO_NOTES:
+            return cli_usage_error(&p, "--no-notes is gone: notes for alignment the analyzer "
+                                       "cannot prove are off unless --pedantic asks for them");
+        default: /* --config, --no-config: pass 1 */
+            break;
         }
     }
-    return 0;
+    for (int k = p.next; p.after_dashes && k < argc; k++)
+        lint_strlist_add(&c->extra, argv[k]);
+    return -1;
 }
 
 /** The driver to run: --clang, or the one found when gpumem was built, or clang++-22 on
@@ -597,35 +540,34 @@ static int load_baseline(const char *path, struct lint_strlist *out)
     return 0;
 }
 
-static int lint_main(int argc, char **argv, struct lint_options *o, struct cli *c,
+static int lint_main(int argc, char **argv, struct lint_options *o, struct lint_cli *c,
                      struct lint_units *u, struct lint_findings *f, struct lint_strlist *problems,
                      struct lint_strlist *baseline, struct lint_unit_result **res_out,
                      struct lint_run *run)
 {
     const char *first_path = NULL;
-    if (find_config_args(argc, argv, c, &first_path) != 0)
-        return LINT_EXIT_USAGE;
+    int rc = find_config_args(argc, argv, c, &first_path);
+    if (rc >= 0)
+        return rc == 0 ? -1 : rc;
     if (c->config) {
         if (lint_config_load(o, c->config) != 0)
             return LINT_EXIT_USAGE;
     } else if (!c->no_config) {
         char *found = lint_config_find(first_path);
         if (found) {
-            int rc = lint_config_load(o, found);
+            int loaded = lint_config_load(o, found);
             free(found);
-            if (rc != 0)
+            if (loaded != 0)
                 return LINT_EXIT_USAGE;
         }
     }
-    int rc = parse_args(argc, argv, o, c);
-    if (rc == 1)
-        return -1;
-    if (rc)
-        return LINT_EXIT_USAGE;
+    rc = parse_args(argc, argv, o, c);
+    if (rc >= 0)
+        return rc == 0 ? -1 : rc;
     if (c->paths.n == 0 && c->compdbs.n == 0) {
-        fprintf(stderr, "gpumem lint: error: no files or folders to analyze\n"
-                        "usage: gpumem lint [options] PATHS... [-- FLAGS]   (gpumem lint --help "
-                        "for more)\n");
+        fprintf(stderr, "gpumem lint: error: no files or folders to analyze (gpumem lint [options] "
+                        "PATHS... [-- FLAGS])\n"
+                        "(`gpumem lint --help` lists the options)\n");
         return LINT_EXIT_USAGE;
     }
     if (o->baseline && load_baseline(o->baseline, baseline) != 0)
@@ -778,7 +720,7 @@ static int lint_main(int argc, char **argv, struct lint_options *o, struct cli *
 int gpumem_lint_main(int argc, char **argv)
 {
     struct lint_options o;
-    struct cli c = {0};
+    struct lint_cli c = {0};
     struct lint_units u = {0};
     struct lint_findings f = {0};
     struct lint_strlist problems = {0}, baseline = {0};
@@ -798,7 +740,7 @@ int gpumem_lint_main(int argc, char **argv)
     lint_units_free(&u);
     lint_strlist_free(&problems);
     lint_strlist_free(&baseline);
-    cli_free(&c);
+    lint_cli_free(&c);
     lint_options_free(&o);
     fflush(stdout);
     return rc < 0 ? 0 : rc;

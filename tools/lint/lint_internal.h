@@ -43,6 +43,7 @@ struct lint_rule_info {
     const char *id;      /**< "GM001" */
     const char *checker; /**< "gpumem.NeverReleased": the analyzer's checker, its SARIF ruleId */
     const char *name;    /**< "allocation-never-released" (SARIF rule name) */
+    const char *desc;    /**< "memory never released on some path" (--help's list) */
     const char *brief;   /**< one line */
     const char *help;    /**< what to do about it */
 };
@@ -97,6 +98,8 @@ void lint_options_free(struct lint_options *o);
 /** Applies one `key = value` option (shared by the config file and the command line).
  *  Returns 0, or -1 after printing an error that names @p where. */
 int lint_option_set(struct lint_options *o, const char *key, const char *value, const char *where);
+/** The @p where of lint_option_set for an option of the command line (--KEY VALUE). */
+#define LINT_WHERE_COMMAND_LINE "command line"
 /** Parses a config file's text (format in docs/lint.md) into @p o; @p name names it in
  *  messages. Lines end with LF, CRLF or a bare CR and may be of any length; a NUL byte is an
  *  error. Returns 0, or -1 after printing why (file and line). */
@@ -116,9 +119,6 @@ int lint_severity_parse(const char *s);
 const char *lint_severity_name(int sev);
 /** Parses sizes like "16MiB", "512k", "1000"; returns 0 on success. */
 int lint_size_parse(const char *s, size_t *out);
-/** The candidate in the NULL-terminated @p words closest to @p word when it is close enough
- *  to be a likely misspelling, or NULL. */
-const char *lint_did_you_mean(const char *word, const char *const *words);
 /** The config keys (the long options that take a value, and the switches), NULL-ended. */
 extern const char *const lint_config_keys[];
 

@@ -8,6 +8,7 @@
 #include "../../harness.h"
 #include "../../../tools/tool.h"
 #include "lint_internal.h"
+#include "../../../tools/cli.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -176,7 +177,8 @@ static void test_usage_errors(void)
     EXPECT_CONTAINS(r.err, "no files or folders");
     lint("--formt=json", "a.cu", NULL);
     EXPECT_EQ(r.rc, 2);
-    EXPECT_CONTAINS(r.err, "unknown option '--formt=json' (did you mean '--format'?)");
+    EXPECT_CONTAINS(r.err, "gpumem lint: error: unknown option '--formt'; did you mean --format?\n"
+                           "(`gpumem lint --help` lists the options)");
     lint("--frobnicate", "a.cu", NULL);
     EXPECT_EQ(r.rc, 2);
     EXPECT_CONTAINS(r.err, "unknown option '--frobnicate'");
@@ -186,7 +188,8 @@ static void test_usage_errors(void)
     EXPECT_CONTAINS(r.err, "needs a value");
     lint("--format=xml", "a.cu", NULL);
     EXPECT_EQ(r.rc, 2);
-    EXPECT_CONTAINS(r.err, "bad value 'xml' for 'format'");
+    EXPECT_CONTAINS(r.err, "gpumem lint: error: --format takes text, json or sarif, not 'xml'\n"
+                           "(`gpumem lint --help` lists the options)");
     lint("--jobs=0", "a.cu", NULL);
     EXPECT_EQ(r.rc, 2);
     lint("--timeout=x", "a.cu", NULL);
@@ -195,7 +198,8 @@ static void test_usage_errors(void)
     EXPECT_EQ(r.rc, 2);
     lint("--disable=GM099", "a.cu", NULL);
     EXPECT_EQ(r.rc, 2);
-    EXPECT_CONTAINS(r.err, "not a list of rules");
+    EXPECT_CONTAINS(r.err, "--disable takes a list of rules (GM001 to GM");
+    EXPECT_CONTAINS(r.err, "not 'GM099'");
     lint("--severity=GM001", "a.cu", NULL);
     EXPECT_EQ(r.rc, 2);
     lint("--no-notes", "a.cu", NULL);
@@ -207,6 +211,24 @@ static void test_usage_errors(void)
     lint("--check-macro=MY_CHECK", "--no-config", "a.cu", NULL);
     EXPECT_CONTAINS(r.err, "'check-macro' has no effect");
     EXPECT_EQ(r.rc, 1);
+    /* The grammar every gpumem command shares: -j4 and -j 4, paths among the options, `--`
+     * hands the rest to the compiler, a switch takes no value. */
+    lint("-qj2", "a.cu", NULL);
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_CONTAINS(r.err, "unknown option '-qj2'");
+    lint("--quiet=1", "a.cu", NULL);
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_CONTAINS(r.err, "--quiet takes no value (not '1')");
+    lint("--no-config", "a.cu", "-j1", "--print-commands", "--", "-DMARK_ME", "--format=x", NULL);
+    EXPECT_EQ(r.rc, 0);
+    EXPECT_CONTAINS(r.out, "a.cu");
+    EXPECT_CONTAINS(r.out, "-DMARK_ME");
+    EXPECT_CONTAINS(r.out, "--format=x");
+    lint("--no-config", "-j2", "--print-commands", "a.cu", NULL);
+    EXPECT_EQ(r.rc, 0);
+    lint("--no-config", "-j", "0", "a.cu", NULL);
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_CONTAINS(r.err, "--jobs takes a number from 1 to 256, not '0'");
 }
 
 static void test_text_and_paths(void)
@@ -620,7 +642,9 @@ static void test_config_errors(void)
     write_file("typo.cfg", "disabel = GM001\n");
     lint("--config=typo.cfg", "a.cu", NULL);
     EXPECT_EQ(r.rc, 2);
-    EXPECT_CONTAINS(r.err, "typo.cfg:1: unknown option 'disabel' (did you mean 'disable'?)");
+    EXPECT_CONTAINS(r.err, "gpumem lint: error: typo.cfg:1: unknown option 'disabel'; did you mean "
+                           "disable?\n");
+    EXPECT_TRUE(strstr(r.err, "lists the options") == NULL); /* a file's line, not the command line */
     write_file("noeq.cfg", "\n\ndisable GM001\n");
     lint("--config", "noeq.cfg", "a.cu", NULL);
     EXPECT_EQ(r.rc, 2);
@@ -811,6 +835,31 @@ static void test_omp_and_rdc(void)
         EXPECT_EQ(count(r.out, want), 1); /* only the unit that includes it */
     }
     globfree(&g);
+}
+
+/* mpi.h, which MPI's packages install outside the default path, is found where they put it:
+ * MPI_HOME first; only for the unit that includes it. */
+static void test_mpi_header(void)
+{
+    fresh("mpi");
+    write_file("home/include/mpi.h", "typedef int MPI_Comm;\n");
+    write_file("a.cu", "#include <mpi.h>\nMPI_Comm c;\n");
+    write_file("b.cu", "int y;\n");
+    char home[600], want[700];
+    snprintf(home, sizeof home, "%s/mpi/home", root);
+    setenv("MPI_HOME", home, 1);
+    lint("--no-config", "--print-commands", "a.cu", "b.cu", NULL);
+    unsetenv("MPI_HOME");
+    EXPECT_EQ(r.rc, 0);
+    snprintf(want, sizeof want, "-isystem %s/include ", home);
+    EXPECT_CONTAINS(r.out, want);
+    EXPECT_EQ(count(r.out, want), 1);
+    /* The user's folder comes first: no derived one then. */
+    write_file("mine/mpi.h", "typedef int MPI_Comm;\n");
+    setenv("MPI_HOME", home, 1);
+    lint("--no-config", "--print-commands", "a.cu", "--", "-Imine", NULL);
+    unsetenv("MPI_HOME");
+    EXPECT_EQ(count(r.out, want), 0);
 }
 
 static void test_included_sources(void)
@@ -1068,9 +1117,9 @@ static void test_unit_helpers(void)
     EXPECT_EQ(lint_rule_parse("gpumem.UncheckedStatus", 22), LINT_GM004);
     EXPECT_EQ(lint_rule_parse("UseAfterRelease", 15), LINT_GM009);
     EXPECT_EQ(lint_rule_parse("GM012", 5), -1);
-    const char *keys[] = {"format", "fail-on", NULL};
-    EXPECT_STR_EQ(lint_did_you_mean("fromat", keys), "format");
-    EXPECT_NULL(lint_did_you_mean("zzzzzz", keys));
+    const char *keys[] = {"format", "fail-on"};
+    EXPECT_STR_EQ(cli_suggest("fromat", 6, keys, 2), "format");
+    EXPECT_NULL(cli_suggest("zzzzzz", 6, keys, 2));
 }
 
 static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
@@ -1123,6 +1172,7 @@ int main(int argc, char **argv)
     RUN(test_user_flags_win);
     RUN(test_nearest_header_derived);
     RUN(test_omp_and_rdc);
+    RUN(test_mpi_header);
     RUN(test_included_sources);
     RUN(test_compdb);
     RUN(test_compdb_dedupe_many);
