@@ -6,7 +6,8 @@
 
 torch: a 2-layer MLP trained 50 steps with a fixed seed gives the same losses with
 gpumem.torch.use() as with PyTorch's own allocator (relative 1e-5), and
-gpumem.torch.memory_stats() agrees with gpumem.stats(); a request the device cannot hold makes
+gpumem.torch.memory_stats() agrees with gpumem.stats(); a block released on one stream is
+reused by that stream's next request and not by another stream's; a request the device cannot hold makes
 PyTorch raise, and gpumem.last_error() then has gpumem's words; use() after CUDA is set up
 is refused. cupy and numba: a program runs on
 gpumem's pools, and gpumem.stats() shows its allocations. Each: a planted leak through the
@@ -100,6 +101,23 @@ def child_too_late():
         gpumem.torch.use()
     except gpumem.Error as e:
         print(e)
+
+
+def child_torch_streams():
+    import torch
+    import gpumem
+    gpumem.torch.use()
+    s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()
+    with torch.cuda.stream(s1):
+        a = torch.ones(1 << 20, device="cuda")
+        first = a.data_ptr()
+        del a                       # back to s1's cache; s1 may still be writing ones
+    with torch.cuda.stream(s2):
+        b = torch.zeros(1 << 20, device="cuda")
+    with torch.cuda.stream(s1):
+        c = torch.empty(1 << 20, device="cuda")
+    torch.cuda.synchronize()
+    print(json.dumps({"first": first, "other_stream": b.data_ptr(), "same_stream": c.data_ptr()}))
 
 
 def child_torch_oom():
@@ -211,6 +229,10 @@ def check_torch():
     if m["requested_bytes.all.current"] < pooled["live_at_least"]:
         fail(f"the tensors alive hold {pooled['live_at_least']} bytes, gpumem counts fewer: {m}")
     print("memory_stats agrees with gpumem.stats:", json.dumps(m))
+    st = last_json(child("torch_streams"), "the two-stream program")
+    if st["other_stream"] == st["first"] or st["same_stream"] != st["first"]:
+        fail(f"a block released on one stream: {st}")
+    print("a block released on stream 1 went to stream 1's next request, not stream 2's")
     oom = last_json(child("torch_oom"), "the out-of-memory program")
     if not oom["raised"]:
         fail(f"PyTorch did not raise when the allocator returned NULL: the tensor's data "
