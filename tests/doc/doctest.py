@@ -165,6 +165,8 @@ def scratch_folder(src, build, prog):
     d = tempfile.mkdtemp(prefix="gpumem-doctest.")
     os.symlink(build, os.path.join(d, "build"))
     shutil.copy(prog, os.path.join(d, "prog"))
+    # The pages' examples name the user's program ./my_program: gpumem check looks for it first.
+    shutil.copy(prog, os.path.join(d, "my_program"))
     os.makedirs(os.path.join(d, "scripts"))
     demo = os.path.join(d, "scripts", "demo")
     with open(demo, "w") as f:
