@@ -138,9 +138,13 @@ static void test_report(void)
     gpumem_python_string_free(text);
 }
 
+/* Not a tail call (the frame would go at -O2): the pointer is kept in a global afterwards. */
+static void *volatile leaked;
 __attribute__((noinline)) static void *leak_through_torch(void)
 {
-    return gpumem_torch_alloc(12345, 0, STREAM_A);
+    void *p = gpumem_torch_alloc(12345, 0, STREAM_A);
+    leaked = p;
+    return leaked;
 }
 
 int main(int argc, char **argv)
