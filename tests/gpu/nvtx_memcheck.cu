@@ -1,0 +1,123 @@
+// What compute-sanitizer's memcheck sees of pool blocks, with and without GPUMEM_NVTX
+// (tests/gpu/nvtx_memcheck.sh runs it under memcheck and reads the report). Each mode makes
+// one kind of access and exits 0 whatever the kernel did: the verdict is memcheck's.
+//   device-past   a device pool block of 1000 floats (a 4 KiB block): a kernel writes
+//                 element 1000, one past the request, still inside the block
+//   device-freed  a 4 KiB device pool block, released (cached by the pool): a kernel writes it
+//   pinned-past   a 4 KiB pinned pool block, carved from a chunk: a kernel writes element 1024,
+//                 one past the block, into the chunk's memory no block holds
+//   clean         device and pinned pools, blocks allocated, written in bounds by kernels,
+//                 released, served again from the caches, trimmed, destroyed: no error
+#include <cstdio>
+#include <cstring>
+
+#include <cuda_runtime.h>
+
+#include "gpu_check.h"
+#include "gpumem.h"
+
+__global__ void write_at(float *p, size_t i)
+{
+    p[i] = 1.0f;
+}
+
+__global__ void fill(float *p, size_t n)
+{
+    for (size_t i = threadIdx.x; i < n; i += blockDim.x)
+        p[i] = (float)i;
+}
+
+static void launch_one(float *p, size_t i)
+{
+    write_at<<<1, 1>>>(p, i);
+    (void)cudaDeviceSynchronize(); // memcheck reports the access; the status is not the test
+}
+
+static int device_past()
+{
+    gpumem_pool *pool = gpumem_pool_create(GPUMEM_KIND_DEVICE, 0, NULL);
+    CHECK_TRUE(pool != NULL);
+    float *p = (float *)gpumem_pool_alloc(pool, 1000, sizeof(float), NULL);
+    CHECK_TRUE(p != NULL);
+    if (p)
+        launch_one(p, 1000);
+    gpumem_free(p);
+    gpumem_pool_destroy(pool);
+    return gpu_finish("device-past");
+}
+
+static int device_freed()
+{
+    gpumem_pool *pool = gpumem_pool_create(GPUMEM_KIND_DEVICE, 0, NULL);
+    CHECK_TRUE(pool != NULL);
+    float *p = (float *)gpumem_pool_alloc(pool, 1024, sizeof(float), NULL);
+    CHECK_TRUE(p != NULL);
+    float *stale = p;
+    gpumem_free(p);
+    if (stale)
+        launch_one(stale, 0); // the pool keeps the block: CUDA still counts it allocated
+    gpumem_pool_destroy(pool);
+    return gpu_finish("device-freed");
+}
+
+static int pinned_past()
+{
+    gpumem_pool *pool = gpumem_pool_create(GPUMEM_KIND_PINNED, 0, NULL);
+    CHECK_TRUE(pool != NULL);
+    float *p = (float *)gpumem_pool_alloc(pool, 1024, sizeof(float), NULL);
+    CHECK_TRUE(p != NULL);
+    if (p)
+        launch_one(p, 1024);
+    gpumem_free(p);
+    gpumem_pool_destroy(pool);
+    return gpu_finish("pinned-past");
+}
+
+static int clean()
+{
+    gpumem_pool *dev = gpumem_pool_create(GPUMEM_KIND_DEVICE, 0, NULL);
+    gpumem_pool *pin = gpumem_pool_create(GPUMEM_KIND_PINNED, 0, NULL);
+    CHECK_TRUE(dev != NULL && pin != NULL);
+    for (int round = 0; round < 3 && dev && pin; round++) {
+        size_t n[4] = {1000, 1024, 3000, (size_t)1 << 18};
+        float *d[4], *h[4];
+        for (int i = 0; i < 4; i++) {
+            d[i] = (float *)gpumem_pool_alloc(dev, n[i], sizeof(float), NULL);
+            h[i] = (float *)gpumem_pool_alloc(pin, n[i], sizeof(float), NULL);
+            CHECK_TRUE(d[i] != NULL && h[i] != NULL);
+            if (d[i])
+                fill<<<1, 256>>>(d[i], n[i]);
+            if (h[i])
+                fill<<<1, 256>>>(h[i], n[i]);
+        }
+        CHECK_TRUE(cudaDeviceSynchronize() == cudaSuccess);
+        for (int i = 0; i < 4; i++) {
+            gpumem_free(d[i]);
+            gpumem_free(h[i]);
+        }
+        if (round == 1) {
+            CHECK_TRUE(gpumem_pool_trim(dev) == GPUMEM_OK);
+            CHECK_TRUE(gpumem_pool_trim(pin) == GPUMEM_OK);
+        }
+    }
+    CHECK_TRUE(gpumem_pool_destroy(dev) == GPUMEM_OK);
+    CHECK_TRUE(gpumem_pool_destroy(pin) == GPUMEM_OK);
+    return gpu_finish("clean");
+}
+
+int main(int argc, char **argv)
+{
+    if (gpu_device_count() == 0)
+        return 77;
+    const char *mode = argc > 1 ? argv[1] : "";
+    if (std::strcmp(mode, "device-past") == 0)
+        return device_past();
+    if (std::strcmp(mode, "device-freed") == 0)
+        return device_freed();
+    if (std::strcmp(mode, "pinned-past") == 0)
+        return pinned_past();
+    if (std::strcmp(mode, "clean") == 0)
+        return clean();
+    std::fprintf(stderr, "usage: %s device-past|device-freed|pinned-past|clean\n", argv[0]);
+    return 2;
+}
