@@ -31,6 +31,7 @@ typedef struct bench_row {
     int samples[2]; /* repetitions behind each median */
     char note[200];
     const char *vs; /* allocation rows: key of the gpumem row this peer is compared with */
+    const char *deprecated; /* a peer its makers deprecated: what they point to instead */
 } bench_row;
 
 /* The PCIe link as NVML reports it. Generations and widths are 0 where unknown. */
