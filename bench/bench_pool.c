@@ -13,8 +13,7 @@
  * same run, with the ratio peer / gpumem at 1 and 16 threads (above 1: gpumem is faster):
  * device: cudaMallocAsync + cudaFreeAsync on a memory pool that keeps its memory (release
  * threshold UINT64_MAX), CUB's CachingDeviceAllocator (deprecated by CCCL; the toolkit's
- * cub/util_allocator.cuh,
- * one allocator for all threads), cudaMalloc + cudaFree; pinned: the CUDA host memory pool
+ * cub/util_allocator.cuh, one allocator for all threads), cudaMalloc + cudaFree; pinned: the CUDA host memory pool
  * (cudaMemPoolCreate with a host location, cudaMallocFromPoolAsync + cudaFreeAsync), and
  * cudaMallocHost + cudaFreeHost. For scale, the tracked stream-ordered pair without a pool
  * (gpumem_device_alloc_async + gpumem_free_async) on one thread.
