@@ -244,6 +244,8 @@ int gpumem__nvtx_sanitizer_seen(void);
 void gpumem__nvtx_heap(uintptr_t base, size_t bytes, int add);
 /* A block of bytes requested at base, inside a heap, is handed out (add) or released. */
 void gpumem__nvtx_region(uintptr_t base, size_t bytes, int add);
+/* fork(): takes (PREPARE) and releases the heaps' lock, after the pools' locks. */
+void gpumem__nvtx_at_fork(int phase);
 
 /* ---- tcache.c: per-thread caches of pool blocks ---- */
 /* Classes a thread cache serves: those up to 4 MiB (pool.c checks the figure). */

@@ -224,7 +224,21 @@ void gpumem__nvtx_region(uintptr_t base, size_t bytes, int add)
     pthread_mutex_unlock(&nv.lock);
 }
 
+/* fork(): a pool's lock comes first (a heap is registered with it held), then this one. */
+void gpumem__nvtx_at_fork(int phase)
+{
+    if (phase == GPUMEM__FORK_PREPARE)
+        pthread_mutex_lock(&nv.lock);
+    else
+        pthread_mutex_unlock(&nv.lock);
+}
+
 #else /* no NVTX headers: gpumem__nvtx_on stays 0 and these are never reached */
+
+void gpumem__nvtx_at_fork(int phase)
+{
+    (void)phase;
+}
 
 void gpumem__nvtx_heap(uintptr_t base, size_t bytes, int add)
 {
