@@ -193,34 +193,45 @@ void gpumem__nvtx_heap(uintptr_t base, size_t bytes, int add)
     pthread_mutex_unlock(&nv.lock);
 }
 
+static void region_register(const heap *h, uintptr_t base, size_t bytes)
+{
+    nvtxMemVirtualRangeDesc_t range = {.size = bytes, .ptr = (void *)base};
+    nvtxMemRegionsRegisterBatch_t batch = {
+        .extCompatID = NVTX_EXT_COMPATID_MEM,
+        .structSize = sizeof batch,
+        .regionType = NVTX_MEM_TYPE_VIRTUAL_ADDRESS,
+        .heap = h->handle,
+        .regionCount = 1,
+        .regionDescElementSize = sizeof range,
+        .regionDescElements = &range,
+    };
+    nvtxMemRegionsRegister(domain(), &batch);
+}
+
+static void region_unregister(uintptr_t base)
+{
+    nvtxMemRegionRef_t ref = {.pointer = (const void *)base};
+    nvtxMemRegionsUnregisterBatch_t batch = {
+        .extCompatID = NVTX_EXT_COMPATID_MEM,
+        .structSize = sizeof batch,
+        .refType = NVTX_MEM_REGION_REF_TYPE_POINTER,
+        .refCount = 1,
+        .refElementSize = sizeof ref,
+        .refElements = &ref,
+    };
+    nvtxMemRegionsUnregister(domain(), &batch);
+}
+
 void gpumem__nvtx_region(uintptr_t base, size_t bytes, int add)
 {
     pthread_mutex_lock(&nv.lock);
-    const heap *h = add ? heap_holding(base) : NULL;
-    if (h) {
-        nvtxMemVirtualRangeDesc_t range = {.size = bytes, .ptr = (void *)base};
-        nvtxMemRegionsRegisterBatch_t batch = {
-            .extCompatID = NVTX_EXT_COMPATID_MEM,
-            .structSize = sizeof batch,
-            .regionType = NVTX_MEM_TYPE_VIRTUAL_ADDRESS,
-            .heap = h->handle,
-            .regionCount = 1,
-            .regionDescElementSize = sizeof range,
-            .regionDescElements = &range,
-        };
-        nvtxMemRegionsRegister(domain(), &batch);
-    } else if (!add) {
-        nvtxMemRegionRef_t ref = {.pointer = (const void *)base};
-        nvtxMemRegionsUnregisterBatch_t batch = {
-            .extCompatID = NVTX_EXT_COMPATID_MEM,
-            .structSize = sizeof batch,
-            .refType = NVTX_MEM_REGION_REF_TYPE_POINTER,
-            .refCount = 1,
-            .refElementSize = sizeof ref,
-            .refElements = &ref,
-        };
-        nvtxMemRegionsUnregister(domain(), &batch);
-    }
+    /* No heap (out of host memory when it came) or one the tool refused (its NULL handle would
+     * name the whole process): the block goes undescribed, both ways. */
+    const heap *h = heap_holding(base);
+    if (h && h->handle && add)
+        region_register(h, base, bytes);
+    else if (h && h->handle)
+        region_unregister(base);
     pthread_mutex_unlock(&nv.lock);
 }
 
