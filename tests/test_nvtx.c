@@ -8,7 +8,11 @@
  * included. off: GPUMEM_NVTX=0, or auto with no compute-sanitizer: the tool hears nothing. */
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "gpumem.h"
 #include "harness.h"
@@ -134,6 +138,87 @@ static void destroy_untrimmed(void)
     expect_clean();
 }
 
+/* Blocks handed between threads: each thread releases half its blocks itself and leaves the
+ * other half in a shared slot for whichever thread comes next, so blocks move between thread
+ * caches and the pool while others allocate. The stub sees every region come and go in order
+ * (a region unregistered after its block reached another thread would overlap that thread's). */
+#define WORKERS 8
+#define ROUNDS 400
+static _Atomic(void *) handoff[64];
+static gpumem_pool *shared[2];
+
+static void *worker(void *arg)
+{
+    unsigned seed = (unsigned)(uintptr_t)arg;
+    for (int i = 0; i < ROUNDS; i++) {
+        seed = seed * 1103515245u + 12345u;
+        gpumem_pool *pool = shared[(seed >> 8) & 1];
+        size_t bytes = 256 + (seed >> 12) % 8192;
+        void *p = gpumem_pool_alloc(pool, 1, bytes, NULL);
+        if (!p)
+            return "allocation failed";
+        if (i & 1) {
+            gpumem_free(p);
+            continue;
+        }
+        void *old = atomic_exchange(&handoff[(seed >> 4) % 64], p);
+        if (old)
+            gpumem_free(old);
+    }
+    return NULL;
+}
+
+static void threads(void)
+{
+    shared[0] = gpumem_pool_create(GPUMEM_KIND_DEVICE, 0, NULL);
+    shared[1] = gpumem_pool_create(GPUMEM_KIND_PINNED, 0, NULL);
+    ASSERT_NOT_NULL(shared[0]);
+    ASSERT_NOT_NULL(shared[1]);
+    nvtx_stub_counts c0 = seen();
+    pthread_t t[WORKERS];
+    for (uintptr_t i = 0; i < WORKERS; i++)
+        ASSERT_EQ(pthread_create(&t[i], NULL, worker, (void *)(i + 1)), 0);
+    for (int i = 0; i < WORKERS; i++) {
+        void *why = NULL;
+        pthread_join(t[i], &why);
+        EXPECT_NULL(why);
+    }
+    for (int i = 0; i < 64; i++)
+        gpumem_free(atomic_exchange(&handoff[i], NULL));
+    nvtx_stub_counts c = seen();
+    EXPECT_EQ(c.regions_live, 0);
+    EXPECT_EQ(c.regions_registered - c0.regions_registered, WORKERS * ROUNDS);
+    EXPECT_EQ(c.regions_unregistered - c0.regions_unregistered, WORKERS * ROUNDS);
+    EXPECT_EQ(gpumem_pool_destroy(shared[0]), GPUMEM_OK);
+    EXPECT_EQ(gpumem_pool_destroy(shared[1]), GPUMEM_OK);
+    EXPECT_EQ(seen().heaps_live, c0.heaps_live);
+    expect_clean();
+}
+
+/* fork() while pools describe themselves: the child can still use a pool (the heaps' lock is
+ * not left held in it). */
+static void fork_child(void)
+{
+    gpumem_pool *pool = gpumem_pool_create(GPUMEM_KIND_PINNED, 0, NULL);
+    ASSERT_NOT_NULL(pool);
+    void *p = gpumem_pool_alloc(pool, 1, 4096, NULL);
+    ASSERT_NOT_NULL(p);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        void *q = gpumem_pool_alloc(pool, 1, 4096, NULL);
+        gpumem_free(q);
+        _exit(q && seen().regions_live == 1 ? 0 : 1);
+    }
+    ASSERT_NE(pid, -1);
+    int status = 0;
+    EXPECT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    gpumem_free(p);
+    EXPECT_EQ(gpumem_pool_destroy(pool), GPUMEM_OK);
+    expect_clean();
+}
+
 /* Nothing reaches the tool. */
 static void silent(void)
 {
@@ -163,6 +248,8 @@ int main(int argc, char **argv)
         RUN(device_pool);
         RUN(pinned_pool);
         RUN(destroy_untrimmed);
+        RUN(threads);
+        RUN(fork_child);
     } else {
         RUN(silent);
     }
