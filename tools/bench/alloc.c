@@ -99,6 +99,16 @@ int bench_alloc_steps(const bench_ctx *c)
     return NCASES;
 }
 
+int bench_alloc_row_info(int i, const char **key, const char **vs, const char **deprecated)
+{
+    if (i < 0 || i >= NCASES)
+        return 0;
+    *key = cases[i].key;
+    *vs = cases[i].vs;
+    *deprecated = cases[i].deprecated;
+    return 1;
+}
+
 /* One raw pair of each kind: the CUDA runtime's calls, nothing else. */
 static cudaError_t pair_device(size_t bytes)
 {

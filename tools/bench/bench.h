@@ -129,6 +129,9 @@ double bench_median(double *v, int n);
 int bench_more(const bench_ctx *c, int done, uint64_t t0);
 
 int bench_alloc_steps(const bench_ctx *c);
+/* Allocation row @i in table order: its key, the gpumem row it is compared with (NULL for
+ * gpumem's own) and why it is deprecated (NULL if it is not). Returns 0 past the last row. */
+int bench_alloc_row_info(int i, const char **key, const char **vs, const char **deprecated);
 void bench_alloc_run(bench_ctx *c);
 int bench_copy_steps(const bench_ctx *c);
 void bench_copy_run(bench_ctx *c);
