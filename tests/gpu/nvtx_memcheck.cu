@@ -7,7 +7,8 @@
 //   pinned-past   a 4 KiB pinned pool block, carved from a chunk: a kernel writes element 1024,
 //                 one past the block, into the chunk's memory no block holds
 //   clean         device and pinned pools, blocks allocated, written in bounds by kernels,
-//                 released, served again from the caches, trimmed, destroyed: no error
+//                 released, served again from the caches, trimmed, destroyed, and blocks
+//                 released with gpumem_free_async while their kernel is still queued: no error
 #include <cstdio>
 #include <cstring>
 
@@ -100,8 +101,23 @@ static int clean()
             CHECK_TRUE(gpumem_pool_trim(pin) == GPUMEM_OK);
         }
     }
+    // Stream order: a kernel still queued on the block's stream when the block is released
+    // with gpumem_free_async (its region goes at that call) is no error either.
+    cudaStream_t s = NULL;
+    CHECK_TRUE(cudaStreamCreate(&s) == cudaSuccess);
+    for (int i = 0; i < 8 && dev && s; i++) {
+        float *d = (float *)gpumem_pool_alloc(dev, 1u << 16, sizeof(float), s);
+        CHECK_TRUE(d != NULL);
+        if (!d)
+            break;
+        fill<<<1, 256, 0, s>>>(d, 1u << 16);
+        CHECK_TRUE(gpumem_free_async(d, s) == GPUMEM_OK);
+    }
+    CHECK_TRUE(s == NULL || cudaStreamSynchronize(s) == cudaSuccess);
     CHECK_TRUE(gpumem_pool_destroy(dev) == GPUMEM_OK);
     CHECK_TRUE(gpumem_pool_destroy(pin) == GPUMEM_OK);
+    if (s)
+        (void)cudaStreamDestroy(s);
     return gpu_finish("clean");
 }
 
