@@ -15,8 +15,8 @@
  * started, recognized by its libraries in the variables that load tools (sanitizer_signs).
  * Off, pools pay one branch on gpumem__nvtx_on per allocation and release: it is set once,
  * when the first pool is made, and never changes. On, each pool allocation and release takes
- * this file's mutex and an NVTX call (a no-op load and branch when no tool listens), each
- * heap a sorted insertion: a debugging mode, measured in docs/pools.md.
+ * this file's lock to read and makes an NVTX call (a no-op load and branch when no tool
+ * listens), each heap a sorted insertion: a debugging mode, measured in docs/pools.md.
  *
  * NVTX3 is header-only: it finds the tool through NVTX_INJECTION64_PATH at the first call, so
  * gpumem needs no library for it. The domain is made at the first heap, when the pool already
@@ -104,14 +104,17 @@ typedef struct {
 } heap;
 
 /* Every registered heap, sorted by base, so that a block finds its heap by address: blocks of
- * their own are their heap's base, pinned blocks lie inside a chunk's. */
+ * their own are their heap's base, pinned blocks lie inside a chunk's. Heaps change under the
+ * write lock; blocks, far more frequent, only read the table, so threads describe their blocks
+ * side by side (NVTX tools take calls from any thread). The domain is made with the first
+ * heap, under the write lock: a block is described only once its heap exists. */
 static struct {
-    pthread_mutex_t lock;
+    pthread_rwlock_t lock;
     nvtxDomainHandle_t domain;
     int domain_made;
     heap *heaps;
     size_t n, cap;
-} nv = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, NULL, 0, 0};
+} nv = {PTHREAD_RWLOCK_INITIALIZER, NULL, 0, NULL, 0, 0};
 
 /* The first heap at or above base. Locked. */
 static size_t heap_lower(uintptr_t base)
@@ -139,6 +142,7 @@ static const heap *heap_holding(uintptr_t p)
     return p - h->base < h->bytes ? h : NULL;
 }
 
+/* The domain; made by the first heap's registration (write lock held). */
 static nvtxDomainHandle_t domain(void)
 {
     if (!nv.domain_made) {
@@ -185,12 +189,12 @@ static void heap_remove(uintptr_t base)
 
 void gpumem__nvtx_heap(uintptr_t base, size_t bytes, int add)
 {
-    pthread_mutex_lock(&nv.lock);
+    pthread_rwlock_wrlock(&nv.lock);
     if (add)
         heap_add(base, bytes);
     else
         heap_remove(base);
-    pthread_mutex_unlock(&nv.lock);
+    pthread_rwlock_unlock(&nv.lock);
 }
 
 static void region_register(const heap *h, uintptr_t base, size_t bytes)
@@ -205,7 +209,7 @@ static void region_register(const heap *h, uintptr_t base, size_t bytes)
         .regionDescElementSize = sizeof range,
         .regionDescElements = &range,
     };
-    nvtxMemRegionsRegister(domain(), &batch);
+    nvtxMemRegionsRegister(nv.domain, &batch); /* made with the first heap */
 }
 
 static void region_unregister(uintptr_t base)
@@ -219,12 +223,12 @@ static void region_unregister(uintptr_t base)
         .refElementSize = sizeof ref,
         .refElements = &ref,
     };
-    nvtxMemRegionsUnregister(domain(), &batch);
+    nvtxMemRegionsUnregister(nv.domain, &batch);
 }
 
 void gpumem__nvtx_region(uintptr_t base, size_t bytes, int add)
 {
-    pthread_mutex_lock(&nv.lock);
+    pthread_rwlock_rdlock(&nv.lock);
     /* No heap (out of host memory when it came) or one the tool refused (its NULL handle would
      * name the whole process): the block goes undescribed, both ways. */
     const heap *h = heap_holding(base);
@@ -232,16 +236,20 @@ void gpumem__nvtx_region(uintptr_t base, size_t bytes, int add)
         region_register(h, base, bytes);
     else if (h && h->handle)
         region_unregister(base);
-    pthread_mutex_unlock(&nv.lock);
+    pthread_rwlock_unlock(&nv.lock);
 }
 
-/* fork(): a pool's lock comes first (a heap is registered with it held), then this one. */
+/* fork(): a pool's lock comes first (a heap is registered with it held), then this one. The
+ * child's thread has another id than the one that took the write lock, and a read-write lock
+ * knows its writer by id: the child starts the lock anew rather than unlock it. */
 void gpumem__nvtx_at_fork(int phase)
 {
     if (phase == GPUMEM__FORK_PREPARE)
-        pthread_mutex_lock(&nv.lock);
+        pthread_rwlock_wrlock(&nv.lock);
+    else if (phase == GPUMEM__FORK_PARENT)
+        pthread_rwlock_unlock(&nv.lock);
     else
-        pthread_mutex_unlock(&nv.lock);
+        pthread_rwlock_init(&nv.lock, NULL);
 }
 
 #else /* no NVTX headers: gpumem__nvtx_on stays 0 and these are never reached */
