@@ -18,6 +18,9 @@
  * this file's lock to read and makes an NVTX call (a no-op load and branch when no tool
  * listens), each heap a sorted insertion: a debugging mode, measured in docs/pools.md.
  *
+ * nvtxMemHeapReset is not needed: a heap goes only with memory no live block holds (a pool is
+ * destroyed only once its blocks are released), so it never has regions left.
+ *
  * NVTX3 is header-only: it finds the tool through NVTX_INJECTION64_PATH at the first call, so
  * gpumem needs no library for it. The domain is made at the first heap, when the pool already
  * has CUDA memory: compute-sanitizer wants CUDA initialized before any NVTX call. */
