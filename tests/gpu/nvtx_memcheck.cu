@@ -6,9 +6,10 @@
 //   device-freed  a 4 KiB device pool block, released (cached by the pool): a kernel writes it
 //   pinned-past   a 4 KiB pinned pool block, carved from a chunk: a kernel writes element 1024,
 //                 one past the block, into the chunk's memory no block holds
-//   clean         device and pinned pools, blocks allocated, written in bounds by kernels,
-//                 released, served again from the caches, trimmed, destroyed, and blocks
-//                 released with gpumem_free_async while their kernel is still queued: no error
+//   clean         a device pool's blocks allocated, written in bounds by kernels, released,
+//                 served again from the caches, trimmed, destroyed, and blocks released with
+//                 gpumem_free_async while their kernel is still queued: no error
+//   pinned-clean  the same in bounds for a pinned pool
 #include <cstdio>
 #include <cstring>
 
@@ -74,33 +75,41 @@ static int pinned_past()
     return gpu_finish("pinned-past");
 }
 
+// A pool's blocks of several sizes, written in bounds by kernels, released, served again from
+// the caches, trimmed: three rounds.
+static void in_bounds(gpumem_pool *pool)
+{
+    for (int round = 0; round < 3 && pool; round++) {
+        size_t n[4] = {1000, 1024, 3000, (size_t)1 << 18};
+        float *p[4];
+        for (int i = 0; i < 4; i++) {
+            p[i] = (float *)gpumem_pool_alloc(pool, n[i], sizeof(float), NULL);
+            CHECK_TRUE(p[i] != NULL);
+            if (p[i])
+                fill<<<1, 256>>>(p[i], n[i]);
+        }
+        CHECK_TRUE(cudaDeviceSynchronize() == cudaSuccess);
+        for (int i = 0; i < 4; i++)
+            gpumem_free(p[i]);
+        if (round == 1)
+            CHECK_TRUE(gpumem_pool_trim(pool) == GPUMEM_OK);
+    }
+}
+
+static int pinned_clean()
+{
+    gpumem_pool *pin = gpumem_pool_create(GPUMEM_KIND_PINNED, 0, NULL);
+    CHECK_TRUE(pin != NULL);
+    in_bounds(pin);
+    CHECK_TRUE(gpumem_pool_destroy(pin) == GPUMEM_OK);
+    return gpu_finish("pinned-clean");
+}
+
 static int clean()
 {
     gpumem_pool *dev = gpumem_pool_create(GPUMEM_KIND_DEVICE, 0, NULL);
-    gpumem_pool *pin = gpumem_pool_create(GPUMEM_KIND_PINNED, 0, NULL);
-    CHECK_TRUE(dev != NULL && pin != NULL);
-    for (int round = 0; round < 3 && dev && pin; round++) {
-        size_t n[4] = {1000, 1024, 3000, (size_t)1 << 18};
-        float *d[4], *h[4];
-        for (int i = 0; i < 4; i++) {
-            d[i] = (float *)gpumem_pool_alloc(dev, n[i], sizeof(float), NULL);
-            h[i] = (float *)gpumem_pool_alloc(pin, n[i], sizeof(float), NULL);
-            CHECK_TRUE(d[i] != NULL && h[i] != NULL);
-            if (d[i])
-                fill<<<1, 256>>>(d[i], n[i]);
-            if (h[i])
-                fill<<<1, 256>>>(h[i], n[i]);
-        }
-        CHECK_TRUE(cudaDeviceSynchronize() == cudaSuccess);
-        for (int i = 0; i < 4; i++) {
-            gpumem_free(d[i]);
-            gpumem_free(h[i]);
-        }
-        if (round == 1) {
-            CHECK_TRUE(gpumem_pool_trim(dev) == GPUMEM_OK);
-            CHECK_TRUE(gpumem_pool_trim(pin) == GPUMEM_OK);
-        }
-    }
+    CHECK_TRUE(dev != NULL);
+    in_bounds(dev);
     // Stream order: a kernel still queued on the block's stream when the block is released
     // with gpumem_free_async (its region goes at that call) is no error either.
     cudaStream_t s = NULL;
@@ -115,7 +124,6 @@ static int clean()
     }
     CHECK_TRUE(s == NULL || cudaStreamSynchronize(s) == cudaSuccess);
     CHECK_TRUE(gpumem_pool_destroy(dev) == GPUMEM_OK);
-    CHECK_TRUE(gpumem_pool_destroy(pin) == GPUMEM_OK);
     if (s)
         (void)cudaStreamDestroy(s);
     return gpu_finish("clean");
@@ -134,6 +142,9 @@ int main(int argc, char **argv)
         return pinned_past();
     if (std::strcmp(mode, "clean") == 0)
         return clean();
-    std::fprintf(stderr, "usage: %s device-past|device-freed|pinned-past|clean\n", argv[0]);
+    if (std::strcmp(mode, "pinned-clean") == 0)
+        return pinned_clean();
+    std::fprintf(stderr, "usage: %s device-past|device-freed|clean|pinned-past|pinned-clean\n",
+                 argv[0]);
     return 2;
 }

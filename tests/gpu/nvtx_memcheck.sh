@@ -54,6 +54,7 @@ expect() {
 if [ "$which" = pinned ]; then
   expect 1 pinned-past found
   expect 0 pinned-past clean
+  expect 1 pinned-clean clean
 else
   expect 1 device-past found
   expect 0 device-past clean
