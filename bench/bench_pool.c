@@ -12,8 +12,8 @@
  * On a GPU (`cuda`), each gpumem row is followed by its peers, measured the same way in the
  * same run, with the ratio peer / gpumem at 1 and 16 threads (above 1: gpumem is faster):
  * device: cudaMallocAsync + cudaFreeAsync on a memory pool that keeps its memory (release
- * threshold UINT64_MAX), CUB's CachingDeviceAllocator (the toolkit's cub/util_allocator.cuh,
- * one allocator for all threads), cudaMalloc + cudaFree; pinned: the CUDA host memory pool
+ * threshold UINT64_MAX), CUB's CachingDeviceAllocator (deprecated by CCCL; the toolkit's
+ * cub/util_allocator.cuh, one allocator for all threads), cudaMalloc + cudaFree; pinned: the CUDA host memory pool
  * (cudaMemPoolCreate with a host location, cudaMallocFromPoolAsync + cudaFreeAsync), and
  * cudaMallocHost + cudaFreeHost. For scale, the tracked stream-ordered pair without a pool
  * (gpumem_device_alloc_async + gpumem_free_async) on one thread.
@@ -25,7 +25,10 @@
  * GPU, where the cache hit path never reaches CUDA, so sim and GPU numbers of the hit path
  * are close).
  *
- * Usage: bench_pool [cuda|sim] [--quick]
+ * --pools-only measures the gpumem pool rows alone, no peers: what a comparison of two
+ * configurations of the same build needs (GPUMEM_NVTX=0 against 1, in a few seconds a run).
+ *
+ * Usage: bench_pool [cuda|sim] [--quick] [--pools-only]
  * Prints a markdown table and `RESULT ...` lines. Exits 1 when an allocation or a release
  * fails, after saying which on stderr. */
 #define _DEFAULT_SOURCE
@@ -48,6 +51,7 @@
 #define THREADS 16
 
 static int use_sim;
+static int pools_only; /* --pools-only: no peers, no pool-less row */
 static long pairs = 2000000;
 static int reps = 5; /* each figure is the best of reps runs: other work on the machine only slows */
 static atomic_int failed;
@@ -273,7 +277,7 @@ static void device_rows(const char *key, gpumem_pool *dev, size_t bytes, int hav
     char k[64];
     job g = {GPUMEM_POOL_PAIR, dev, NULL, NULL, bytes, 0, 0, 0, NULL};
     result r = measure(key, "gpumem device pool", &g, pairs, 1, NULL);
-    if (use_sim)
+    if (use_sim || pools_only)
         return;
     const char *sz = bytes >= ((size_t)1 << 20) ? "1m" : "4k";
     if (have_keep) {
@@ -284,7 +288,7 @@ static void device_rows(const char *key, gpumem_pool *dev, size_t bytes, int hav
 #ifdef GPUMEM_BENCH_HAVE_CUB
     job c = {PEER_PAIR, NULL, peer_cub, NULL, bytes, 0, 0, 0, NULL};
     snprintf(k, sizeof k, "cub_caching_allocator_%s", sz);
-    measure(k, "  CUB CachingDeviceAllocator", &c, pairs / 10, 1, &r);
+    measure(k, "  CUB CachingDeviceAllocator (deprecated)", &c, pairs / 10, 1, &r);
 #endif
     job m = {PEER_PAIR, NULL, peer_malloc, NULL, bytes, 0, 0, 0, NULL};
     snprintf(k, sizeof k, "cuda_malloc_%s", sz);
@@ -296,7 +300,7 @@ static void pinned_rows(const char *key, gpumem_pool *pin, size_t bytes, int hav
     char k[64];
     job g = {GPUMEM_PINNED_PAIR, pin, NULL, NULL, bytes, 0, 0, 0, NULL};
     result r = measure(key, "gpumem pinned pool", &g, pairs, 1, NULL);
-    if (use_sim)
+    if (use_sim || pools_only)
         return;
     const char *sz = bytes >= ((size_t)1 << 20) ? "1m" : "4k";
     if (have_host) {
@@ -316,12 +320,14 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "--quick") == 0) {
             pairs = 200000;
             reps = 3;
+        } else if (strcmp(argv[i], "--pools-only") == 0) {
+            pools_only = 1;
         } else {
             backend = argv[i];
         }
     }
     if (gpumem_backend_select(backend) != GPUMEM_OK) {
-        fprintf(stderr, "usage: %s [cuda|sim] [--quick]\n", argv[0]);
+        fprintf(stderr, "usage: %s [cuda|sim] [--quick] [--pools-only]\n", argv[0]);
         return 2;
     }
     if (gpumem_init() != GPUMEM_OK) {
@@ -343,10 +349,11 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    int have_keep = !use_sim && make_cuda_pool(&keep_pool, 0);
-    int have_host = !use_sim && make_cuda_pool(&host_pool, 1);
+    int peers = !use_sim && !pools_only;
+    int have_keep = peers && make_cuda_pool(&keep_pool, 0);
+    int have_host = peers && make_cuda_pool(&host_pool, 1);
 #ifdef GPUMEM_BENCH_HAVE_CUB
-    if (!use_sim)
+    if (peers)
         bench_cub_create();
 #endif
     char cpu[128];
@@ -372,12 +379,13 @@ int main(int argc, char **argv)
     pinned_rows("pinned_pool_4k", pin, 4096, have_host);
     pinned_rows("pinned_pool_1m", pin, (size_t)1 << 20, have_host);
     job a = {GPUMEM_ASYNC_PAIR, NULL, NULL, NULL, 4096, 0, 0, 0, NULL};
-    measure("device_async_4k", "no pool: device_alloc_async + free", &a,
-            pairs / 20 > 1000 ? pairs / 20 : 1000, 0, NULL);
+    if (!pools_only)
+        measure("device_async_4k", "no pool: device_alloc_async + free", &a,
+                pairs / 20 > 1000 ? pairs / 20 : 1000, 0, NULL);
     gpumem_pool_destroy(dev);
     gpumem_pool_destroy(pin);
 #ifdef GPUMEM_BENCH_HAVE_CUB
-    if (!use_sim)
+    if (peers)
         bench_cub_destroy();
 #endif
     if (have_keep)

@@ -19,7 +19,8 @@
  * buffers under it). init.c's backend lock (held while a backend starts). The symbolizer's
  * lock (it only allocates under it). The thread caches: their list, then every cache held
  * still (an owner inside its cache may take a pool's lock). The pools: their list, then
- * each pool's lock (a pool takes registry locks and calls CUDA under it). The copy rings
+ * each pool's lock (a pool takes registry locks and calls CUDA under it). The NVTX heaps'
+ * lock (nvtx.c: a pool registers heaps under its own). The copy rings
  * (a copy holds its ring across its CUDA calls). The registry's shards, emptied of threads
  * rather than held (registry.c: ThreadSanitizer aborts a thread holding more than 64 locks;
  * the rest come to about 15, plus one a pool and two a copy ring). The backends' locks. The
@@ -54,8 +55,8 @@ uint64_t gpumem__fork_inherited_seq(void)
  * free again. */
 static void (*const parts[])(int phase) = {
     gpumem__trace_at_fork, gpumem__init_at_fork, gpumem__backtrace_at_fork, gpumem__tc_at_fork,
-    gpumem__pool_at_fork,  gpumem__copy_at_fork, gpumem__reg_at_fork,       gpumem__be_at_fork,
-    gpumem__err_at_fork,   gpumem__regcache_at_fork,
+    gpumem__pool_at_fork,  gpumem__nvtx_at_fork, gpumem__copy_at_fork,      gpumem__reg_at_fork,
+    gpumem__be_at_fork,    gpumem__err_at_fork,  gpumem__regcache_at_fork,
 };
 #define PARTS (sizeof parts / sizeof parts[0])
 

@@ -66,7 +66,10 @@
       "bytes, for later copies at pinned speed (0: off)")                                        \
     X(TRACE, TEXT, "", "",                                                                       \
       "record every allocation, release, checkpoint and failed allocation to this file (Chrome " \
-      "trace JSON for Perfetto and gpumem report); %p is the process id")
+      "trace JSON for Perfetto and gpumem report); %p is the process id")                     \
+    X(NVTX, CHOICE, "auto|on|off|1|0", "auto",                                                   \
+      "pools describe their blocks to compute-sanitizer through NVTX, so memcheck sees "         \
+      "accesses past a block or into a released one (auto: when compute-sanitizer runs)")
 
 enum {
 #define GPUMEM__OPTION_ENUM(name, type, choices, def, help) GPUMEM__OPT_##name,
@@ -227,6 +230,22 @@ void gpumem__pool_tc_return(struct gpumem_pool *pool, cudaStream_t stream, unsig
 unsigned gpumem__pool_tc_take(struct gpumem_pool *pool, cudaStream_t stream, unsigned cls,
                               uintptr_t *out, unsigned max);
 size_t gpumem__pool_class_size(unsigned cls);
+
+/* ---- nvtx.c: pools described to compute-sanitizer through NVTX (docs/pools.md) ---- */
+/* 1 when pools register their memory with NVTX. Set once, by gpumem__nvtx_start, before the
+ * first pool exists; the pools' paths test it as one predictable branch. */
+extern int gpumem__nvtx_on;
+/* Decides gpumem__nvtx_on from GPUMEM_NVTX (and, for auto, the environment); once. */
+void gpumem__nvtx_start(void);
+/* 1 when the environment shows that compute-sanitizer started the process. */
+int gpumem__nvtx_sanitizer_seen(void);
+/* Memory a pool got from CUDA in one piece (a chunk, a block of its own) becomes (add) or
+ * stops being a heap; call before giving it back to CUDA. */
+void gpumem__nvtx_heap(uintptr_t base, size_t bytes, int add);
+/* A block of bytes requested at base, inside a heap, is handed out (add) or released. */
+void gpumem__nvtx_region(uintptr_t base, size_t bytes, int add);
+/* fork(): takes (PREPARE) and releases the heaps' lock, after the pools' locks. */
+void gpumem__nvtx_at_fork(int phase);
 
 /* ---- tcache.c: per-thread caches of pool blocks ---- */
 /* Classes a thread cache serves: those up to 4 MiB (pool.c checks the figure). */

@@ -268,6 +268,8 @@ static void table_add(gpumem_pool *pool, block *b)
     pool->buckets[k] = b;
     pool->nblocks++;
     gpumem__reg_pool_span(b->base, b->size, 1);
+    if (GPUMEM__UNLIKELY(gpumem__nvtx_on) && !b->from)
+        gpumem__nvtx_heap(b->base, b->size, 1); /* a block of its own: its own heap */
 }
 
 static void table_remove(gpumem_pool *pool, block *b)
@@ -354,16 +356,20 @@ static void leave_device(int token)
         gpumem__be->device_pop(token);
 }
 
-/* Gives a block's memory back to CUDA (device: cudaFree on the pool's device). */
-static int block_to_cuda(const gpumem_pool *pool, uintptr_t base)
+/* Gives a block's memory back to CUDA (device: cudaFree on the pool's device); its NVTX heap
+ * goes first, and comes back if CUDA refuses. */
+static int block_to_cuda(const gpumem_pool *pool, uintptr_t base, size_t size)
 {
-    if (pool->kind != GPUMEM_KIND_DEVICE)
-        return gpumem__be->free_host((void *)base);
-    int token;
-    int err = enter_device(pool, &token);
-    if (!err)
+    if (GPUMEM__UNLIKELY(gpumem__nvtx_on))
+        gpumem__nvtx_heap(base, size, 0);
+    int token = 0;
+    int err = pool->kind != GPUMEM_KIND_DEVICE ? gpumem__be->free_host((void *)base)
+                                               : enter_device(pool, &token);
+    if (!err && pool->kind == GPUMEM_KIND_DEVICE)
         err = gpumem__be->free((void *)base);
     leave_device(token);
+    if (GPUMEM__UNLIKELY(err && gpumem__nvtx_on))
+        gpumem__nvtx_heap(base, size, 1);
     return err;
 }
 
@@ -377,7 +383,7 @@ static int cache_release_blocks(gpumem_pool *pool, stream_cache *c)
         block **pp = &c->free[k];
         while (*pp) {
             block *b = *pp;
-            int e = block_to_cuda(pool, b->base);
+            int e = block_to_cuda(pool, b->base, b->size);
             if (e || b->from) { /* pinned blocks of a chunk go with their chunk (trim) */
                 err = err ? err : e;
                 pp = &b->next;
@@ -523,6 +529,8 @@ static int obtain_pinned(gpumem_pool *pool, size_t size, unsigned cls, block **o
             carve_tail(pool, ch);
         nc->base = (uintptr_t)p;
         nc->bytes = pool->chunk_bytes;
+        if (GPUMEM__UNLIKELY(gpumem__nvtx_on))
+            gpumem__nvtx_heap(nc->base, nc->bytes, 1);
         nc->next = pool->chunks;
         pool->chunks = nc;
         pool->current = ch = nc;
@@ -609,7 +617,7 @@ static void untake(gpumem_pool *pool, block *b)
     pool->st.blocks_cached++;
     if (c) {
         cache_push(c, b);
-    } else if (!b->from && (block_to_cuda(pool, b->base)) == 0) {
+    } else if (!b->from && (block_to_cuda(pool, b->base, b->size)) == 0) {
         pool->st.reserved -= b->size; /* no cache to keep it in (no host memory): to CUDA */
         drop_block(pool, b);
     }
@@ -623,6 +631,17 @@ static void drop_block(gpumem_pool *pool, block *b)
     pool->st.cached -= b->size;
     pool->st.blocks_cached--;
     free(b);
+}
+
+/* Gives a chunk's memory back to CUDA, its NVTX heap first (back if CUDA refuses). */
+static int chunk_to_cuda(const chunk *ch)
+{
+    if (GPUMEM__UNLIKELY(gpumem__nvtx_on))
+        gpumem__nvtx_heap(ch->base, ch->bytes, 0);
+    int err = gpumem__be->free_host((void *)ch->base);
+    if (GPUMEM__UNLIKELY(err && gpumem__nvtx_on))
+        gpumem__nvtx_heap(ch->base, ch->bytes, 1);
+    return err;
 }
 
 /* Gives every cached block back to CUDA. Locked. Device: cudaFree waits for the device, so
@@ -647,7 +666,7 @@ static int trim_locked(gpumem_pool *pool)
                     pp = &b->next; /* a chunk with live blocks keeps its cached ones */
                     continue;
                 }
-                err = block_to_cuda(pool, b->base);
+                err = block_to_cuda(pool, b->base, b->size);
                 if (err) {
                     pp = &b->next;
                     continue;
@@ -667,7 +686,7 @@ static int trim_locked(gpumem_pool *pool)
     }
     for (chunk **cp = &pool->chunks; *cp;) {
         chunk *ch = *cp;
-        if (ch->live != 0 || gpumem__be->free_host((void *)ch->base) != 0) {
+        if (ch->live != 0 || chunk_to_cuda(ch) != 0) {
             cp = &ch->next;
             continue;
         }
@@ -771,6 +790,7 @@ gpumem_pool *gpumem_pool_create_at(int kind, int device, const gpumem_pool_optio
     }
     if (gpumem__ready(fn, site) != GPUMEM_OK)
         return NULL;
+    gpumem__nvtx_start(); /* before the first pool exists: gpumem__nvtx_on never changes after */
     gpumem_pool *pool = calloc(1, sizeof *pool);
     block **buckets = calloc(256, sizeof *buckets);
     int err = pool && buckets ? 0 : cudaErrorMemoryAllocation;
@@ -929,6 +949,8 @@ static void *pool_alloc(gpumem_pool *pool, size_t count, size_t size, cudaStream
             pool_leave(pool);
         return NULL;
     }
+    if (GPUMEM__UNLIKELY(gpumem__nvtx_on))
+        gpumem__nvtx_region(base, bytes, 1);
     gpumem__stats_alloc(pool->kind, pool->device, bytes);
     gpumem__trace_alloc(&r);
     gpumem__err_clear();
@@ -951,12 +973,17 @@ static int give_back(gpumem_pool *pool, block *b, cudaStream_t to)
     stream_cache *c = cache_of(pool, to, 1);
     if (GPUMEM__UNLIKELY(!c)) {
         int token;
+        if (GPUMEM__UNLIKELY(gpumem__nvtx_on))
+            gpumem__nvtx_heap(b->base, b->size, 0);
         int err = enter_device(pool, &token);
         if (!err)
             err = gpumem__be->free_async((void *)b->base, to);
         leave_device(token);
-        if (err)
+        if (err) {
+            if (GPUMEM__UNLIKELY(gpumem__nvtx_on))
+                gpumem__nvtx_heap(b->base, b->size, 1);
             return err;
+        }
         table_remove(pool, b);
         pool->st.reserved -= b->size;
     } else {

@@ -114,6 +114,10 @@ static void make_report(bench_report *r)
     row->value[0] = 300.0;
     row->value[1] = 500.0; /* the pool row has no value here: no ratio */
     row->vs = "pool_device";
+    row = bench_row_add(r, BENCH_ALLOC, "cub_caching_allocator", "CUB CachingDeviceAllocator");
+    row->value[0] = 900.0;
+    row->vs = "pool_device";
+    row->deprecated = "CCCL points to its memory resources over cudaMallocAsync";
     row = bench_row_add(r, BENCH_COPY, "pageable", "pageable (malloc), cudaMemcpy");
     row->value[0] = 6.3;
     row->value[1] = 12.6;
@@ -156,6 +160,12 @@ static void test_table(void)
     EXPECT_CONTAINS(t, "  cudaMallocFromPoolAsync, keeps                  0.30 us      0.50 us   "
                        "2.50x, - gpumem's\n");
     EXPECT_CONTAINS(t, "  gpumem device pool                              0.12 us            -\n");
+    /* A deprecated peer says so on its line, and why under the table. */
+    EXPECT_CONTAINS(t, "  CUB CachingDeviceAllocator                      0.90 us            -   "
+                       "7.50x, - gpumem's   (deprecated)\n");
+    EXPECT_CONTAINS(t, "  * CUB CachingDeviceAllocator: deprecated: CCCL points to its memory "
+                       "resources over cudaMallocAsync\n");
+    EXPECT_TRUE(strstr(t, "cudaMalloc + cudaFree                           91.0 us     221.0 us   ") == NULL);
     EXPECT_CONTAINS(t, "  * gpumem device pool: failed: gpumem_pool_alloc: GPUMEM_ENOMEM\n");
     EXPECT_CONTAINS(t, "copies of 256.0 MiB (median)                  H2D GB/s  of link  D2H GB/s  of link\n");
     /* 55.4 / 63.02 = 87.9 %, 6.3 / 63.02 = 10.0 %. */
@@ -211,7 +221,10 @@ static void test_json(void)
     json_t *alloc = json_object_get(root, "allocation");
     EXPECT_EQ(json_integer_value(json_array_get(json_object_get(alloc, "bytes"), 1)), 64 << 20);
     json_t *rows = json_object_get(alloc, "rows");
-    EXPECT_EQ(json_array_size(rows), 3);
+    EXPECT_EQ(json_array_size(rows), 4);
+    EXPECT_TRUE(json_is_null(json_object_get(json_array_get(rows, 0), "deprecated")));
+    EXPECT_STR_EQ(json_string_value(json_object_get(json_array_get(rows, 3), "deprecated")),
+                  "CCCL points to its memory resources over cudaMallocAsync");
     json_t *malloc_row = json_array_get(rows, 0);
     EXPECT_STR_EQ(json_string_value(json_object_get(malloc_row, "key")), "cuda_malloc");
     EXPECT_NEAR(json_real_value(json_array_get(json_object_get(malloc_row, "median_ns"), 0)),

@@ -1,7 +1,10 @@
 /* `gpumem bench`: what one allocate + release pair costs, per kind, raw and pooled, next to
- * the peers a program would use instead: cudaMallocFromPoolAsync on a CUDA pool that keeps
- * its memory (release threshold UINT64_MAX), CUB's CachingDeviceAllocator, the CUDA host
- * memory pool, and the raw calls. A peer's row names the gpumem row it is compared with
+ * the peers a program would use instead. The device pool's first peers are CUDA's
+ * stream-ordered allocator, as programs use it: cudaMallocAsync on the device's default pool
+ * as it comes (release threshold 0) and with the release threshold users set (UINT64_MAX, so
+ * that it keeps what is released); then CUB's CachingDeviceAllocator, which CCCL deprecates
+ * in favour of those pools (its row says so); the CUDA host memory pool for the pinned pool;
+ * and the raw calls. A peer's row names the gpumem row it is compared with
  * (bench_row.vs): the table and the JSON give the ratio. The pools and their peers are also
  * measured on 16 threads at once (one shared pool or allocator, a stream each): a sample is
  * then the wall time of all 16 threads' pairs divided by all pairs.
@@ -37,10 +40,14 @@ enum alloc_kind {
     K_GPUMEM_PINNED,
     K_POOL_DEVICE,
     K_POOL_PINNED,
-    K_KEEP_POOL, /* cudaMallocFromPoolAsync, device pool keeping its memory */
+    K_KEEP_POOL, /* cudaMallocAsync, the default pool's release threshold UINT64_MAX */
     K_HOST_POOL, /* cudaMallocFromPoolAsync, host (pinned) pool keeping its memory */
     K_CUB
 };
+
+#define CUB_DEPRECATED                                                                           \
+    "CCCL deprecates CachingDeviceAllocator in favour of memory pools over cudaMallocAsync, "   \
+    "the stream-ordered rows"
 
 static const struct {
     int kind;
@@ -48,33 +55,41 @@ static const struct {
     int threads; /* 1, or THREADS at once */
     const char *key;
     const char *label;
-    const char *vs; /* the gpumem row it is compared with */
+    const char *vs;         /* the gpumem row it is compared with */
+    const char *deprecated; /* why the peer is deprecated, for its note */
 } cases[] = {
-    {K_MALLOC, 1, 1, "cuda_malloc", "cudaMalloc + cudaFree", "gpumem_device_alloc"},
-    {K_MALLOC_ASYNC, 100, 1, "cuda_malloc_async", "cudaMallocAsync + cudaFreeAsync",
-     "pool_device"},
-    {K_MANAGED, 1, 1, "cuda_malloc_managed", "cudaMallocManaged + cudaFree", NULL},
-    {K_HOST, 1, 1, "cuda_malloc_host", "cudaMallocHost + cudaFreeHost", "gpumem_pinned_alloc"},
-    {K_HOST_WC, 1, 1, "cuda_host_alloc_wc", "cudaHostAlloc write-combined", NULL},
-    {K_HOST_MAPPED, 1, 1, "cuda_host_alloc_mapped", "cudaHostAlloc mapped", NULL},
-    {K_GPUMEM_DEVICE, 1, 1, "gpumem_device_alloc", "gpumem_device_alloc + gpumem_free", NULL},
-    {K_GPUMEM_PINNED, 1, 1, "gpumem_pinned_alloc", "gpumem_pinned_alloc + gpumem_free", NULL},
-    {K_POOL_DEVICE, 1000, 1, "pool_device", "gpumem device pool", NULL},
-    {K_KEEP_POOL, 100, 1, "cuda_malloc_async_keep", "cudaMallocFromPoolAsync, pool keeps all",
-     "pool_device"},
-    {K_CUB, 100, 1, "cub_caching_allocator", "CUB CachingDeviceAllocator", "pool_device"},
-    {K_POOL_PINNED, 1000, 1, "pool_pinned", "gpumem pinned pool", NULL},
-    {K_HOST_POOL, 100, 1, "cuda_host_mempool", "CUDA host memory pool, keeps all", "pool_pinned"},
-    {K_POOL_DEVICE, 1000, THREADS, "pool_device_16t", "gpumem device pool, 16 threads", NULL},
-    {K_KEEP_POOL, 100, THREADS, "cuda_malloc_async_keep_16t",
-     "cudaMallocFromPoolAsync keep, 16 threads", "pool_device_16t"},
-    {K_CUB, 100, THREADS, "cub_caching_allocator_16t", "CUB CachingDeviceAllocator, 16 threads",
-     "pool_device_16t"},
+    {K_MALLOC, 1, 1, "cuda_malloc", "cudaMalloc + cudaFree", "gpumem_device_alloc", NULL},
+    {K_MANAGED, 1, 1, "cuda_malloc_managed", "cudaMallocManaged + cudaFree", NULL, NULL},
+    {K_HOST, 1, 1, "cuda_malloc_host", "cudaMallocHost + cudaFreeHost", "gpumem_pinned_alloc",
+     NULL},
+    {K_HOST_WC, 1, 1, "cuda_host_alloc_wc", "cudaHostAlloc write-combined", NULL, NULL},
+    {K_HOST_MAPPED, 1, 1, "cuda_host_alloc_mapped", "cudaHostAlloc mapped", NULL, NULL},
+    {K_GPUMEM_DEVICE, 1, 1, "gpumem_device_alloc", "gpumem_device_alloc + gpumem_free", NULL,
+     NULL},
+    {K_GPUMEM_PINNED, 1, 1, "gpumem_pinned_alloc", "gpumem_pinned_alloc + gpumem_free", NULL,
+     NULL},
+    {K_POOL_DEVICE, 1000, 1, "pool_device", "gpumem device pool", NULL, NULL},
+    {K_MALLOC_ASYNC, 100, 1, "cuda_malloc_async", "cudaMallocAsync, default pool, threshold 0",
+     "pool_device", NULL},
+    {K_KEEP_POOL, 100, 1, "cuda_malloc_async_keep", "cudaMallocAsync, threshold UINT64_MAX",
+     "pool_device", NULL},
+    {K_CUB, 100, 1, "cub_caching_allocator", "CUB CachingDeviceAllocator", "pool_device",
+     CUB_DEPRECATED},
+    {K_POOL_PINNED, 1000, 1, "pool_pinned", "gpumem pinned pool", NULL, NULL},
+    {K_HOST_POOL, 100, 1, "cuda_host_mempool", "CUDA host memory pool, keeps all", "pool_pinned",
+     NULL},
+    {K_POOL_DEVICE, 1000, THREADS, "pool_device_16t", "gpumem device pool, 16 threads", NULL,
+     NULL},
     {K_MALLOC_ASYNC, 100, THREADS, "cuda_malloc_async_16t",
-     "cudaMallocAsync + cudaFreeAsync, 16 threads", "pool_device_16t"},
-    {K_POOL_PINNED, 1000, THREADS, "pool_pinned_16t", "gpumem pinned pool, 16 threads", NULL},
+     "cudaMallocAsync threshold 0, 16 threads", "pool_device_16t", NULL},
+    {K_KEEP_POOL, 100, THREADS, "cuda_malloc_async_keep_16t",
+     "cudaMallocAsync UINT64_MAX, 16 threads", "pool_device_16t", NULL},
+    {K_CUB, 100, THREADS, "cub_caching_allocator_16t", "CUB CachingDeviceAllocator, 16 threads",
+     "pool_device_16t", CUB_DEPRECATED},
+    {K_POOL_PINNED, 1000, THREADS, "pool_pinned_16t", "gpumem pinned pool, 16 threads", NULL,
+     NULL},
     {K_HOST_POOL, 100, THREADS, "cuda_host_mempool_16t", "CUDA host memory pool, 16 threads",
-     "pool_pinned_16t"},
+     "pool_pinned_16t", NULL},
 };
 enum { NCASES = sizeof cases / sizeof cases[0] };
 
@@ -82,6 +97,16 @@ int bench_alloc_steps(const bench_ctx *c)
 {
     (void)c;
     return NCASES;
+}
+
+int bench_alloc_row_info(int i, const char **key, const char **vs, const char **deprecated)
+{
+    if (i < 0 || i >= NCASES)
+        return 0;
+    *key = cases[i].key;
+    *vs = cases[i].vs;
+    *deprecated = cases[i].deprecated;
+    return 1;
 }
 
 /* One raw pair of each kind: the CUDA runtime's calls, nothing else. */
@@ -114,8 +139,9 @@ static cudaError_t pair_host(size_t bytes, unsigned flags)
     return e != cudaSuccess ? e : cudaFreeHost(p);
 }
 
-/* The CUDA pools of the peers, made by bench_alloc_run; NULL when CUDA refused. */
-static cudaMemPool_t keep_pool, host_pool;
+/* The CUDA pools of the peers, found or made by bench_alloc_run; NULL when CUDA refused: the
+ * device's default pool (the one cudaMallocAsync uses) and a host pool. */
+static cudaMemPool_t default_pool, host_pool;
 
 static cudaError_t pair_from_pool(cudaMemPool_t pool, size_t bytes, cudaStream_t stream)
 {
@@ -124,14 +150,14 @@ static cudaError_t pair_from_pool(cudaMemPool_t pool, size_t bytes, cudaStream_t
     return e != cudaSuccess ? e : cudaFreeAsync(p, stream);
 }
 
-/* A CUDA memory pool on device 0 or the host that keeps what is released. */
-static cudaError_t make_keep_pool(cudaMemPool_t *pool, int device, int host)
+/* A CUDA memory pool on the host that keeps what is released. */
+static cudaError_t make_host_pool(cudaMemPool_t *pool)
 {
     struct cudaMemPoolProps props;
     memset(&props, 0, sizeof props);
     props.allocType = cudaMemAllocationTypePinned;
-    props.location.type = host ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice;
-    props.location.id = host ? 0 : device;
+    props.location.type = cudaMemLocationTypeHost;
+    props.location.id = 0;
     cudaError_t e = cudaMemPoolCreate(pool, &props);
     uint64_t keep = UINT64_MAX;
     if (e == cudaSuccess)
@@ -163,10 +189,8 @@ static int pairs_on(bench_ctx *c, bench_row *row, int kind, gpumem_pool *pool, s
         int st = GPUMEM_OK;
         if (kind == K_MALLOC)
             e = pair_device(bytes);
-        else if (kind == K_MALLOC_ASYNC)
-            e = pair_async(bytes, stream);
-        else if (kind == K_KEEP_POOL)
-            e = pair_from_pool(keep_pool, bytes, stream);
+        else if (kind == K_MALLOC_ASYNC || kind == K_KEEP_POOL)
+            e = pair_async(bytes, stream); /* the default pool, its threshold set by measure */
         else if (kind == K_HOST_POOL)
             e = pair_from_pool(host_pool, bytes, stream);
 #ifdef GPUMEM_BENCH_HAVE_CUB
@@ -261,13 +285,43 @@ static double threaded_sample(bench_ctx *c, bench_row *row, int kind, gpumem_poo
     return ns;
 }
 
+/* Sets the release threshold of the device's default pool; 0 puts it back as CUDA made it, and
+ * gives back what it kept, so that the next row starts from the pool as it comes. */
+static int set_threshold(bench_ctx *c, bench_row *row, uint64_t threshold)
+{
+    cudaError_t e = cudaMemPoolSetAttribute(default_pool, cudaMemPoolAttrReleaseThreshold,
+                                            &threshold);
+    if (e == cudaSuccess && threshold == 0)
+        e = cudaStreamSynchronize(c->stream);
+    if (e == cudaSuccess && threshold == 0)
+        e = cudaMemPoolTrimTo(default_pool, 0);
+    return e == cudaSuccess ? 0 : bench_fail(c, row, "cudaMemPoolSetAttribute", (int)e);
+}
+
+static void measure_rows(bench_ctx *c, int i, bench_row *row);
+
 static void measure(bench_ctx *c, int i, bench_row *row)
 {
     int kind = cases[i].kind;
-    if ((kind == K_KEEP_POOL && !keep_pool) || (kind == K_HOST_POOL && !host_pool)) {
+    if ((kind == K_MALLOC_ASYNC || kind == K_KEEP_POOL) && !default_pool) {
+        snprintf(row->note, sizeof row->note,
+                 "not measured: cudaDeviceGetDefaultMemPool refused it");
+        return;
+    }
+    if (kind == K_HOST_POOL && !host_pool) {
         snprintf(row->note, sizeof row->note, "not measured: cudaMemPoolCreate refused it");
         return;
     }
+    if (kind == K_KEEP_POOL && set_threshold(c, row, UINT64_MAX) != 0)
+        return;
+    measure_rows(c, i, row);
+    if (kind == K_KEEP_POOL)
+        set_threshold(c, row, 0);
+}
+
+static void measure_rows(bench_ctx *c, int i, bench_row *row)
+{
+    int kind = cases[i].kind;
 #ifndef GPUMEM_BENCH_HAVE_CUB
     if (kind == K_CUB) {
         snprintf(row->note, sizeof row->note, "not measured: built without nvcc (CUB is C++)");
@@ -338,9 +392,10 @@ static void measure(bench_ctx *c, int i, bench_row *row)
 
 void bench_alloc_run(bench_ctx *c)
 {
-    /* A pool that could not be made is NULL, and its rows say so. */
-    (void)make_keep_pool(&keep_pool, c->device, 0);
-    (void)make_keep_pool(&host_pool, c->device, 1);
+    /* A pool that could not be had is NULL, and its rows say so. */
+    if (cudaDeviceGetDefaultMemPool(&default_pool, c->device) != cudaSuccess)
+        default_pool = NULL;
+    (void)make_host_pool(&host_pool);
 #ifdef GPUMEM_BENCH_HAVE_CUB
     bench_cub_create();
 #endif
@@ -353,16 +408,15 @@ void bench_alloc_run(bench_ctx *c)
         bench_row *row = bench_row_add(c->report, BENCH_ALLOC, cases[i].key, cases[i].label);
         if (row) {
             row->vs = cases[i].vs;
+            row->deprecated = cases[i].deprecated;
             measure(c, i, row);
         }
     }
 #ifdef GPUMEM_BENCH_HAVE_CUB
     bench_cub_destroy();
 #endif
-    /* Their rows are done: a refusal here changes no figure. */
-    if (keep_pool)
-        (void)cudaMemPoolDestroy(keep_pool);
+    /* Their rows are done: a refusal here changes no figure. The default pool is CUDA's. */
     if (host_pool)
         (void)cudaMemPoolDestroy(host_pool);
-    keep_pool = host_pool = NULL;
+    default_pool = host_pool = NULL;
 }

@@ -31,6 +31,7 @@ typedef struct bench_row {
     int samples[2]; /* repetitions behind each median */
     char note[200];
     const char *vs; /* allocation rows: key of the gpumem row this peer is compared with */
+    const char *deprecated; /* a peer its makers deprecated: what they point to instead */
 } bench_row;
 
 /* The PCIe link as NVML reports it. Generations and widths are 0 where unknown. */
@@ -128,6 +129,9 @@ double bench_median(double *v, int n);
 int bench_more(const bench_ctx *c, int done, uint64_t t0);
 
 int bench_alloc_steps(const bench_ctx *c);
+/* Allocation row @i in table order: its key, the gpumem row it is compared with (NULL for
+ * gpumem's own) and why it is deprecated (NULL if it is not). Returns 0 past the last row. */
+int bench_alloc_row_info(int i, const char **key, const char **vs, const char **deprecated);
 void bench_alloc_run(bench_ctx *c);
 int bench_copy_steps(const bench_ctx *c);
 void bench_copy_run(bench_ctx *c);

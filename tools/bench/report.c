@@ -119,9 +119,13 @@ static void format_share(double v, double limit, char *buf, size_t n)
 
 static void print_notes(FILE *out, const bench_report *r, int section)
 {
-    for (int i = 0; i < r->nrows; i++)
-        if (r->rows[i].section == section && r->rows[i].note[0])
-            fprintf(out, "  * %s: %s\n", r->rows[i].label, r->rows[i].note);
+    for (int i = 0; i < r->nrows; i++) {
+        const bench_row *row = &r->rows[i];
+        if (row->section == section && row->deprecated)
+            fprintf(out, "  * %s: deprecated: %s\n", row->label, row->deprecated);
+        if (row->section == section && row->note[0])
+            fprintf(out, "  * %s: %s\n", row->label, row->note);
+    }
 }
 
 static int has_section(const bench_report *r, int section)
@@ -159,6 +163,8 @@ int bench_print_table(FILE *out, const bench_report *r)
                 format_ratio(x1, b, sizeof b);
                 fprintf(out, "   %s, %s gpumem's", a, b);
             }
+            if (row->deprecated)
+                fputs("   (deprecated)", out);
             fputc('\n', out);
         }
         print_notes(out, r, BENCH_ALLOC);
@@ -243,6 +249,8 @@ static json_t *row_json(const bench_report *r, const bench_row *row, double limi
                             row->vs ? json_pack("[o, o]", number_or_null(bench_vs_ratio(r, row, 0)),
                                                 number_or_null(bench_vs_ratio(r, row, 1)))
                                     : json_null());
+        json_object_set_new(o, "deprecated",
+                            row->deprecated ? json_string(row->deprecated) : json_null());
     }
     if (row->section == BENCH_ALLOC) {
         json_object_set_new(o, "median_ns", json_pack("[o, o]", number_or_null(row->value[0]),
