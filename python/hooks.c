@@ -260,7 +260,20 @@ static void *alloc_on(size_t bytes, int device, cudaStream_t stream, gpumem_site
 
 void *gpumem_torch_alloc(ssize_t size, int device, cudaStream_t stream)
 {
-    return size > 0 ? alloc_on((size_t)size, device, stream, GPUMEM_SITE_HERE) : NULL;
+    if (size <= 0)
+        return NULL;
+    void *p = alloc_on((size_t)size, device, stream, GPUMEM_SITE_HERE);
+    if (!p) {
+        /* PyTorch's pluggable allocator takes NULL for a tensor at address 0 (measured with
+         * PyTorch 2.11: no exception, data_ptr() 0), and the next kernel on it faults and
+         * poisons the CUDA context. Stopping here, with the reason, is the safe answer. */
+        fprintf(stderr, "%s\ngpumem: error: PyTorch cannot be told that an allocation failed (its "
+                        "pluggable allocator takes NULL for a tensor at address 0): stopping the "
+                        "process (SIGABRT) instead\n",
+                gpumem_last_error()->message);
+        abort();
+    }
+    return p;
 }
 
 void gpumem_torch_free(void *ptr, ssize_t size, int device, cudaStream_t stream)

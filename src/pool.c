@@ -558,6 +558,12 @@ static int obtain_device(gpumem_pool *pool, size_t size, unsigned cls, cudaStrea
     int err = enter_device(pool, &token);
     if (!err)
         err = gpumem__be->mempool_alloc(pool->cuda_pool, &p, size, stream);
+    /* compute-sanitizer knows a stream-ordered allocation once its stream reaches it, and
+     * refuses as a heap memory it does not know yet ("invalid parameters"): with NVTX on, wait
+     * for the stream (on the pool's device) before table_add describes the block. Only a miss
+     * of the caches pays it. */
+    if (GPUMEM__UNLIKELY(gpumem__nvtx_on) && !err && p)
+        (void)gpumem__be->stream_sync(stream);
     leave_device(token);
     if (err || !p) {
         free(b);

@@ -8,7 +8,10 @@
  * hook from leak_through_torch() and exits without releasing (ctest checks the report). */
 #include <stdint.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "capture.h"
 #include "gpumem.h"
@@ -99,17 +102,17 @@ static void test_stream_reuse(void)
 static void test_failures(void)
 {
     reset_seen();
-    EXPECT_NULL(gpumem_torch_alloc((ssize_t)2 << 30, 0, STREAM_A)); /* the device has 1 GiB */
+    EXPECT_NULL(gpumem_python_alloc((size_t)2 << 30, 0, STREAM_A)); /* the device has 1 GiB */
     EXPECT_EQ(gpumem_python_error_code(), GPUMEM_ENOMEM);
     EXPECT_CONTAINS(gpumem_python_error_message(), "gpumem: error: out of memory: 2.0 GiB");
     EXPECT_STR_EQ(gpumem_python_error_message(), seen.message); /* the handler's words */
     EXPECT_EQ(gpumem_python_oom_count(0), 1);
     EXPECT_NULL(gpumem_cupy_malloc(NULL, (size_t)2 << 30, 0));
     EXPECT_EQ(gpumem_python_oom_count(0), 2);
-    EXPECT_NULL(gpumem_torch_alloc(4096, 7, STREAM_A)); /* no device 7 */
+    EXPECT_NULL(gpumem_python_alloc(4096, 7, STREAM_A)); /* no device 7 */
     EXPECT_EQ(gpumem_python_error_code(), GPUMEM_ECUDA);
     EXPECT_CONTAINS(gpumem_python_error_message(), "device pool (device 7) failed");
-    EXPECT_NULL(gpumem_torch_alloc(4096, -1, STREAM_A));
+    EXPECT_NULL(gpumem_cupy_malloc(NULL, 4096, -1));
     EXPECT_CONTAINS(gpumem_python_error_message(), "(device -1) failed");
     gpumem_pool_stats_t ps;
     EXPECT_EQ(gpumem_python_pool_stats(7, &ps), GPUMEM_EINVAL);
@@ -123,6 +126,35 @@ static void test_failures(void)
     EXPECT_EQ(seen.code, GPUMEM_EDOUBLEFREE);
     EXPECT_EQ(gpumem_python_error_code(), GPUMEM_EDOUBLEFREE);
     expect_live(0, 0);
+}
+
+/* PyTorch takes NULL for a tensor at address 0: a failed torch allocation stops the process
+ * with gpumem's reason (SIGABRT) instead of returning. In a child, its stderr read back. */
+static void test_torch_oom_stops(void)
+{
+    int fds[2];
+    EXPECT_EQ(pipe(fds), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        close(fds[0]);
+        gpumem_set_error_handler(NULL, NULL); /* the default handler prints the reason */
+        gpumem_torch_alloc((ssize_t)2 << 30, 0, STREAM_A); /* the device has 1 GiB */
+        _exit(0);
+    }
+    close(fds[1]);
+    char err[8192];
+    size_t n = 0;
+    ssize_t k;
+    while (n < sizeof err - 1 && (k = read(fds[0], err + n, sizeof err - 1 - n)) > 0)
+        n += (size_t)k;
+    err[n] = '\0';
+    close(fds[0]);
+    int status = 0;
+    EXPECT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+    EXPECT_CONTAINS(err, "gpumem: error: out of memory: 2.0 GiB");
+    EXPECT_CONTAINS(err, "PyTorch cannot be told that an allocation failed");
 }
 
 static void test_report(void)
@@ -156,6 +188,7 @@ int main(int argc, char **argv)
     test_cupy_signature();
     test_stream_reuse();
     test_failures();
+    test_torch_oom_stops();
     test_report();
     return harness_exit();
 }

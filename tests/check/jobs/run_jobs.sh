@@ -105,10 +105,15 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], "job.*.json"))):
           planted, definite, others, reachable)
 PYTHON
 cat "$tmp/ranks.txt"
-files=$(cut -d' ' -f1 "$tmp/ranks.txt" | tr '\n' ' ')
+# A launcher that starts CUDA itself (Open MPI's mpirun does, to look at the GPUs) writes a
+# report of its own under norank-PID: it must hold nothing.
+files=$(cut -d' ' -f1 "$tmp/ranks.txt" | grep -v '^job\.norank-' | tr '\n' ' ')
 [ "$files" = "job.0.json job.1.json " ] || fail "JSON reports by rank: '$files', not job.0.json job.1.json"
 while read -r file rank pid errors planted definite others reachable; do
   case $rank in
+    none) [ "$errors" -eq 0 ] && [ "$planted" -eq 0 ] && [ "$definite" -eq 0 ] && [ "$others" -eq 0 ] &&
+            [ "$reachable" -eq 0 ] || fail "the launcher's report $file is not empty: $errors errors"
+          echo "launcher (pid $pid): an empty report of its own" ;;
     0) [ "$planted" -eq 0 ] && [ "$definite" -eq 0 ] && [ "$others" -eq 0 ] ||
          fail "rank 0 (pid $pid) is not clean: planted $planted, definitely lost $definite, other findings $others"
        if [ "$mode" != torchrun ] && [ "$errors" -ne 0 ]; then fail "rank 0 (pid $pid): $errors errors"; fi
