@@ -501,16 +501,26 @@ static pblock *pb_get(void)
 
 /* ---- per-thread counts of pool records ---- */
 
-/* Live and total counts and bytes of pool records, by kind (0 unused) and device slot after
- * the kinds. Only the owning thread writes them (a plain add: a relaxed load and store), so
- * a pair writes no line another thread writes; a read sums every thread's under pc_lock, and
- * a thread that ends adds its own to pc_gone. A release on another thread than the
- * allocation's counts there: one thread's live figures may be negative, the sum is exact. */
-#define PC_N (GPUMEM_KIND_COUNT_ + GPUMEM_STATS_DEVICES)
+/* Allocations and releases of pool records (counts and bytes) by kind (device or pinned, the
+ * pools' kinds) and device slot: live figures are allocations less releases. Only the owning
+ * thread writes them (a plain add: a relaxed load and store), so a pair writes no line another
+ * thread writes, and two counters each way; a read sums every thread's under pc_lock, and a
+ * thread that ends adds its own to pc_gone. A release on another thread than the
+ * allocation's counts there: the sum is exact. */
+enum { PC_ALLOCS, PC_ALLOC_BYTES, PC_RELEASES, PC_RELEASE_BYTES, PC_FIELDS };
 typedef struct pcounts {
-    atomic_int_fast64_t live_count[PC_N], live_bytes[PC_N], total_count[PC_N], total_bytes[PC_N];
+    atomic_uint_fast64_t cell[2][GPUMEM_STATS_DEVICES][PC_FIELDS];
     struct pcounts *prev, *next;
 } pcounts;
+
+static inline int pc_kind_ix(int kind)
+{
+    return kind == GPUMEM_KIND_PINNED;
+}
+static inline int pc_kind_of(int ix)
+{
+    return ix ? GPUMEM_KIND_PINNED : GPUMEM_KIND_DEVICE;
+}
 
 static pthread_mutex_t pc_lock = PTHREAD_MUTEX_INITIALIZER;
 static pcounts *pc_list;
@@ -520,27 +530,21 @@ static pthread_once_t pc_once = PTHREAD_ONCE_INIT;
 static _Thread_local pcounts *pc_mine;
 static _Thread_local int pc_ended; /* after the thread's destructor: counts go to pc_gone */
 
-static inline void pc_add(atomic_int_fast64_t *c, int64_t v)
+static inline void pc_add(atomic_uint_fast64_t *c, uint64_t v)
 {
     atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
                           memory_order_relaxed);
-}
-
-static void pc_fold(pcounts *into, pcounts *from)
-{
-    for (int i = 0; i < PC_N; i++) {
-        pc_add(&into->live_count[i], atomic_load_explicit(&from->live_count[i], memory_order_relaxed));
-        pc_add(&into->live_bytes[i], atomic_load_explicit(&from->live_bytes[i], memory_order_relaxed));
-        pc_add(&into->total_count[i], atomic_load_explicit(&from->total_count[i], memory_order_relaxed));
-        pc_add(&into->total_bytes[i], atomic_load_explicit(&from->total_bytes[i], memory_order_relaxed));
-    }
 }
 
 static void pc_thread_exit(void *arg)
 {
     pcounts *c = arg;
     pthread_mutex_lock(&pc_lock);
-    pc_fold(&pc_gone, c);
+    for (int k = 0; k < 2; k++)
+        for (int d = 0; d < GPUMEM_STATS_DEVICES; d++)
+            for (int f = 0; f < PC_FIELDS; f++)
+                pc_add(&pc_gone.cell[k][d][f],
+                       atomic_load_explicit(&c->cell[k][d][f], memory_order_relaxed));
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -582,30 +586,21 @@ static pcounts *pc_of_thread(void)
     return pc_mine = c;
 }
 
-static void pc_apply(pcounts *c, const gpumem__rec *r, int sign, int total)
-{
-    int idx[2] = {r->kind, GPUMEM_KIND_COUNT_ + gpumem__dev_slot(r->device)};
-    for (int j = 0; j < 2; j++) {
-        pc_add(&c->live_count[idx[j]], sign);
-        pc_add(&c->live_bytes[idx[j]], sign * (int64_t)r->bytes);
-        if (total) {
-            pc_add(&c->total_count[idx[j]], 1);
-            pc_add(&c->total_bytes[idx[j]], (int64_t)r->bytes);
-        }
-    }
-}
-
-/* Counts a pool record in (sign 1, total: a new allocation, else an undone release) or out. */
-static void pc_count(const gpumem__rec *r, int sign, int total)
+/* Counts a pool record's allocation (release 0) or release (1); an undone release is counted
+ * as a release of minus its bytes. */
+static void pc_count(const gpumem__rec *r, int release, int64_t n)
 {
     pcounts *c = pc_of_thread();
-    if (GPUMEM__LIKELY(c != NULL)) {
-        pc_apply(c, r, sign, total);
-        return;
+    int locked = GPUMEM__UNLIKELY(c == NULL);
+    if (locked) {
+        pthread_mutex_lock(&pc_lock);
+        c = &pc_gone;
     }
-    pthread_mutex_lock(&pc_lock);
-    pc_apply(&pc_gone, r, sign, total);
-    pthread_mutex_unlock(&pc_lock);
+    atomic_uint_fast64_t *cell = c->cell[pc_kind_ix(r->kind)][gpumem__dev_slot(r->device)];
+    pc_add(&cell[release ? PC_RELEASES : PC_ALLOCS], (uint64_t)n);
+    pc_add(&cell[release ? PC_RELEASE_BYTES : PC_ALLOC_BYTES], (uint64_t)(n * (int64_t)r->bytes));
+    if (locked)
+        pthread_mutex_unlock(&pc_lock);
 }
 
 /* Adds every thread's counts (and the ended threads') to out. */
@@ -613,18 +608,23 @@ static void pc_sum(gpumem__counts *out)
 {
     pthread_mutex_lock(&pc_lock);
     for (pcounts *c = &pc_gone; c; c = c == &pc_gone ? pc_list : c->next) {
-        for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
-            out->count[k].current += (uint64_t)atomic_load_explicit(&c->live_count[k], memory_order_relaxed);
-            out->count[k].total += (uint64_t)atomic_load_explicit(&c->total_count[k], memory_order_relaxed);
-            out->bytes[k] += (uint64_t)atomic_load_explicit(&c->live_bytes[k], memory_order_relaxed);
-            out->total_bytes[k] += (uint64_t)atomic_load_explicit(&c->total_bytes[k], memory_order_relaxed);
-        }
-        for (int d = 0; d < GPUMEM_STATS_DEVICES; d++) {
-            int i = GPUMEM_KIND_COUNT_ + d;
-            out->device_count[d].current += (uint64_t)atomic_load_explicit(&c->live_count[i], memory_order_relaxed);
-            out->device_count[d].total += (uint64_t)atomic_load_explicit(&c->total_count[i], memory_order_relaxed);
-            out->device_bytes[d] += (uint64_t)atomic_load_explicit(&c->live_bytes[i], memory_order_relaxed);
-            out->device_total_bytes[d] += (uint64_t)atomic_load_explicit(&c->total_bytes[i], memory_order_relaxed);
+        for (int k = 0; k < 2; k++) {
+            for (int d = 0; d < GPUMEM_STATS_DEVICES; d++) {
+                uint64_t v[PC_FIELDS];
+                for (int f = 0; f < PC_FIELDS; f++)
+                    v[f] = atomic_load_explicit(&c->cell[k][d][f], memory_order_relaxed);
+                uint64_t live = v[PC_ALLOCS] - v[PC_RELEASES];
+                uint64_t live_bytes = v[PC_ALLOC_BYTES] - v[PC_RELEASE_BYTES];
+                int kind = pc_kind_of(k);
+                out->count[kind].current += live;
+                out->count[kind].total += v[PC_ALLOCS];
+                out->bytes[kind] += live_bytes;
+                out->total_bytes[kind] += v[PC_ALLOC_BYTES];
+                out->device_count[d].current += live;
+                out->device_count[d].total += v[PC_ALLOCS];
+                out->device_bytes[d] += live_bytes;
+                out->device_total_bytes[d] += v[PC_ALLOC_BYTES];
+            }
         }
     }
     pthread_mutex_unlock(&pc_lock);
@@ -644,7 +644,7 @@ static int pb_make_live(pblock *d, const gpumem__rec *r)
     d->rec = *r;
     d->live = 1;
     pb_unlock(d);
-    pc_count(r, 1, 1);
+    pc_count(r, 0, 1);
     return 1;
 }
 
@@ -671,7 +671,7 @@ static int pb_take(pblock *d, uintptr_t a, gpumem_site site, unsigned kind_mask,
     d->rec.freed_stack = 0;
     *out = d->rec;
     pb_unlock(d);
-    pc_count(out, -1, 0);
+    pc_count(out, 1, 1);
     return GPUMEM__TAKEN;
 }
 
@@ -787,12 +787,13 @@ static void reg_ensure(void)
 
 int gpumem__reg_insert(const gpumem__rec *r)
 {
-    reg_ensure();
-    if (r->pool) {
+    /* A pool record exists only after initialization. */
+    if (r->pool && (r->kind == GPUMEM_KIND_DEVICE || r->kind == GPUMEM_KIND_PINNED)) {
         pblock *d = pm_find(r->base);
         if (GPUMEM__LIKELY(d && pb_make_live(d, r)))
             return 0;
     }
+    reg_ensure();
     shard *s = shard_of(r->base);
     shard_lock(s);
     /* An earlier release of the same address gives its slot to the new allocation; its ring
@@ -976,7 +977,6 @@ int gpumem__reg_find_released(const void *p, gpumem__rec *out)
 gpumem__take_result gpumem__reg_take(const void *p, gpumem_site site, unsigned kind_mask,
                                      int *kind_mismatch, gpumem__rec *out)
 {
-    reg_ensure();
     uintptr_t a = (uintptr_t)p;
     *kind_mismatch = 0;
     pblock *d = pm_find(a);
@@ -985,6 +985,7 @@ gpumem__take_result gpumem__reg_take(const void *p, gpumem_site site, unsigned k
         if (GPUMEM__LIKELY(res >= 0))
             return (gpumem__take_result)res;
     }
+    reg_ensure();
     shard *s = shard_of(a);
     shard_lock(s);
     size_t i = table_find(&s->t, a);
@@ -1052,7 +1053,7 @@ void gpumem__reg_untake(const void *p)
         gpumem__rec r = d->rec;
         pb_unlock(d);
         if (mine) {
-            pc_count(&r, 1, 0);
+            pc_count(&r, 1, -1);
             return;
         }
     }
