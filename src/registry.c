@@ -509,7 +509,7 @@ static pblock *pb_get(void)
  * allocation's counts there: the sum is exact. */
 enum { PC_ALLOCS, PC_ALLOC_BYTES, PC_RELEASES, PC_RELEASE_BYTES, PC_FIELDS };
 typedef struct pcounts {
-    atomic_uint_fast64_t cell[2][GPUMEM_STATS_DEVICES][PC_FIELDS];
+    _Alignas(64) atomic_uint_fast64_t cell[2][GPUMEM_STATS_DEVICES][PC_FIELDS]; /* own lines */
     struct pcounts *prev, *next;
 } pcounts;
 
@@ -570,9 +570,10 @@ static pcounts *pc_of_thread(void)
     if (pc_ended)
         return NULL;
     pthread_once(&pc_once, pc_make_key);
-    pcounts *c = calloc(1, sizeof *c);
+    pcounts *c = aligned_alloc(64, sizeof *c);
     if (!c)
         return NULL;
+    memset(c, 0, sizeof *c);
     if (pthread_setspecific(pc_key, c) != 0) {
         free(c);
         return NULL;
