@@ -4,16 +4,18 @@
  * have ended; a second release of a block in a thread cache, in the pool's cache and after
  * the pool gave it back to CUDA, each reported with both sites; a double free raced by two
  * threads; leak reports that list live pool blocks and not cached ones. Runs with thread caches
- * (pool_records) and without (pool_records_tcache_off). */
+ * (pool_records) and without (pool_records_tcache_off), and on a GPU (pool_records_gpu:
+ * `test_pool_records cuda`). */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdatomic.h>
 
 #include "gpumem.h"
+#include "backend_arg.h"
 #include "capture.h"
 #include "harness.h"
 
-#define S1 ((cudaStream_t)(uintptr_t)0x1000) /* handles only: the simulation runs nothing */
+#define S1 ((cudaStream_t)0) /* the default stream: a real one on a GPU too */
 
 static gpumem_stats_t stats_now(void)
 {
@@ -306,13 +308,13 @@ static void test_leak_report_lists_live_not_cached(void)
     EXPECT_EQ(gpumem_pool_destroy(pool), GPUMEM_OK);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     gpumem_set_error_handler(capture, NULL);
-    if (gpumem_backend_select("sim") != GPUMEM_OK || gpumem_init() != GPUMEM_OK) {
-        fprintf(stderr, "FAIL: the simulated device did not start\n");
-        return 1;
-    }
+    if (!test_select_backend(argc, argv))
+        return 2;
+    if (!test_device_ready())
+        return harness_exit();
     RUN(test_freed_by_another_thread);
     RUN(test_stats_after_threads_end);
     RUN(test_double_free_of_cached_block);
