@@ -171,9 +171,12 @@ gpumem__take_result gpumem__reg_take(const void *p, gpumem_site site, unsigned k
 void gpumem__reg_set_freed_stack(const void *p, uint32_t stack);
 /* Undoes a take whose CUDA release did not happen (the memory is still allocated). */
 void gpumem__reg_untake(const void *p);
-/* A pool block of bytes at base (its class size) joins (add) or leaves the registry's table
- * of large spans, which interior lookups search: a pool adds a block when it gets it from
- * CUDA and removes it when it gives it back, so that its allocations and releases do not. */
+/* A pool block of bytes at base (its class size) joins (add) or leaves the registry: a pool
+ * adds a block when it gets it from CUDA and removes it when it gives it back. While it is
+ * there, the block has a record of its own, kept while the block is cached, which its
+ * allocations (gpumem__reg_insert) and releases (gpumem__reg_take) flip between live and
+ * released without the shards' locks; large blocks also join the table of large spans that
+ * interior lookups search. Removal puts the block's last release into the quarantine. */
 void gpumem__reg_pool_span(uintptr_t base, size_t bytes, int add);
 /* Finds the live allocation containing p; copies it into *out. Returns 1 if found. */
 int gpumem__reg_find(const void *p, gpumem__rec *out);

@@ -22,7 +22,20 @@
  * (gpumem__reg_pool_span): its pairs, which cost no CUDA call, then take no global lock.
  *
  * Each shard starts a cache line of its own and ends with a line of padding, so that threads
- * working in different shards never write a line another shard uses. */
+ * working in different shards never write a line another shard uses.
+ *
+ * Pool blocks are recorded apart from the shards. A pool's allocate + free pair costs no CUDA
+ * call, so the shard's lock, table probe and quarantine ring were most of it, and the shard
+ * lines moved between cores: on an H200 machine 16 threads got 2.2x to 4.4x one thread's pairs
+ * a second, with 57 % of samples in the shards' insert and take (docs/perf/). So each block a
+ * pool owns has a record of its own (pblock), made when the pool gets the block from CUDA and
+ * dropped when it gives it back (gpumem__reg_pool_span), and found by address through a radix
+ * map that only those two events write. An allocation fills the record and marks it live; a
+ * release marks it released and keeps it, with the release's site, while the block waits in a
+ * thread cache or the pool's cache: that is the double-free record. Each flip takes only the
+ * record's own small lock, on lines no other block uses, and the counts go to per-thread
+ * counters that a read adds up. When the pool gives the block back, its last release joins
+ * the shards' quarantine. */
 #define _DEFAULT_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -348,8 +361,400 @@ static uintptr_t large_find(uintptr_t a)
     return found;
 }
 
+
+/* ---- pool blocks (see the top of the file) ---- */
+
+static void remember_release(shard *s, uintptr_t a);
+
+/* A pool block's record. live and rec change under lock, a spin lock (held for a copy of the
+ * record) because a mutex would double the pair's cost; it sits on the record's own lines, which
+ * the thread using the block already holds. rec.base is 0 while the record is unused. */
+typedef struct pblock {
+    _Alignas(64) atomic_uint lock;
+    unsigned live;          /* rec is a live allocation; else its last release (seq 0: none) */
+    gpumem__rec rec;
+    struct pblock *next_free;
+} pblock;
+
+#define PB_SLAB 64u /* records allocated together */
+typedef struct pb_slab {
+    pblock b[PB_SLAB];
+    struct pb_slab *next;
+} pb_slab;
+
+/* The map from address to record: three levels over address / 256 (48-bit addresses; others
+ * keep their records in the shards). Nodes are never freed, so a lookup needs no lock: a
+ * reader that loses a race with a removal finds the record reused or empty, which it sees
+ * under the record's lock (rec.base). A leaf covers 64 KiB of addresses in 2 KiB. */
+#define PM_LEAF_BITS 8
+#define PM_MID_BITS 16
+#define PM_TOP_BITS 16
+typedef struct {
+    _Atomic(pblock *) slot[1u << PM_LEAF_BITS];
+} pm_leaf;
+typedef struct {
+    _Atomic(pm_leaf *) leaf[1u << PM_MID_BITS];
+} pm_mid;
+static _Atomic(pm_mid *) pm_top[1u << PM_TOP_BITS];
+/* Taken by the map's writers (a pool under its own lock gets or gives back a block). */
+static pthread_mutex_t pm_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(pb_slab *) pb_slabs; /* every slab, newest first; only ever grows */
+static pblock *pb_free;             /* records not in the map, under pm_lock */
+
+static inline pblock *pm_find(uintptr_t a)
+{
+    if (a & (GPUMEM_ALIGNMENT - 1) || a >> 48)
+        return NULL;
+    uint64_t k = (uint64_t)a >> 8;
+    pm_mid *m = atomic_load_explicit(&pm_top[k >> (PM_LEAF_BITS + PM_MID_BITS)],
+                                     memory_order_acquire);
+    if (!m)
+        return NULL;
+    pm_leaf *l = atomic_load_explicit(&m->leaf[(k >> PM_LEAF_BITS) & ((1u << PM_MID_BITS) - 1)],
+                                      memory_order_acquire);
+    if (!l)
+        return NULL;
+    return atomic_load_explicit(&l->slot[k & ((1u << PM_LEAF_BITS) - 1)], memory_order_acquire);
+}
+
+/* The map's slot of a (48-bit, aligned), made with its nodes when missing; NULL when out of
+ * host memory. pm_lock held. */
+static _Atomic(pblock *) *pm_slot(uintptr_t a)
+{
+    uint64_t k = (uint64_t)a >> 8;
+    _Atomic(pm_mid *) *top = &pm_top[k >> (PM_LEAF_BITS + PM_MID_BITS)];
+    pm_mid *m = atomic_load_explicit(top, memory_order_relaxed);
+    if (!m) {
+        m = calloc(1, sizeof *m);
+        if (!m)
+            return NULL;
+        atomic_store_explicit(top, m, memory_order_release);
+    }
+    _Atomic(pm_leaf *) *mid = &m->leaf[(k >> PM_LEAF_BITS) & ((1u << PM_MID_BITS) - 1)];
+    pm_leaf *l = atomic_load_explicit(mid, memory_order_relaxed);
+    if (!l) {
+        l = calloc(1, sizeof *l);
+        if (!l)
+            return NULL;
+        atomic_store_explicit(mid, l, memory_order_release);
+    }
+    return &l->slot[k & ((1u << PM_LEAF_BITS) - 1)];
+}
+
+static void pb_lock(pblock *d)
+{
+    for (;;) {
+        unsigned spins = 0;
+        while (atomic_exchange_explicit(&d->lock, 1, memory_order_acquire)) {
+            while (atomic_load_explicit(&d->lock, memory_order_relaxed))
+                if (++spins > 64)
+                    sched_yield();
+        }
+        /* fork(): as shard_lock, step out until it is done (gpumem__reg_at_fork). */
+        if (GPUMEM__LIKELY(!atomic_load_explicit(&forking.on, memory_order_relaxed)))
+            return;
+        atomic_store_explicit(&d->lock, 0, memory_order_release);
+        while (atomic_load_explicit(&forking.on, memory_order_acquire))
+            sched_yield();
+    }
+}
+
+static void pb_unlock(pblock *d)
+{
+    atomic_store_explicit(&d->lock, 0, memory_order_release);
+}
+
+/* As pb_lock, for the exit-time report: gives up after about a thousand tries. */
+static int pb_trylock(pblock *d)
+{
+    for (int i = 0; i < 1000; i++) {
+        if (!atomic_exchange_explicit(&d->lock, 1, memory_order_acquire)) {
+            if (!atomic_load_explicit(&forking.on, memory_order_relaxed))
+                return 1;
+            pb_unlock(d);
+            return 0;
+        }
+        sched_yield();
+    }
+    return 0;
+}
+
+/* A record for a new block: from the free list, else a new slab. pm_lock held. */
+static pblock *pb_get(void)
+{
+    if (!pb_free) {
+        pb_slab *s = aligned_alloc(64, sizeof(pb_slab));
+        if (!s)
+            return NULL;
+        memset(s, 0, sizeof *s);
+        for (unsigned i = 0; i < PB_SLAB; i++) {
+            s->b[i].next_free = pb_free;
+            pb_free = &s->b[i];
+        }
+        s->next = atomic_load_explicit(&pb_slabs, memory_order_relaxed);
+        atomic_store_explicit(&pb_slabs, s, memory_order_release);
+    }
+    pblock *d = pb_free;
+    pb_free = d->next_free;
+    return d;
+}
+
+/* ---- per-thread counts of pool records ---- */
+
+/* Allocations and releases of pool records (counts and bytes) by kind (device or pinned, the
+ * pools' kinds) and device slot: live figures are allocations less releases. Only the owning
+ * thread writes them (a plain add: a relaxed load and store), so a pair writes no line another
+ * thread writes, and two counters each way; a read sums every thread's under pc_lock, and a
+ * thread that ends adds its own to pc_gone. A release on another thread than the
+ * allocation's counts there: the sum is exact. */
+enum { PC_ALLOCS, PC_ALLOC_BYTES, PC_RELEASES, PC_RELEASE_BYTES, PC_FIELDS };
+typedef struct pcounts {
+    _Alignas(64) atomic_uint_fast64_t cell[2][GPUMEM_STATS_DEVICES][PC_FIELDS]; /* own lines */
+    struct pcounts *prev, *next;
+} pcounts;
+
+static inline int pc_kind_ix(int kind)
+{
+    return kind == GPUMEM_KIND_PINNED;
+}
+static inline int pc_kind_of(int ix)
+{
+    return ix ? GPUMEM_KIND_PINNED : GPUMEM_KIND_DEVICE;
+}
+
+static pthread_mutex_t pc_lock = PTHREAD_MUTEX_INITIALIZER;
+static pcounts *pc_list;
+static pcounts pc_gone; /* threads that ended; under pc_lock */
+static pthread_key_t pc_key;
+static pthread_once_t pc_once = PTHREAD_ONCE_INIT;
+static _Thread_local pcounts *pc_mine;
+static _Thread_local int pc_ended; /* after the thread's destructor: counts go to pc_gone */
+
+static inline void pc_add(atomic_uint_fast64_t *c, uint64_t v)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
+                          memory_order_relaxed);
+}
+
+static void pc_thread_exit(void *arg)
+{
+    pcounts *c = arg;
+    pthread_mutex_lock(&pc_lock);
+    for (int k = 0; k < 2; k++)
+        for (int d = 0; d < GPUMEM_STATS_DEVICES; d++)
+            for (int f = 0; f < PC_FIELDS; f++)
+                pc_add(&pc_gone.cell[k][d][f],
+                       atomic_load_explicit(&c->cell[k][d][f], memory_order_relaxed));
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        pc_list = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    pthread_mutex_unlock(&pc_lock);
+    free(c);
+    pc_mine = NULL;
+    pc_ended = 1;
+}
+
+static void pc_make_key(void)
+{
+    pthread_key_create(&pc_key, pc_thread_exit);
+}
+
+/* The calling thread's counters, made on first use; NULL when out of host memory or ending. */
+static pcounts *pc_of_thread(void)
+{
+    if (GPUMEM__LIKELY(pc_mine != NULL))
+        return pc_mine;
+    if (pc_ended)
+        return NULL;
+    pthread_once(&pc_once, pc_make_key);
+    pcounts *c = aligned_alloc(64, sizeof *c);
+    if (!c)
+        return NULL;
+    memset(c, 0, sizeof *c);
+    if (pthread_setspecific(pc_key, c) != 0) {
+        free(c);
+        return NULL;
+    }
+    pthread_mutex_lock(&pc_lock);
+    c->next = pc_list;
+    if (pc_list)
+        pc_list->prev = c;
+    pc_list = c;
+    pthread_mutex_unlock(&pc_lock);
+    return pc_mine = c;
+}
+
+/* Counts a pool record's allocation (release 0) or release (1); an undone release is counted
+ * as a release of minus its bytes. */
+static void pc_count(const gpumem__rec *r, int release, int64_t n)
+{
+    pcounts *c = pc_of_thread();
+    int locked = GPUMEM__UNLIKELY(c == NULL);
+    if (locked) {
+        pthread_mutex_lock(&pc_lock);
+        c = &pc_gone;
+    }
+    atomic_uint_fast64_t *cell = c->cell[pc_kind_ix(r->kind)][gpumem__dev_slot(r->device)];
+    pc_add(&cell[release ? PC_RELEASES : PC_ALLOCS], (uint64_t)n);
+    pc_add(&cell[release ? PC_RELEASE_BYTES : PC_ALLOC_BYTES], (uint64_t)(n * (int64_t)r->bytes));
+    if (locked)
+        pthread_mutex_unlock(&pc_lock);
+}
+
+/* Adds every thread's counts (and the ended threads') to out. */
+static void pc_sum(gpumem__counts *out)
+{
+    pthread_mutex_lock(&pc_lock);
+    for (pcounts *c = &pc_gone; c; c = c == &pc_gone ? pc_list : c->next) {
+        for (int k = 0; k < 2; k++) {
+            for (int d = 0; d < GPUMEM_STATS_DEVICES; d++) {
+                uint64_t v[PC_FIELDS];
+                for (int f = 0; f < PC_FIELDS; f++)
+                    v[f] = atomic_load_explicit(&c->cell[k][d][f], memory_order_relaxed);
+                uint64_t live = v[PC_ALLOCS] - v[PC_RELEASES];
+                uint64_t live_bytes = v[PC_ALLOC_BYTES] - v[PC_RELEASE_BYTES];
+                int kind = pc_kind_of(k);
+                out->count[kind].current += live;
+                out->count[kind].total += v[PC_ALLOCS];
+                out->bytes[kind] += live_bytes;
+                out->total_bytes[kind] += v[PC_ALLOC_BYTES];
+                out->device_count[d].current += live;
+                out->device_count[d].total += v[PC_ALLOCS];
+                out->device_bytes[d] += live_bytes;
+                out->device_total_bytes[d] += v[PC_ALLOC_BYTES];
+            }
+        }
+    }
+    pthread_mutex_unlock(&pc_lock);
+}
+
+/* ---- pool records: allocation, release and lookups ---- */
+
+/* Makes pool record d hold live allocation r; 0 when d is not r's (reused meanwhile, or the
+ * pool and the registry disagree): then the shards take r. */
+static int pb_make_live(pblock *d, const gpumem__rec *r)
+{
+    pb_lock(d);
+    if (GPUMEM__UNLIKELY(d->rec.base != r->base || d->live)) {
+        pb_unlock(d);
+        return 0;
+    }
+    d->rec = *r;
+    d->live = 1;
+    pb_unlock(d);
+    pc_count(r, 0, 1);
+    return 1;
+}
+
+/* The release of pool record d at a (see gpumem__reg_take); -1 when d has no allocation at a:
+ * then the shards answer. */
+static int pb_take(pblock *d, uintptr_t a, gpumem_site site, unsigned kind_mask,
+                   int *kind_mismatch, gpumem__rec *out)
+{
+    pb_lock(d);
+    if (GPUMEM__UNLIKELY(d->rec.base != a || (!d->live && !d->rec.seq))) {
+        pb_unlock(d);
+        return -1;
+    }
+    if (GPUMEM__UNLIKELY(!d->live || (kind_mask && !(kind_mask & (1u << d->rec.kind))))) {
+        int twice = !d->live;
+        *out = d->rec;
+        pb_unlock(d);
+        *kind_mismatch = !twice;
+        return twice ? GPUMEM__DOUBLE : GPUMEM__UNKNOWN;
+    }
+    d->live = 0;
+    d->rec.freed_site = site;
+    d->rec.freed_thread = gpumem__thread_id();
+    d->rec.freed_stack = 0;
+    *out = d->rec;
+    pb_unlock(d);
+    pc_count(out, 1, 1);
+    return GPUMEM__TAKEN;
+}
+
+/* Copies the record of the pool block at a into *out: its live allocation (returns 1) or its
+ * last release (returns 2); 0 when there is neither. */
+static int pb_read(uintptr_t a, gpumem__rec *out)
+{
+    pblock *d = pm_find(a);
+    if (!d)
+        return 0;
+    pb_lock(d);
+    int got = d->rec.base != a ? 0 : d->live ? 1 : d->rec.seq ? 2 : 0;
+    if (got)
+        *out = d->rec;
+    pb_unlock(d);
+    return got;
+}
+
+/* Remembers a pool block's last release in its shard's quarantine (the pool gave the block
+ * back to CUDA): a later release of the address is still a double free, with both sites. */
+static void quarantine_record(const gpumem__rec *r)
+{
+    shard *s = shard_of(r->base);
+    shard_lock(s);
+    size_t i = table_find(&s->t, r->base);
+    int fresh = i == NONE && table_reserve(&s->t) == 0;
+    if (fresh)
+        i = table_put(&s->t, r->base);
+    if (fresh || (i != NONE && (s->t.keys[i] & RELEASED))) { /* never over a live record */
+        s->t.keys[i] = r->base;
+        s->t.recs[i] = *r;
+        remember_release(s, r->base);
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void pm_add(uintptr_t base)
+{
+    if (base & (GPUMEM_ALIGNMENT - 1) || base >> 48 || !base)
+        return; /* the shards record such a block */
+    pthread_mutex_lock(&pm_lock);
+    _Atomic(pblock *) *slot = pm_slot(base);
+    pblock *d = slot && !atomic_load_explicit(slot, memory_order_relaxed) ? pb_get() : NULL;
+    if (d) {
+        pb_lock(d);
+        memset(&d->rec, 0, sizeof d->rec);
+        d->rec.base = base;
+        d->live = 0;
+        pb_unlock(d);
+        atomic_store_explicit(slot, d, memory_order_release);
+    }
+    pthread_mutex_unlock(&pm_lock);
+}
+
+static void pm_remove(uintptr_t base)
+{
+    gpumem__rec last;
+    int remember = 0;
+    pthread_mutex_lock(&pm_lock);
+    pblock *d = pm_find(base);
+    if (d) {
+        atomic_store_explicit(pm_slot(base), NULL, memory_order_release);
+        pb_lock(d);
+        last = d->rec;
+        remember = !d->live && d->rec.seq;
+        d->rec.base = 0;
+        d->live = 0;
+        pb_unlock(d);
+        d->next_free = pb_free;
+        pb_free = d;
+    }
+    pthread_mutex_unlock(&pm_lock);
+    if (remember)
+        quarantine_record(&last);
+}
+
 void gpumem__reg_pool_span(uintptr_t base, size_t bytes, int add)
 {
+    if (add)
+        pm_add(base);
+    else
+        pm_remove(base);
     if (bytes <= SMALL_MAX)
         return;
     if (add)
@@ -383,6 +788,12 @@ static void reg_ensure(void)
 
 int gpumem__reg_insert(const gpumem__rec *r)
 {
+    /* A pool record exists only after initialization. */
+    if (r->pool && (r->kind == GPUMEM_KIND_DEVICE || r->kind == GPUMEM_KIND_PINNED)) {
+        pblock *d = pm_find(r->base);
+        if (GPUMEM__LIKELY(d && pb_make_live(d, r)))
+            return 0;
+    }
     reg_ensure();
     shard *s = shard_of(r->base);
     shard_lock(s);
@@ -457,6 +868,8 @@ int gpumem__reg_find(const void *p, gpumem__rec *out)
     if (!a)
         return 0;
     if (!(a & (GPUMEM_ALIGNMENT - 1))) {
+        if (pb_read(a, out) == 1)
+            return 1;
         /* The common case, an allocation's own base: one shard, no global lock. */
         shard *s = shard_of(a);
         shard_lock(s);
@@ -474,6 +887,13 @@ int gpumem__reg_find(const void *p, gpumem__rec *out)
     if (large_base)
         cand = large_base; /* allocations do not overlap: nothing else can contain a */
     for (;;) {
+        gpumem__rec pr;
+        if (pb_read(cand, &pr) == 1) {
+            int inside = a - pr.base < pr.bytes;
+            if (inside)
+                *out = pr;
+            return inside;
+        }
         shard *s = shard_of(cand);
         shard_lock(s);
         size_t i = table_find(&s->t, cand);
@@ -504,6 +924,18 @@ static int walk_down(uintptr_t a, int (*judge)(uintptr_t a, uintptr_t key, const
     uintptr_t lowest = a >= SMALL_MAX ? a - SMALL_MAX : 0;
     for (uintptr_t cand = a & ~(uintptr_t)(GPUMEM_ALIGNMENT - 1);;
          cand -= GPUMEM_ALIGNMENT) {
+        gpumem__rec pr;
+        int held = cand ? pb_read(cand, &pr) : 0; /* a pool block's record comes first */
+        if (held) {
+            int verdict = judge(a, held == 1 ? cand : cand | RELEASED, &pr);
+            if (verdict > 0)
+                *out = pr;
+            if (verdict)
+                return verdict > 0;
+            if (cand < GPUMEM_ALIGNMENT || cand - GPUMEM_ALIGNMENT < lowest)
+                return 0;
+            continue;
+        }
         shard *s = shard_of(cand);
         shard_lock(s);
         size_t i = cand ? table_find(&s->t, cand) : NONE;
@@ -546,10 +978,16 @@ int gpumem__reg_find_released(const void *p, gpumem__rec *out)
 gpumem__take_result gpumem__reg_take(const void *p, gpumem_site site, unsigned kind_mask,
                                      int *kind_mismatch, gpumem__rec *out)
 {
-    reg_ensure();
     uintptr_t a = (uintptr_t)p;
-    shard *s = shard_of(a);
     *kind_mismatch = 0;
+    pblock *d = pm_find(a);
+    if (d) {
+        int res = pb_take(d, a, site, kind_mask, kind_mismatch, out);
+        if (GPUMEM__LIKELY(res >= 0))
+            return (gpumem__take_result)res;
+    }
+    reg_ensure();
+    shard *s = shard_of(a);
     shard_lock(s);
     size_t i = table_find(&s->t, a);
     if (i != NONE && (s->t.keys[i] & RELEASED)) {
@@ -582,6 +1020,16 @@ gpumem__take_result gpumem__reg_take(const void *p, gpumem_site site, unsigned k
 void gpumem__reg_set_freed_stack(const void *p, uint32_t stack)
 {
     uintptr_t a = (uintptr_t)p;
+    pblock *d = pm_find(a);
+    if (d) {
+        pb_lock(d);
+        int mine = d->rec.base == a && !d->live && d->rec.seq;
+        if (mine)
+            d->rec.freed_stack = stack;
+        pb_unlock(d);
+        if (mine)
+            return;
+    }
     shard *s = shard_of(a);
     shard_lock(s);
     size_t i = table_find(&s->t, a);
@@ -593,6 +1041,23 @@ void gpumem__reg_set_freed_stack(const void *p, uint32_t stack)
 void gpumem__reg_untake(const void *p)
 {
     uintptr_t a = (uintptr_t)p;
+    pblock *d = pm_find(a);
+    if (d) {
+        pb_lock(d);
+        int mine = d->rec.base == a && !d->live && d->rec.seq;
+        if (mine) {
+            d->live = 1;
+            d->rec.freed_site = (gpumem_site){NULL, NULL, 0};
+            d->rec.freed_thread = 0;
+            d->rec.freed_stack = 0;
+        }
+        gpumem__rec r = d->rec;
+        pb_unlock(d);
+        if (mine) {
+            pc_count(&r, 1, -1);
+            return;
+        }
+    }
     shard *s = shard_of(a);
     shard_lock(s);
     size_t i = table_find(&s->t, a);
@@ -622,6 +1087,13 @@ void gpumem__reg_live(gpumem_live *out)
         }
         pthread_mutex_unlock(&s->lock);
     }
+    gpumem__counts pc;
+    memset(&pc, 0, sizeof pc);
+    pc_sum(&pc);
+    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
+        out->count[k] += pc.count[k].current;
+        out->bytes[k] += pc.bytes[k];
+    }
     for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
         out->count[0] += out->count[k];
         out->bytes[0] += out->bytes[k];
@@ -649,6 +1121,7 @@ void gpumem__reg_counts(gpumem__counts *out)
         }
         pthread_mutex_unlock(&s->lock);
     }
+    pc_sum(out);
     for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
         out->count[0].current += out->count[k].current;
         out->count[0].total += out->count[k].total;
@@ -680,7 +1153,24 @@ int gpumem__reg_foreach(int (*fn)(const gpumem__rec *r, void *arg), void *arg, i
                 stop = fn(&s->t.recs[j], arg);
         pthread_mutex_unlock(&s->lock);
         if (stop)
-            break;
+            return skipped;
+    }
+    /* Then the pool records, each copied under its lock and visited after. */
+    for (pb_slab *sl = atomic_load_explicit(&pb_slabs, memory_order_acquire); sl; sl = sl->next) {
+        for (unsigned i = 0; i < PB_SLAB; i++) {
+            pblock *d = &sl->b[i];
+            gpumem__rec r;
+            if (try_only ? !pb_trylock(d) : (pb_lock(d), 0)) {
+                skipped++;
+                continue;
+            }
+            int live = d->live && d->rec.base;
+            if (live)
+                r = d->rec;
+            pb_unlock(d);
+            if (live && fn(&r, arg))
+                return skipped;
+        }
     }
     return skipped;
 }
@@ -698,6 +1188,8 @@ void gpumem__reg_storage(void (*fn)(const void *p, size_t bytes, void *arg), voi
     }
     if (large.base)
         fn(large.base, large.cap * sizeof *large.base, arg);
+    for (pb_slab *sl = atomic_load_explicit(&pb_slabs, memory_order_acquire); sl; sl = sl->next)
+        fn(sl, sizeof *sl, arg);
 }
 
 /* fork(): every shard emptied of threads (see forking). The table of large allocations needs
@@ -714,6 +1206,16 @@ void gpumem__reg_at_fork(int phase)
             pthread_mutex_lock(&shards[i].lock);
             pthread_mutex_unlock(&shards[i].lock);
         }
+        /* The pool records likewise (their writers hold pm_lock under a pool's lock, which
+         * fork holds by now), then the two locks of the pool records, held across fork. */
+        pthread_mutex_lock(&pm_lock);
+        for (pb_slab *sl = atomic_load_explicit(&pb_slabs, memory_order_acquire); sl; sl = sl->next)
+            for (unsigned i = 0; i < PB_SLAB; i++) {
+                while (atomic_exchange_explicit(&sl->b[i].lock, 1, memory_order_acquire))
+                    sched_yield();
+                pb_unlock(&sl->b[i]);
+            }
+        pthread_mutex_lock(&pc_lock);
         return;
     }
     if (phase == GPUMEM__FORK_CHILD) {
@@ -722,7 +1224,14 @@ void gpumem__reg_at_fork(int phase)
         for (unsigned i = 0; i < SHARDS; i++)
             pthread_mutex_init(&shards[i].lock, NULL);
         pthread_rwlock_init(&large.lock, NULL);
+        for (pb_slab *sl = atomic_load_explicit(&pb_slabs, memory_order_relaxed); sl; sl = sl->next)
+            for (unsigned i = 0; i < PB_SLAB; i++)
+                atomic_store_explicit(&sl->b[i].lock, 0, memory_order_relaxed);
+        /* The counters of the parent's other threads stay in the list: the child inherited
+         * their allocations, and no thread of the child ends to fold them. */
     }
+    pthread_mutex_unlock(&pc_lock);
+    pthread_mutex_unlock(&pm_lock);
     atomic_store_explicit(&forking.on, 0, memory_order_release);
 }
 
