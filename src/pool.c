@@ -557,13 +557,13 @@ static int obtain_device(gpumem_pool *pool, size_t size, unsigned cls, cudaStrea
     int token;
     int err = enter_device(pool, &token);
     if (!err)
-        err = gpumem__be->mempool_alloc(pool->cuda_pool, &p, size, stream);
-    /* compute-sanitizer knows a stream-ordered allocation once its stream reaches it, and
-     * refuses as a heap memory it does not know yet ("invalid parameters"): with NVTX on, wait
-     * for the stream (on the pool's device) before table_add describes the block. Only a miss
-     * of the caches pays it. */
-    if (GPUMEM__UNLIKELY(gpumem__nvtx_on) && !err && p)
-        (void)gpumem__be->stream_sync(stream);
+        /* compute-sanitizer refuses an NVTX heap over memory of a CUDA memory pool
+         * (nvtxMemHeapRegister: "one or more of the parameters is invalid", seen on an H200
+         * with compute-sanitizer 2025.3, also after the stream had run) and takes one over
+         * cudaMalloc's: with NVTX on, blocks come from cudaMalloc. */
+        err = GPUMEM__UNLIKELY(gpumem__nvtx_on)
+                  ? gpumem__be->malloc_device(&p, size)
+                  : gpumem__be->mempool_alloc(pool->cuda_pool, &p, size, stream);
     leave_device(token);
     if (err || !p) {
         free(b);
@@ -982,8 +982,13 @@ static int give_back(gpumem_pool *pool, block *b, cudaStream_t to)
         if (GPUMEM__UNLIKELY(gpumem__nvtx_on))
             gpumem__nvtx_heap(b->base, b->size, 0);
         int err = enter_device(pool, &token);
-        if (!err)
+        if (!err && GPUMEM__UNLIKELY(gpumem__nvtx_on)) { /* cudaMalloc's (obtain_device) */
+            err = gpumem__be->stream_sync(to);
+            if (!err)
+                err = gpumem__be->free((void *)b->base);
+        } else if (!err) {
             err = gpumem__be->free_async((void *)b->base, to);
+        }
         leave_device(token);
         if (err) {
             if (GPUMEM__UNLIKELY(gpumem__nvtx_on))

@@ -207,16 +207,20 @@ def child_numba_leak():
     cuda.set_memory_manager(gpumem.numba.MemoryManager)
     a = cuda.device_array(5 << 18, dtype=np.float32)   # 5 MiB
     leak_forever(a)
+    # Numba's finalizers release arrays still referenced when the interpreter exits (seen on
+    # the H200: nothing was live at exit), so a forgotten reference is found while the
+    # program runs: gpumem's leak report of what is live now.
+    gpumem.report(file=sys.stderr)
 
 
 # ---- checks ---------------------------------------------------------------------------------
 
-def check_leak(name, size_text, site_patterns):
+def check_leak(name, size_text, site_patterns, when="still live at exit"):
     r = child(name, env={"GPUMEM_LEAK_REPORT": "full", "GPUMEM_BACKTRACE": "1"})
     if r.returncode != 0:
         fail(f"{name} exited with {r.returncode}:\n{r.stderr}")
     lines = [line for line in r.stderr.splitlines() if f"{size_text} in 1 device allocation" in line]
-    if "still live at exit" not in r.stderr or not lines:
+    if when not in r.stderr or not lines:
         fail(f"{name}: the leak of {size_text} is not in the report:\n{r.stderr}")
     if not any(p in lines[0] for p in site_patterns):
         fail(f"{name}: the leak's site is none of {site_patterns}:\n{r.stderr}")
@@ -288,7 +292,7 @@ def check_numba():
         if not out["ok"] or out["during"]["current"] < 3 * (4 << 20) or out["total"] <= 0:
             fail(f"Numba on gpumem {env}: {out}")
         print("Numba on gpumem", env, json.dumps(out))
-    check_leak("numba_leak", "5.0 MiB", [f"{HERE}:"])
+    check_leak("numba_leak", "5.0 MiB", [f"{HERE}:"], when="still live, from 1 call site")
 
 
 def have(framework):
