@@ -218,6 +218,31 @@ void MemoryChecker::reallocated(const AllocSpec &Spec, const CallEvent &Call,
     C.addTransition(allocate(Spec, Call, C, NonNull));
 }
 
+void MemoryChecker::mapped(const CallEvent &Call, CheckerContext &C) const {
+  // Followed only on a range this function reserved and still holds: a
+  // mapping made at an address someone else owns is theirs to unmap.
+  ProgramStateRef State = C.getState();
+  SymbolRef Address = allocationSymbol(Call.getArgSVal(0));
+  const AllocState *Range = Address ? getAlloc(State, Address) : nullptr;
+  if (!Range || Range->Kind != MemKind::AddressRange || Range->Released ||
+      (Range->Flags & FlagGlobal) || allocationFailed(State, Address, *Range))
+    return;
+  QualType T = Call.getArgExpr(0)->IgnoreParenImpCasts()->getType();
+  if (!T->isIntegerType())
+    return;
+  SymbolManager &SM = C.getSymbolManager();
+  const SymbolConjured *Mapping =
+      SM.conjureSymbol(Call.getCFGElementRef(), C.getLocationContext(), T,
+                       C.blockCount(), this);
+  // The mapping lives as long as the address it is made at.
+  SM.addSymbolDependency(Address, Mapping);
+  AllocState AS{MemKind::Mapping, 0, false, {}, {}, nullptr};
+  AS.Alloc = userCallSite(Call.getOriginExpr(), "cuMemMap", C);
+  AS.Status = Call.getReturnValue().getAsSymbol();
+  State = setAlloc(State, Mapping, AS);
+  C.addTransition(setMapping(State, Address, Mapping));
+}
+
 void MemoryChecker::release(SVal Ptr, ReleaseFn Fn, CallSite Site,
                             CheckerContext &C) const {
   ProgramStateRef State = C.getState();
@@ -245,6 +270,12 @@ void MemoryChecker::release(SVal Ptr, ReleaseFn Fn, CallSite Site,
   }
   if (!Sym)
     return;
+  if (Fn == ReleaseFn::CuMemUnmap) {
+    // cuMemUnmap(va, size) ends the mapping made at va, not the range.
+    Sym = Interior == 0 ? getMapping(State, Sym) : nullptr;
+    if (!Sym)
+      return;
+  }
   const AllocState *AS = getAlloc(State, Sym);
   if (!AS || allocationFailed(State, Sym, *AS))
     return;
@@ -487,6 +518,12 @@ void MemoryChecker::checkPostCall(const CallEvent &Call,
     C.generateSink(C.getState(), C.getPredecessor());
     return;
   }
+  if (calleeName(Call) == "cuMemMap" && Call.getNumArgs() > 0 &&
+      Call.isGlobalCFunction()) {
+    if (!madeByLibrary(C))
+      mapped(Call, C);
+    return;
+  }
   if (const AllocSpec *Spec = findAllocation(Call)) {
     if (madeByLibrary(C))
       return;
@@ -562,6 +599,7 @@ void MemoryChecker::checkDeadSymbols(SymbolReaper &SR,
       Leaked.push_back(Sym);
     State = removeAlloc(State, Sym);
   }
+  State = removeDeadMappings(State, SR);
   if (State == Before)
     return;
   if (Leaked.empty()) {
@@ -578,6 +616,10 @@ void MemoryChecker::checkLiveSymbols(ProgramStateRef State,
   for (const auto &[Sym, AS] : getAllocs(State))
     if (AS.Status)
       SR.markLive(AS.Status);
+  // A mapping lives as long as the address it is made at.
+  for (const auto &[Address, Mapping] : getMappings(State))
+    if (SR.isLive(Address))
+      SR.markLive(Mapping);
 }
 
 ProgramStateRef
@@ -599,9 +641,13 @@ MemoryChecker::checkPointerEscape(ProgramStateRef State,
         !isa<CXXConstructorCall>(Call) && !OwnerFunctions.contains(Name))
       return State;
   }
-  for (SymbolRef Sym : Escaped)
+  for (SymbolRef Sym : Escaped) {
     if (getAlloc(State, Sym))
       State = removeAlloc(State, Sym);
+    // Whoever takes the address range takes the mapping made in it.
+    if (SymbolRef Mapping = getMapping(State, Sym))
+      State = removeAlloc(State, Mapping);
+  }
   return State;
 }
 
