@@ -177,10 +177,11 @@ ProgramStateRef MemoryChecker::allocate(const AllocSpec &Spec,
     // invalidation of the out-parameter conjured for this call.
     const SymbolConjured *New = SVB.getSymbolManager().conjureSymbol(
         Call.getCFGElementRef(), LC, T, C.blockCount(), this);
-    SVal V = nonloc::SymbolVal(New);
-    if (T->isPointerType())
-      V = loc::MemRegionVal(
-          C.getStoreManager().getRegionManager().getSymbolicHeapRegion(New));
+    SVal V = T->isPointerType()
+                 ? SVal(loc::MemRegionVal(
+                       C.getStoreManager().getRegionManager().getSymbolicHeapRegion(
+                           New)))
+                 : SVal(nonloc::SymbolVal(New));
     State = State->bindLoc(loc::MemRegionVal(Out), V, LC);
     Sym = allocationSymbol(V);
     AS.Status = Call.getReturnValue().getAsSymbol();
