@@ -453,12 +453,26 @@ bool MemoryChecker::evalCall(const CallEvent &Call, CheckerContext &C) const {
   return true;
 }
 
+/// A constructor of a class whose destructor does something (a smart
+/// pointer's releases what it holds).
+static bool takesOwnership(const CallEvent &Call) {
+  const auto *Ctor = dyn_cast<CXXConstructorCall>(&Call);
+  if (!Ctor)
+    return false;
+  const CXXConstructorDecl *D = Ctor->getDecl();
+  const CXXRecordDecl *RD = D ? D->getParent() : nullptr;
+  return !RD || !RD->hasDefinition() || !RD->hasTrivialDestructor();
+}
+
 void MemoryChecker::checkPreCall(const CallEvent &Call,
                                  CheckerContext &C) const {
   StringRef Name = calleeName(Call);
   // A smart pointer or any object that is handed the pointer at construction
-  // owns it from then on; so do the project's owner functions.
-  if (isa<CXXConstructorCall>(Call) ||
+  // and may release it when it dies owns it from then on; so do the
+  // project's owner functions. An object with a trivial destructor (a view,
+  // an accessor, a pair of pointer and size) releases nothing by dying: the
+  // memory stays the caller's, to be released by the caller.
+  if (takesOwnership(Call) ||
       (!Name.empty() && OwnerFunctions.contains(Name))) {
     ProgramStateRef State = escapeArguments(C.getState(), Call);
     if (State != C.getState())
