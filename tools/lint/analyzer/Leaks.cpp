@@ -117,6 +117,7 @@ bool isReleaseName(StringRef Name) {
          Name == "cuMemFree" || Name == "cuMemFree_v2" ||
          Name == "cuMemFreeHost" || Name == "cuMemFreeAsync" ||
          Name == "cuMemRelease" || Name == "cuMemAddressFree" ||
+         Name == "cuMemUnmap" ||
          Name == "gpumem_free" ||
          Name == "gpumem_free_at" || Name == "gpumem_free_async_at";
 }
@@ -145,6 +146,14 @@ const VarDecl *allocatedVar(const Expr *AllocExpr, const ParentMap &PM) {
           if (const auto *DR =
                   dyn_cast<DeclRefExpr>(UO->getSubExpr()->IgnoreParenCasts()))
             return dyn_cast<VarDecl>(DR->getDecl());
+  // cuMemMap(va, ...): the mapping is made at the range va holds.
+  if (const auto *CE = dyn_cast<CallExpr>(AllocExpr))
+    if (const auto *FD = CE->getDirectCallee())
+      if (FD->getIdentifier() && FD->getName() == "cuMemMap" &&
+          CE->getNumArgs() > 0)
+        if (const auto *DR =
+                dyn_cast<DeclRefExpr>(CE->getArg(0)->IgnoreParenImpCasts()))
+          return dyn_cast<VarDecl>(DR->getDecl());
   const Stmt *Cur = AllocExpr;
   const Stmt *P = PM.getParentIgnoreParenCasts(Cur);
   if (const auto *BO = dyn_cast_or_null<BinaryOperator>(P))

@@ -84,6 +84,9 @@ const CallDescriptionMap<ReleaseSpec> &releases() {
       {fn("cuMemRelease"), {ReleaseFn::CuMemRelease, "cuMemRelease", 0}},
       {fn("cuMemAddressFree"),
        {ReleaseFn::CuMemAddressFree, "cuMemAddressFree", 0}},
+      // Releases the mapping made at the address, not the address range
+      // (MemoryChecker::release looks the mapping up).
+      {fn("cuMemUnmap"), {ReleaseFn::CuMemUnmap, "cuMemUnmap", 0}},
       {fn("gpumem_free"), {ReleaseFn::GpumemFree, "gpumem_free", 0}},
       {fn("gpumem_free_at"), {ReleaseFn::GpumemFree, "gpumem_free", 0}},
       {fn("gpumem_free_async_at"),
@@ -207,6 +210,10 @@ ReleaseVerdict judgeRelease(MemKind Kind, ReleaseFn Fn) {
     if (Fn == ReleaseFn::CuMemAddressFree)
       return ReleaseVerdict::Matches;
     break;
+  case MemKind::Mapping:
+    if (Fn == ReleaseFn::CuMemUnmap)
+      return ReleaseVerdict::Matches;
+    break;
   case MemKind::GpumemDevice:
   case MemKind::GpumemDeviceAsync:
     return ReleaseVerdict::Matches;
@@ -249,6 +256,8 @@ StringRef expectedRelease(MemKind Kind) {
     return "cuMemRelease";
   case MemKind::AddressRange:
     return "cuMemAddressFree";
+  case MemKind::Mapping:
+    return "cuMemUnmap";
   case MemKind::GpumemDevice:
   case MemKind::GpumemDeviceAsync:
     return "gpumem_free or gpumem_free_async";

@@ -24,6 +24,7 @@ enum class MemKind : unsigned char {
   Array,         ///< cudaMallocArray, cudaMalloc3DArray (a handle).
   Physical,      ///< cuMemCreate (a generic allocation handle).
   AddressRange,  ///< cuMemAddressReserve (a range of virtual addresses).
+  Mapping,       ///< cuMemMap (a handle's memory mapped into a range).
   GpumemDevice,
   GpumemManaged,
   GpumemPinned,
@@ -45,6 +46,7 @@ enum class ReleaseFn : unsigned char {
   CuMemFreeAsync,
   CuMemRelease,
   CuMemAddressFree,
+  CuMemUnmap,
   GpumemFree,
   GpumemFreeAsync,
   Free,

@@ -177,10 +177,11 @@ ProgramStateRef MemoryChecker::allocate(const AllocSpec &Spec,
     // invalidation of the out-parameter conjured for this call.
     const SymbolConjured *New = SVB.getSymbolManager().conjureSymbol(
         Call.getCFGElementRef(), LC, T, C.blockCount(), this);
-    SVal V = nonloc::SymbolVal(New);
-    if (T->isPointerType())
-      V = loc::MemRegionVal(
-          C.getStoreManager().getRegionManager().getSymbolicHeapRegion(New));
+    SVal V = T->isPointerType()
+                 ? SVal(loc::MemRegionVal(
+                       C.getStoreManager().getRegionManager().getSymbolicHeapRegion(
+                           New)))
+                 : SVal(nonloc::SymbolVal(New));
     State = State->bindLoc(loc::MemRegionVal(Out), V, LC);
     Sym = allocationSymbol(V);
     AS.Status = Call.getReturnValue().getAsSymbol();
@@ -218,6 +219,31 @@ void MemoryChecker::reallocated(const AllocSpec &Spec, const CallEvent &Call,
     C.addTransition(allocate(Spec, Call, C, NonNull));
 }
 
+void MemoryChecker::mapped(const CallEvent &Call, CheckerContext &C) const {
+  // Followed only on a range this function reserved and still holds: a
+  // mapping made at an address someone else owns is theirs to unmap.
+  ProgramStateRef State = C.getState();
+  SymbolRef Address = allocationSymbol(Call.getArgSVal(0));
+  const AllocState *Range = Address ? getAlloc(State, Address) : nullptr;
+  if (!Range || Range->Kind != MemKind::AddressRange || Range->Released ||
+      (Range->Flags & FlagGlobal) || allocationFailed(State, Address, *Range))
+    return;
+  QualType T = Call.getArgExpr(0)->IgnoreParenImpCasts()->getType();
+  if (!T->isIntegerType())
+    return;
+  SymbolManager &SM = C.getSymbolManager();
+  const SymbolConjured *Mapping =
+      SM.conjureSymbol(Call.getCFGElementRef(), C.getLocationContext(), T,
+                       C.blockCount(), this);
+  // The mapping lives as long as the address it is made at.
+  SM.addSymbolDependency(Address, Mapping);
+  AllocState AS{MemKind::Mapping, 0, false, {}, {}, nullptr};
+  AS.Alloc = userCallSite(Call.getOriginExpr(), "cuMemMap", C);
+  AS.Status = Call.getReturnValue().getAsSymbol();
+  State = setAlloc(State, Mapping, AS);
+  C.addTransition(setMapping(State, Address, Mapping));
+}
+
 void MemoryChecker::release(SVal Ptr, ReleaseFn Fn, CallSite Site,
                             CheckerContext &C) const {
   ProgramStateRef State = C.getState();
@@ -245,6 +271,12 @@ void MemoryChecker::release(SVal Ptr, ReleaseFn Fn, CallSite Site,
   }
   if (!Sym)
     return;
+  if (Fn == ReleaseFn::CuMemUnmap) {
+    // cuMemUnmap(va, size) ends the mapping made at va, not the range.
+    Sym = Interior == 0 ? getMapping(State, Sym) : nullptr;
+    if (!Sym)
+      return;
+  }
   const AllocState *AS = getAlloc(State, Sym);
   if (!AS || allocationFailed(State, Sym, *AS))
     return;
@@ -421,12 +453,26 @@ bool MemoryChecker::evalCall(const CallEvent &Call, CheckerContext &C) const {
   return true;
 }
 
+/// A constructor of a class whose destructor does something (a smart
+/// pointer's releases what it holds).
+static bool takesOwnership(const CallEvent &Call) {
+  const auto *Ctor = dyn_cast<CXXConstructorCall>(&Call);
+  if (!Ctor)
+    return false;
+  const CXXConstructorDecl *D = Ctor->getDecl();
+  const CXXRecordDecl *RD = D ? D->getParent() : nullptr;
+  return !RD || !RD->hasDefinition() || !RD->hasTrivialDestructor();
+}
+
 void MemoryChecker::checkPreCall(const CallEvent &Call,
                                  CheckerContext &C) const {
   StringRef Name = calleeName(Call);
   // A smart pointer or any object that is handed the pointer at construction
-  // owns it from then on; so do the project's owner functions.
-  if (isa<CXXConstructorCall>(Call) ||
+  // and may release it when it dies owns it from then on; so do the
+  // project's owner functions. An object with a trivial destructor (a view,
+  // an accessor, a pair of pointer and size) releases nothing by dying: the
+  // memory stays the caller's, to be released by the caller.
+  if (takesOwnership(Call) ||
       (!Name.empty() && OwnerFunctions.contains(Name))) {
     ProgramStateRef State = escapeArguments(C.getState(), Call);
     if (State != C.getState())
@@ -485,6 +531,12 @@ void MemoryChecker::checkPostCall(const CallEvent &Call,
                                   CheckerContext &C) const {
   if (isNoReturnHandler(Call, C, NoReturnFunctions)) {
     C.generateSink(C.getState(), C.getPredecessor());
+    return;
+  }
+  if (calleeName(Call) == "cuMemMap" && Call.getNumArgs() > 0 &&
+      Call.isGlobalCFunction()) {
+    if (!madeByLibrary(C))
+      mapped(Call, C);
     return;
   }
   if (const AllocSpec *Spec = findAllocation(Call)) {
@@ -562,6 +614,7 @@ void MemoryChecker::checkDeadSymbols(SymbolReaper &SR,
       Leaked.push_back(Sym);
     State = removeAlloc(State, Sym);
   }
+  State = removeDeadMappings(State, SR);
   if (State == Before)
     return;
   if (Leaked.empty()) {
@@ -578,6 +631,10 @@ void MemoryChecker::checkLiveSymbols(ProgramStateRef State,
   for (const auto &[Sym, AS] : getAllocs(State))
     if (AS.Status)
       SR.markLive(AS.Status);
+  // A mapping lives as long as the address it is made at.
+  for (const auto &[Address, Mapping] : getMappings(State))
+    if (SR.isLive(Address))
+      SR.markLive(Mapping);
 }
 
 ProgramStateRef
@@ -599,9 +656,13 @@ MemoryChecker::checkPointerEscape(ProgramStateRef State,
         !isa<CXXConstructorCall>(Call) && !OwnerFunctions.contains(Name))
       return State;
   }
-  for (SymbolRef Sym : Escaped)
+  for (SymbolRef Sym : Escaped) {
     if (getAlloc(State, Sym))
       State = removeAlloc(State, Sym);
+    // Whoever takes the address range takes the mapping made in it.
+    if (SymbolRef Mapping = getMapping(State, Sym))
+      State = removeAlloc(State, Mapping);
+  }
   return State;
 }
 

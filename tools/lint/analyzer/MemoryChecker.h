@@ -113,6 +113,10 @@ private:
   /// a non-null one is a new allocation (the old one was released before).
   void reallocated(const AllocSpec &Spec, const clang::ento::CallEvent &Call,
                    clang::ento::CheckerContext &C) const;
+  /// cuMemMap at an address range this path reserved: a mapping, released
+  /// by cuMemUnmap at the same address.
+  void mapped(const clang::ento::CallEvent &Call,
+              clang::ento::CheckerContext &C) const;
   void release(clang::ento::SVal Ptr, ReleaseFn Fn, CallSite Site,
                clang::ento::CheckerContext &C) const;
 

@@ -6,6 +6,7 @@
 
 #include "MemoryState.h"
 #include "clang/StaticAnalyzer/Core/PathSensitive/ConstraintManager.h"
+#include "clang/StaticAnalyzer/Core/PathSensitive/SymbolManager.h"
 #include "clang/StaticAnalyzer/Core/PathSensitive/ProgramStateTrait.h"
 
 using namespace clang;
@@ -13,6 +14,7 @@ using namespace clang::ento;
 
 REGISTER_MAP_WITH_PROGRAMSTATE(GpumemAllocations, SymbolRef,
                                gpumem::AllocState)
+REGISTER_MAP_WITH_PROGRAMSTATE(GpumemMappings, SymbolRef, SymbolRef)
 
 namespace gpumem {
 
@@ -31,6 +33,27 @@ ProgramStateRef removeAlloc(ProgramStateRef State, SymbolRef Sym) {
 
 AllocMap getAllocs(ProgramStateRef State) {
   return State->get<GpumemAllocations>();
+}
+
+SymbolRef getMapping(ProgramStateRef State, SymbolRef Address) {
+  const SymbolRef *M = State->get<GpumemMappings>(Address);
+  return M ? *M : nullptr;
+}
+
+ProgramStateRef setMapping(ProgramStateRef State, SymbolRef Address,
+                           SymbolRef Mapping) {
+  return State->set<GpumemMappings>(Address, Mapping);
+}
+
+MappingMap getMappings(ProgramStateRef State) {
+  return State->get<GpumemMappings>();
+}
+
+ProgramStateRef removeDeadMappings(ProgramStateRef State, SymbolReaper &SR) {
+  for (const auto &[Address, Mapping] : State->get<GpumemMappings>())
+    if (SR.isDead(Address) || SR.isDead(Mapping) || !getAlloc(State, Mapping))
+      State = State->remove<GpumemMappings>(Address);
+  return State;
 }
 
 bool allocationFailed(ProgramStateRef State, SymbolRef Sym,

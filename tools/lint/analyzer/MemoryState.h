@@ -66,6 +66,22 @@ clang::ento::ProgramStateRef removeAlloc(clang::ento::ProgramStateRef State,
                                          clang::ento::SymbolRef Sym);
 AllocMap getAllocs(clang::ento::ProgramStateRef State);
 
+/// cuMemMap: the mapping made at an address range's symbol, itself an
+/// allocation (kind Mapping) under a symbol of its own that lives as long as
+/// the address does.
+clang::ento::SymbolRef getMapping(clang::ento::ProgramStateRef State,
+                                  clang::ento::SymbolRef Address);
+clang::ento::ProgramStateRef setMapping(clang::ento::ProgramStateRef State,
+                                        clang::ento::SymbolRef Address,
+                                        clang::ento::SymbolRef Mapping);
+using MappingMap =
+    llvm::ImmutableMap<clang::ento::SymbolRef, clang::ento::SymbolRef>;
+MappingMap getMappings(clang::ento::ProgramStateRef State);
+/// Drops the mappings whose address or mapping symbol is dead or untracked.
+clang::ento::ProgramStateRef
+removeDeadMappings(clang::ento::ProgramStateRef State,
+                   clang::ento::SymbolReaper &SR);
+
 /// True when the path has shown that the allocation did not happen: its
 /// status is known to be an error or its pointer is known to be null.
 bool allocationFailed(clang::ento::ProgramStateRef State,

@@ -18,6 +18,7 @@
 #include "clang/Analysis/AnalysisDeclContext.h"
 #include "clang/StaticAnalyzer/Core/PathSensitive/ExplodedGraph.h"
 #include "clang/StaticAnalyzer/Core/PathSensitive/ProgramState.h"
+#include "clang/StaticAnalyzer/Core/PathSensitive/SValBuilder.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
 using namespace clang;
@@ -71,6 +72,69 @@ ProgramStateRef stateBeforeWidening(const BlockEntrance &BE,
   return Before->getState();
 }
 
+/// The value of a loop condition's operand in \p State: an integer
+/// constant, a local or parameter, a field of one, casts and comparisons of
+/// these; UnknownVal for anything else (a call, a load through a pointer).
+SVal conditionValue(const Expr *E, ProgramStateRef State,
+                    const LocationContext *LC, SValBuilder &SVB) {
+  E = E->IgnoreParens();
+  if (const auto *IC = dyn_cast<ImplicitCastExpr>(E)) {
+    const Expr *Sub = IC->getSubExpr();
+    if (IC->getCastKind() == CK_LValueToRValue) {
+      if (const auto *DR = dyn_cast<DeclRefExpr>(Sub->IgnoreParens()))
+        if (const auto *VD = dyn_cast<VarDecl>(DR->getDecl());
+            VD && VD->hasLocalStorage() && VD->getType()->isIntegerType())
+          return State->getSVal(State->getLValue(VD, LC));
+      return UnknownVal();
+    }
+    if (IC->getCastKind() == CK_IntegralCast && E->getType()->isIntegerType())
+      return SVB.evalCast(conditionValue(Sub, State, LC, SVB), E->getType(),
+                          Sub->getType());
+    return UnknownVal();
+  }
+  if (const auto *IL = dyn_cast<IntegerLiteral>(E))
+    return SVB.makeIntVal(IL);
+  if (const auto *BO = dyn_cast<BinaryOperator>(E)) {
+    if (!BO->isComparisonOp() ||
+        !BO->getLHS()->getType()->isIntegerType() ||
+        !BO->getRHS()->getType()->isIntegerType())
+      return UnknownVal();
+    SVal L = conditionValue(BO->getLHS(), State, LC, SVB);
+    SVal R = conditionValue(BO->getRHS(), State, LC, SVB);
+    if (L.isUnknownOrUndef() || R.isUnknownOrUndef())
+      return UnknownVal();
+    return SVB.evalBinOp(State, BO->getOpcode(), L, R, BO->getType());
+  }
+  return UnknownVal();
+}
+
+const Expr *loopCondition(const Stmt *Loop) {
+  if (const auto *FS = dyn_cast<ForStmt>(Loop))
+    return FS->getCond();
+  if (const auto *WS = dyn_cast<WhileStmt>(Loop))
+    return WS->getCond();
+  return nullptr;
+}
+
+/// The loop could be left on this path before the widening: its condition,
+/// on integers the path knows as symbols (`n < repeat`, `repeat` unknown),
+/// may be false. The engine then explored the exit on the earlier visits of
+/// the head already (the loop run 0, 1, 2 times), and a widened path only
+/// walks the rest of the function once more.
+bool exitWasFeasible(const Stmt *Loop, ProgramStateRef Before,
+                     CheckerContext &C) {
+  const Expr *Cond = loopCondition(Loop);
+  if (!Cond)
+    return false;
+  SVal V = conditionValue(Cond, Before, C.getLocationContext(),
+                          C.getSValBuilder());
+  auto D = V.getAs<DefinedSVal>();
+  if (!D)
+    return false;
+  auto [True, False] = Before->assume(*D);
+  return True && False;
+}
+
 } // namespace
 
 void MemoryChecker::checkBlockEntrance(const BlockEntrance &BE,
@@ -78,6 +142,16 @@ void MemoryChecker::checkBlockEntrance(const BlockEntrance &BE,
   ProgramStateRef Before = stateBeforeWidening(BE, C);
   if (!Before)
     return;
+  // Widening is for loops the path cannot leave within the visits it is
+  // allowed (a constant bound past unroll-loops' limit, a condition on values
+  // the loop changes); a loop with an unknown bound was already left on the
+  // earlier visits, and its widened path doubles the work after the loop,
+  // which for a few such loops in a row spends the budget before the
+  // function's end.
+  if (exitWasFeasible(BE.getBlock()->getTerminatorStmt(), Before, C)) {
+    C.generateSink(C.getState(), C.getPredecessor());
+    return;
+  }
   const LocationContext *LC = C.getLocationContext();
   const ParentMap &PM = LC->getParentMap();
   VarSet InFunction, WrittenInFunction, InLoop, WrittenInLoop;

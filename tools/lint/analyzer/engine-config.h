@@ -6,7 +6,8 @@
  *   step; without it the engine drops the path at the 4th visit of the loop's head, and nothing
  *   after `for (i = 0; i < 150; i++)` is analysed.
  * widen-loops: any other loop is left, at that 4th visit, with what it may have changed
- *   forgotten (the plugin then puts back what it does not write: Widening.cpp). */
+ *   forgotten (the plugin then puts back what it does not write, and ends the widened path
+ *   of a loop the path could already leave: Widening.cpp). */
 #ifndef GPUMEM_LINT_ENGINE_CONFIG_H
 #define GPUMEM_LINT_ENGINE_CONFIG_H
 #define GPUMEM_LINT_ENGINE_CONFIG "unroll-loops=true,widen-loops=true"
