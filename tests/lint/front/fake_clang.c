@@ -187,8 +187,9 @@ int main(int argc, char **argv)
                 *colon = '\0';
                 wline = (unsigned)atoi(colon + 1);
             }
-            snprintf(where, sizeof where, "%s/%s", dir, at);
-            other = slurp(where, &wlen);
+            /* A path too long for where is not a file this stand-in can read. */
+            int n = snprintf(where, sizeof where, "%s/%s", dir, at);
+            other = n > 0 && (size_t)n < sizeof where ? slurp(where, &wlen) : NULL;
             wtext = other ? other : "";
         }
         if (!hash[0]) {
