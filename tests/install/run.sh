@@ -42,7 +42,7 @@ if broken or seen < 50:
     sys.exit(f"installed docs: {len(broken)} of {seen} links broken:\n" + "\n".join(broken))
 print(f"installed docs: {seen} links and images, all there")
 PYTHON
-if [ -n "${GPUMEM_EXPECT_MAN:-}" ]; then
+if [ -n "${INSTALL_TEST_EXPECT_MAN:-}" ]; then
   for page in gpumem gpumem-check gpumem-bench gpumem-info; do test -s "$prefix/share/man/man1/$page.1"; done
   MANPATH=$prefix/share/man man -w gpumem-check >/dev/null
 fi
