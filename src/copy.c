@@ -49,8 +49,9 @@ enum { TO_DEVICE, FROM_DEVICE };
  * the copy it would do (a wake-up is a few microseconds; 64 KiB take about 12 us on one
  * thread at 5.4 GB/s). */
 #define MIN_PART ((size_t)64 << 10)
-/* The first and last chunks of a staged copy (see chunk_at). */
-#define CHUNK_MIN ((size_t)256 << 10)
+/* The first and last chunks of a staged copy (see chunk_at): one part, which the caller fills
+ * alone while the workers wake. */
+#define CHUNK_MIN MIN_PART
 
 static const char *const place_names[] = {"pageable host memory", "pinned host memory",
                                           "device memory", "managed memory"};
@@ -451,9 +452,10 @@ static void rings_at_fork(int phase)
  * at its start, the time of filling the first chunk (nothing to transfer yet) and, at its end,
  * the time of transferring the last (nothing left to fill). So the chunks start small and
  * double (each no larger than what was already sent), up to a whole slot, and shrink again by
- * halves towards the end: what is lost is about two of the smallest chunks, 512 KiB, whatever
+ * halves towards the end: what is lost is about two of the smallest chunks, 128 KiB, whatever
  * the size, where one chunk of a quarter of the copy was lost before (8 MiB of a 32 MiB copy,
- * a quarter of its time). Multiples of 64 KiB. */
+ * a quarter of its time). The first chunk is filled by the caller alone (the workers are still
+ * waking: tens of microseconds for an idle vCPU), so it is the smallest. Multiples of 64 KiB. */
 static size_t chunk_at(const ring *g, size_t off, size_t bytes)
 {
     size_t left = bytes - off;
@@ -587,11 +589,11 @@ static int stage_from_device(ring *g, char *dst, const char *src, size_t bytes, 
 
 /* ---- the registration cache's path ---- */
 
-/* A pageable range the registration cache (regcache.c) holds registered, or registers now at
- * its first copy, goes to the DMA engine in one cuMemcpyAsync, at pinned speed. The call then
- * waits for the copy, so that it returns as a staged copy does: the pageable source free to
- * reuse, the pageable destination complete. Returns 1 when it copied or tried (*err says how
- * it went), 0 when the range is not registered (stage it). */
+/* A pageable range the registration cache (regcache.c) holds registered goes to the DMA
+ * engine in one cuMemcpyAsync, at pinned speed. The call then waits for the copy, so that it
+ * returns as a staged copy does: the pageable source free to reuse, the pageable destination
+ * complete. Returns 1 when it copied or tried (*err says how it went), 0 when the range is not
+ * registered (stage it; the cache may have queued it, to be registered after the copy). */
 static int copy_registered(const op *o, void *dst, const void *src, size_t bytes, int dir,
                            int *err, const char **call)
 {
@@ -988,6 +990,7 @@ static int copy(const op *o, void *dst, const void *src, size_t bytes)
                                        : stage_from_device(g, dst, src, bytes, o, &call);
                 workers_session(&g->w, 0);
                 pthread_mutex_unlock(&g->lock);
+                gpumem__regcache_kick(); /* after the copy: registering would slow it down */
                 atomic_fetch_add(&counts.staged, 1);
                 if (err)
                     return fail_cuda(o, &d, &s, bytes, err, call, 1);
@@ -996,6 +999,7 @@ static int copy(const op *o, void *dst, const void *src, size_t bytes)
             }
             pthread_mutex_unlock(&g->lock);
         }
+        gpumem__regcache_kick();
         if (err)
             return fail_cuda(o, &d, &s, bytes, err, call, 0);
         atomic_fetch_add(&counts.fallbacks, 1);

@@ -295,11 +295,16 @@ void gpumem__copy_counts_get(gpumem__copy_counts *out);
 
 /* ---- regcache.c: pageable buffers registered with the driver, kept for later copies ---- */
 /* A copy of [p, p + bytes) between pageable and device memory may go straight to CUDA when
- * the range is registered: 1 and *entry held (the range stays registered until put), after
- * registering it when it was not; 0 when the cache is off or the range cannot be registered
- * (stage the copy then). */
+ * the range is registered: 1 and *entry held (the range stays registered until put). 0 when
+ * it is not (stage the copy then): when the cache is on and the range fits, it is queued for
+ * registration, which gpumem__regcache_kick starts once the copy is done. */
 int gpumem__regcache_get(const void *p, size_t bytes, void **entry);
 void gpumem__regcache_put(void *entry);
+/* Starts the registration of the queued ranges: on the cache's own thread, or on the calling
+ * thread in a process made by fork. */
+void gpumem__regcache_kick(void);
+/* For tests and benchmarks: waits until no range is queued or being registered. */
+void gpumem__regcache_settle(void);
 /* Whether p lies in a range the cache registered: the program's memory is still pageable
  * to it, whatever the driver now says of the address. */
 int gpumem__regcache_owns(const void *p);

@@ -30,7 +30,9 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -38,7 +40,10 @@
 
 #define MAX_ENTRIES 64
 
-enum { E_FREE, E_BUSY, E_LIVE, E_DYING };
+/* E_QUEUED: waiting for the registrar; E_BUSY: being registered (users 1); E_LIVE: registered;
+ * E_DYING: being unregistered. */
+enum { E_FREE, E_QUEUED, E_BUSY, E_LIVE, E_DYING };
+enum { R_NONE, R_STARTING, R_RUNNING, R_INLINE };
 
 typedef struct entry {
     uintptr_t base, end; /* the registered range, page-rounded */
@@ -47,21 +52,25 @@ typedef struct entry {
     uint64_t used;       /* when last used (the cache's tick) */
     unsigned users;      /* copies from or to it now, and its registration while E_BUSY */
     int state;
+    int dev;             /* the device current at the copy that queued it */
 } entry;
 
 static struct {
     pthread_mutex_t lock;
-    pthread_cond_t idle; /* an entry's users dropped to 0 */
+    pthread_cond_t idle; /* an entry's users dropped to 0, or a registration ended */
+    pthread_cond_t work; /* a range was queued (the registrar waits on it) */
     entry e[MAX_ENTRIES];
     uint64_t tick, bytes;
     int checked;         /* whether the hooks were checked (off_reason says the answer) */
     int enabled;         /* the option's limit > 0 and not turned off at run time */
     int inited;
+    int registrar;       /* R_*: who registers queued ranges */
+    int closing;         /* the process is exiting: nothing more is queued */
     uint64_t limit;
     const char *off_reason;
     gpumem__regcache_counts n;
-} rc = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, {{0, 0, 0, 0, 0, 0, 0}}, 0, 0, 0, 0, 0, 0,
-        NULL, {0, 0, 0, 0, 0, 0, 0, 0, NULL}};
+} rc = {.lock = PTHREAD_MUTEX_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER,
+        .work = PTHREAD_COND_INITIALIZER};
 
 /* Read without the lock by the hooks' fast path: entries registered or being registered, and
  * the lowest and highest address they span. */
@@ -105,7 +114,7 @@ static void load_options(void)
 static int usable(void)
 {
     load_options();
-    if (!rc.enabled)
+    if (!rc.enabled || rc.closing)
         return 0;
     if (!rc.checked) {
         rc.checked = 1;
@@ -173,7 +182,9 @@ int gpumem__regcache_get(const void *p, size_t bytes, void **out)
     uintptr_t base = a & ~(pg - 1), end = (a + bytes + pg - 1) & ~(pg - 1);
     uintptr_t ubase = a, uend = a + bytes;
     entry *victims[MAX_ENTRIES];
-    int nv = 0;
+    int nv = 0, dev = 0;
+    if (gpumem__be->current_device(&dev) != 0)
+        return 0;
     pthread_mutex_lock(&rc.lock);
     /* The limit counts whole pages; the two a buffer shares with its neighbours are not held
      * against it, so a buffer of exactly the limit's size fits. */
@@ -245,43 +256,169 @@ int gpumem__regcache_get(const void *p, size_t bytes, void **out)
             if (rc.e[i].state == E_FREE)
                 slot = &rc.e[i];
     if (slot) {
-        slot->state = E_BUSY;
+        slot->state = E_QUEUED;
         slot->base = base;
         slot->end = end;
         slot->ubase = ubase;
         slot->uend = uend;
-        slot->users = 1;
+        slot->users = 0;
         slot->used = ++rc.tick;
+        slot->dev = dev;
         rc.bytes += end - base;
-        publish(); /* the hooks see the range before it is registered */
+        publish(); /* the hooks see the range from now: a release cancels it */
     }
     pthread_mutex_unlock(&rc.lock);
     for (int i = 0; i < nv; i++) {
         unregister(victims[i]);
         forget(victims[i]);
     }
-    if (!slot)
-        return 0;
+    return 0;
+}
+
+/* Registers the queued entry e (E_BUSY, users 1, taken by the caller): unlocks for the
+ * driver's call, and leaves it E_LIVE and idle, or E_FREE when the driver refused. Locked. */
+static void register_entry(entry *e)
+{
+    uintptr_t base = e->base, end = e->end;
+    int dev = e->dev, token = 0;
+    pthread_mutex_unlock(&rc.lock);
     in_cache++;
-    int err = gpumem__be->host_register((void *)base, end - base);
+    int err = gpumem__be->device_push(dev, &token);
+    if (!err) {
+        err = gpumem__be->host_register((void *)base, end - base);
+        gpumem__be->device_pop(token);
+    }
     in_cache--;
     pthread_mutex_lock(&rc.lock);
+    e->users = 0;
     if (err) {
         rc.n.refused++;
         rc.bytes -= end - base;
-        slot->state = E_FREE;
-        slot->users = 0;
+        e->state = E_FREE;
         publish();
-        pthread_cond_broadcast(&rc.idle);
-        pthread_mutex_unlock(&rc.lock);
-        return 0;
+    } else {
+        rc.n.registered++;
+        e->state = E_LIVE;
     }
-    rc.n.registered++;
-    slot->state = E_LIVE;
+    pthread_cond_broadcast(&rc.idle);
+}
+
+/* The queued entry queued longest, taken for registration (E_BUSY, users 1); NULL when none.
+ * Locked. */
+static entry *take_queued(void)
+{
+    entry *first = NULL;
+    for (int i = 0; i < MAX_ENTRIES; i++) {
+        entry *e = &rc.e[i];
+        if (e->state == E_QUEUED && (!first || e->used < first->used))
+            first = e;
+    }
+    if (first) {
+        first->state = E_BUSY;
+        first->users = 1;
+    }
+    return first;
+}
+
+static void *registrar_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&rc.lock);
+    for (;;) {
+        entry *e = take_queued();
+        if (e)
+            register_entry(e);
+        else
+            pthread_cond_wait(&rc.work, &rc.lock);
+    }
+    return NULL;
+}
+
+/* At exit: ranges still queued are dropped, and a registration under way is waited for, so
+ * that the driver is not torn down under it. */
+static void registrar_stop(void)
+{
+    pthread_mutex_lock(&rc.lock);
+    rc.closing = 1;
+    for (;;) {
+        int busy = 0;
+        for (int i = 0; i < MAX_ENTRIES; i++) {
+            entry *e = &rc.e[i];
+            if (e->state == E_QUEUED) {
+                e->state = E_FREE;
+                rc.bytes -= e->end - e->base;
+            }
+            busy |= e->state == E_BUSY;
+        }
+        if (!busy)
+            break;
+        pthread_cond_wait(&rc.idle, &rc.lock);
+    }
+    publish();
     pthread_mutex_unlock(&rc.lock);
-    in_cache++; /* until put */
-    *out = slot;
-    return 1;
+}
+
+/* Starts the registrar, with every signal blocked so that the program's signals keep going to
+ * its own threads. Unlocked. Returns whether it runs. */
+static int registrar_start(void)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    in_cache++; /* pthread_create may free, which must not wait on the cache's lock */
+    int ok = pthread_create(&t, &attr, registrar_main, NULL) == 0;
+    in_cache--;
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (ok)
+        atexit(registrar_stop);
+    return ok;
+}
+
+void gpumem__regcache_kick(void)
+{
+    pthread_mutex_lock(&rc.lock);
+    int queued = 0;
+    for (int i = 0; i < MAX_ENTRIES && !queued; i++)
+        queued = rc.e[i].state == E_QUEUED;
+    if (!queued || rc.closing) {
+        pthread_mutex_unlock(&rc.lock);
+        return;
+    }
+    if (rc.registrar == R_NONE) {
+        rc.registrar = R_STARTING;
+        pthread_mutex_unlock(&rc.lock);
+        int ok = registrar_start();
+        pthread_mutex_lock(&rc.lock);
+        rc.registrar = ok ? R_RUNNING : R_INLINE;
+    }
+    if (rc.registrar == R_RUNNING) {
+        pthread_cond_signal(&rc.work);
+    } else if (rc.registrar == R_INLINE) {
+        entry *e;
+        while ((e = take_queued()) != NULL)
+            register_entry(e);
+    } /* R_STARTING: the thread that starts the registrar signals it */
+    pthread_mutex_unlock(&rc.lock);
+}
+
+void gpumem__regcache_settle(void)
+{
+    gpumem__regcache_kick();
+    pthread_mutex_lock(&rc.lock);
+    for (;;) {
+        int pending = 0;
+        for (int i = 0; i < MAX_ENTRIES; i++)
+            pending |= rc.e[i].state == E_QUEUED || rc.e[i].state == E_BUSY;
+        if (!pending)
+            break;
+        pthread_cond_wait(&rc.idle, &rc.lock);
+    }
+    pthread_mutex_unlock(&rc.lock);
 }
 
 void gpumem__regcache_put(void *entry_)
@@ -325,6 +462,12 @@ static void drop(uintptr_t a, uintptr_t end, int released, int user)
             uintptr_t lo = user ? e->ubase : e->base, hi = user ? e->uend : e->end;
             if (e->state == E_FREE || e->state == E_DYING || hi <= a || end <= lo)
                 continue;
+            if (e->state == E_QUEUED) { /* not registered yet: nothing to undo */
+                e->state = E_FREE;
+                rc.bytes -= e->end - e->base;
+                publish();
+                continue;
+            }
             if (e->users) {
                 waiting = 1; /* a copy (or the registration) still uses it */
                 continue;
@@ -398,7 +541,8 @@ void gpumem__regcache_counts_get(gpumem__regcache_counts *out)
  * any other gpumem lock (fork.c). In the child, the copies and registrations of the parent's
  * other threads are gone: entries they used are idle, a range they were registering or
  * unregistering is forgotten (a later registration that overlaps it is refused, and that
- * copy is staged), and the condition variable starts afresh, as its waiters did not come
+ * copy is staged), ranges still queued are registered by the child's own copies (it has no
+ * registrar), and the condition variables start afresh, as their waiters did not come
  * along. Without this, a free() in the child of memory a copy was using waited for ever. */
 void gpumem__regcache_at_fork(int phase)
 {
@@ -415,8 +559,10 @@ void gpumem__regcache_at_fork(int phase)
                 e->state = E_FREE;
             e->users = 0;
         }
+        rc.registrar = R_INLINE; /* no thread is started in the child: the copies register */
         publish();
         pthread_cond_init(&rc.idle, NULL);
+        pthread_cond_init(&rc.work, NULL);
     }
     pthread_mutex_unlock(&rc.lock);
 }

@@ -3,15 +3,20 @@
  * is refused; a registered range is pinned host memory to cuPointerGetAttribute).
  *
  * Run with GPUMEM_COPY_STAGE_MIN=1MiB and GPUMEM_REGCACHE=8MiB (tests/CMakeLists.txt), so
- * that 3 MiB buffers are cached and a third one evicts the first. `test_regcache off` expects
+ * that 3 MiB buffers are cached and a third one evicts the first. A buffer's first copy is
+ * staged and queues its registration, which the cache's own thread does after the copy;
+ * gpumem__regcache_settle waits for it where a test needs the range registered. `test_regcache off` expects
  * the cache off, with the reason given as its second argument (GPUMEM_REGCACHE=0). Where the
  * hooks are not linked (sanitizer builds) or the process's free is not gpumem's, the cache is
  * off and the cached scenarios are skipped. */
 #define _DEFAULT_SOURCE
 #include <malloc.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "internal.h"
@@ -65,8 +70,8 @@ static int device_matches(const unsigned char *p, size_t n)
     return same;
 }
 
-/* First copy: a miss that registers; later copies both ways: hits at the same range, and a
- * part of it; the data right every time. */
+/* First copy: a miss, staged, that queues the registration; once registered, later copies
+ * both ways: hits at the same range, and a part of it; the data right every time. */
 static void test_hit_and_miss(void)
 {
     size_t n = 3 * MIB;
@@ -76,14 +81,16 @@ static void test_hit_and_miss(void)
     uint64_t reg0 = registered_copies(), st0 = staged_copies();
     EXPECT_EQ(gpumem_copy(dev, a, n), GPUMEM_OK);
     EXPECT_TRUE(device_matches(a, n));
+    EXPECT_EQ(registered_copies() - reg0, 0);
+    EXPECT_EQ(staged_copies() - st0, 1);
+    gpumem__regcache_settle();
     gpumem__regcache_counts c1 = counts();
     EXPECT_EQ(c1.misses - c0.misses, 1);
     EXPECT_EQ(c1.registered - c0.registered, 1);
     EXPECT_EQ(c1.hits - c0.hits, 0);
+    EXPECT_EQ(c1.entries, 1);
     EXPECT_TRUE(gpumem__sim_registered(a));
     EXPECT_TRUE(gpumem__sim_registered(a + n - 1));
-    EXPECT_EQ(registered_copies() - reg0, 1);
-    EXPECT_EQ(staged_copies() - st0, 0);
 
     memset(a, 0x5A, n);
     EXPECT_EQ(gpumem_copy(dev, a, n), GPUMEM_OK); /* a hit: the new bytes arrive */
@@ -99,8 +106,8 @@ static void test_hit_and_miss(void)
     EXPECT_EQ(c2.hits - c1.hits, 3);
     EXPECT_EQ(c2.misses - c1.misses, 0);
     EXPECT_EQ(c2.registered - c1.registered, 0);
-    EXPECT_EQ(registered_copies() - reg0, 4);
-    EXPECT_EQ(staged_copies() - st0, 0);
+    EXPECT_EQ(registered_copies() - reg0, 3);
+    EXPECT_EQ(staged_copies() - st0, 1);
     /* The program's memory is still pageable to gpumem, though the driver says pinned. */
     EXPECT_TRUE(gpumem__regcache_owns(a));
     EXPECT_EQ(gpumem_copy_async(dev, a, n, NULL), GPUMEM_OK);
@@ -125,11 +132,13 @@ static void test_eviction(void)
     EXPECT_EQ(c0.bytes, 0);
     EXPECT_EQ(gpumem_copy(dev, a, n), GPUMEM_OK);
     EXPECT_EQ(gpumem_copy(dev, b, n), GPUMEM_OK);
+    gpumem__regcache_settle();
 
     EXPECT_EQ(gpumem_copy(dev, a, n), GPUMEM_OK); /* a is now the more recent */
     EXPECT_EQ(counts().entries, 2);
     EXPECT_EQ(gpumem_copy(dev, c, n), GPUMEM_OK);
     EXPECT_TRUE(device_matches(c, n));
+    gpumem__regcache_settle();
     gpumem__regcache_counts c1 = counts();
     EXPECT_EQ(c1.evicted - c0.evicted, 1);
     EXPECT_EQ(c1.entries, 2);
@@ -164,6 +173,7 @@ static void test_release(void)
     unsigned char *a = filled(n, 6);
     ASSERT_NOT_NULL(a);
     EXPECT_EQ(gpumem_copy(dev, a, n), GPUMEM_OK);
+    gpumem__regcache_settle();
     EXPECT_TRUE(gpumem__sim_registered(a));
     unsigned char *a2 = realloc(a, 4 * n);
     ASSERT_NOT_NULL(a2);
@@ -175,12 +185,14 @@ static void test_release(void)
     ASSERT_(EXPECT_TRUE(m != MAP_FAILED));
     memset(m, 7, n);
     EXPECT_EQ(gpumem_copy(dev, m, n), GPUMEM_OK);
+    gpumem__regcache_settle();
     EXPECT_TRUE(gpumem__sim_registered(m));
     EXPECT_EQ(madvise(m, n, MADV_DONTNEED), 0);
     EXPECT_TRUE(!gpumem__sim_registered(m));
     memset(m, 8, n);
     EXPECT_EQ(gpumem_copy(dev, m, n), GPUMEM_OK); /* registered again, the new pages */
     EXPECT_TRUE(device_matches(m, n));
+    gpumem__regcache_settle();
     EXPECT_TRUE(gpumem__sim_registered(m));
     EXPECT_EQ(munmap(m + n / 2, n / 2), 0); /* half of it goes: the whole range is dropped */
     EXPECT_TRUE(!gpumem__sim_registered(m));
@@ -196,6 +208,7 @@ static void test_release(void)
     ASSERT_NOT_NULL(x);
     ASSERT_NOT_NULL(y);
     EXPECT_EQ(gpumem_copy(dev, x, n), GPUMEM_OK);
+    gpumem__regcache_settle();
     free(y);
     EXPECT_TRUE(gpumem__sim_registered(x));
     free(x);
@@ -216,6 +229,7 @@ static void test_neighbours(void)
     uintptr_t page = 4096, a_first = (uintptr_t)a & ~(page - 1);
     gpumem__regcache_counts c0 = counts();
     EXPECT_EQ(gpumem_copy(dev, a, n), GPUMEM_OK);
+    gpumem__regcache_settle();
     EXPECT_TRUE(gpumem__sim_registered(a));
     if ((uintptr_t)c >= a_first && (uintptr_t)c < (uintptr_t)a) {
         /* In a's first page, not in its bytes, and freed inside the next copy of a, as the
@@ -239,8 +253,10 @@ static void test_neighbours(void)
     memset(region, 3, 2 * n + 64);
     gpumem__regcache_counts c1 = counts();
     EXPECT_EQ(gpumem_copy(dev, x, n), GPUMEM_OK);
+    gpumem__regcache_settle();
     EXPECT_EQ(gpumem_copy(dev, y, n), GPUMEM_OK);
     EXPECT_TRUE(device_matches(y, n));
+    gpumem__regcache_settle();
     gpumem__regcache_counts c2 = counts();
     EXPECT_EQ(c2.entries, 1); /* one range for both */
     EXPECT_EQ(c2.registered - c1.registered, 2);
@@ -254,7 +270,9 @@ static void test_neighbours(void)
     mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 }
 
-/* The driver refusing a registration: the copy is staged, correct, and counted as refused. */
+/* The driver refusing a registration: the copy was staged and is correct, the refusal is
+ * counted, nothing stays registered, and the next copy is staged and queues it again (here
+ * the driver then accepts it). */
 static void test_refused(void)
 {
     size_t n = 2 * MIB;
@@ -265,11 +283,18 @@ static void test_refused(void)
     gpumem__sim_fail_register(0, cudaErrorHostMemoryAlreadyRegistered);
     EXPECT_EQ(gpumem_copy(dev, a, n), GPUMEM_OK);
     EXPECT_TRUE(device_matches(a, n));
+    gpumem__regcache_settle();
     EXPECT_EQ(counts().refused - c0.refused, 1);
-    EXPECT_EQ(staged_copies() - st0, 1);
     EXPECT_TRUE(!gpumem__sim_registered(a));
     EXPECT_EQ(counts().entries, 0);
+    EXPECT_EQ(counts().bytes, 0);
+    EXPECT_EQ(gpumem_copy(dev, a, n), GPUMEM_OK); /* not registered: staged again */
+    EXPECT_EQ(staged_copies() - st0, 2);
+    gpumem__regcache_settle();
+    EXPECT_TRUE(gpumem__sim_registered(a));
+    EXPECT_EQ(counts().refused - c0.refused, 1);
     free(a);
+    EXPECT_EQ(counts().entries, 0);
 }
 
 /* Turned off at run time: copies are staged and nothing is registered; on again: cached. */
@@ -286,9 +311,59 @@ static void test_switch(void)
     EXPECT_EQ(gpumem__sim_registered_count(), 0);
     EXPECT_EQ(gpumem__regcache_set_enabled(1), 1);
     EXPECT_EQ(gpumem_copy(dev, a, n), GPUMEM_OK);
+    gpumem__regcache_settle();
     EXPECT_TRUE(gpumem__sim_registered(a));
     gpumem__regcache_reset();
     EXPECT_TRUE(!gpumem__sim_registered(a));
+    free(a);
+}
+
+/* A buffer released right after its first copy, while its registration is queued, under way
+ * or done (whichever the registrar reached): it ends unregistered and uncounted, and nothing
+ * else is left registered. Many rounds, to meet each of those states. */
+static void test_release_while_registering(void)
+{
+    size_t n = 2 * MIB;
+    for (int round = 0; round < 40; round++) {
+        unsigned char *a = filled(n, (unsigned)round);
+        ASSERT_NOT_NULL(a);
+        EXPECT_EQ(gpumem_copy(dev, a, n), GPUMEM_OK);
+        if (round % 3 == 1)
+            sched_yield(); /* give the registrar a start */
+        volatile uintptr_t at = (uintptr_t)a;
+        free(a);
+        EXPECT_TRUE(!gpumem__sim_registered((const void *)at));
+        EXPECT_EQ(counts().entries, 0);
+        EXPECT_EQ(counts().bytes, 0);
+    }
+    gpumem__regcache_settle();
+    EXPECT_EQ(gpumem__sim_registered_count(), 0);
+    EXPECT_EQ(counts().bytes, 0);
+}
+
+/* In a process made by fork there is no registrar: the copy registers the range itself once it
+ * is done, so it is registered when the call returns, and the next copy is a hit. */
+static void test_fork_child(void)
+{
+    size_t n = 2 * MIB;
+    unsigned char *a = filled(n, 21);
+    ASSERT_NOT_NULL(a);
+    pid_t pid = fork();
+    ASSERT_(EXPECT_TRUE(pid >= 0));
+    if (pid == 0) {
+        gpumem__regcache_counts c0 = counts();
+        int ok = gpumem_copy(dev, a, n) == GPUMEM_OK && gpumem__sim_registered(a) &&
+                 counts().registered - c0.registered == 1 &&
+                 gpumem_copy(dev, a, n) == GPUMEM_OK && counts().hits - c0.hits == 1 &&
+                 device_matches(a, n);
+        volatile uintptr_t at = (uintptr_t)a;
+        free(a);
+        ok = ok && !gpumem__sim_registered((const void *)at) && counts().entries == 0;
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    EXPECT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     free(a);
 }
 
@@ -342,6 +417,8 @@ int main(int argc, char **argv)
     RUN(test_neighbours);
     RUN(test_refused);
     RUN(test_switch);
+    RUN(test_release_while_registering);
+    RUN(test_fork_child);
     gpumem_free(dev);
     return harness_exit();
 }
