@@ -435,11 +435,7 @@ static void select_units(struct lint_units *u, const struct lint_strlist *paths)
         if (keep) {
             u->v[k++] = u->v[i];
         } else {
-            free(u->v[i].path);
-            free(u->v[i].abs);
-            free(u->v[i].lang);
-            free(u->v[i].skip);
-            lint_strlist_free(&u->v[i].args);
+            lint_unit_free(&u->v[i]);
         }
     }
     u->n = k;
@@ -487,6 +483,20 @@ static void warn_visible(const char *what, const char *text)
     fprintf(stderr, "gpumem lint: warning: %s", what);
     lint_fputs_visible(stderr, text);
     fputc('\n', stderr);
+}
+
+/** Says which `.c` units are analyzed as CUDA, and why (files.c, lang.c). */
+static void note_as_cuda(const struct lint_options *o, const struct lint_units *u)
+{
+    for (size_t i = 0; i < u->n && !o->quiet; i++) {
+        if (!u->v[i].as_cuda)
+            continue;
+        fputs("gpumem lint: note: ", stderr);
+        lint_fputs_visible(stderr, u->v[i].path);
+        fputs(": analyzed as CUDA, as nvcc -x cu compiles it: ", stderr);
+        lint_fputs_visible(stderr, u->v[i].as_cuda);
+        fputs(" (with -p, the compilation database gives each file's language)\n", stderr);
+    }
 }
 
 /** Adds "PATH: not analyzed: ERROR", and what to do when the error says. */
@@ -592,6 +602,7 @@ static int lint_main(int argc, char **argv, struct lint_options *o, struct lint_
             if (lint_collect_path(o, c->paths.v[i], u) != 0)
                 return LINT_EXIT_USAGE;
         lint_derive_flags(u, &c->extra);
+        note_as_cuda(o, u);
     }
     for (size_t i = 0; i < u->skipped.n; i++)
         lint_strlist_add(problems, u->skipped.v[i]);

@@ -883,6 +883,87 @@ static void test_included_sources(void)
     EXPECT_EQ(count(r.out, "kernels.cu\n"), 1);
 }
 
+/* A `.c` file its build compiles as CUDA (nvcc -x cu) shows it: a launch, a __global__
+ * function, a C++ or CUDA header, in it or in a header of the tree it includes. It is
+ * analyzed as CUDA, with a note saying why; C (also C written for C and C++ alike) stays C;
+ * a compilation database's language wins. */
+static void test_c_as_cuda(void)
+{
+    fresh("c-as-cuda");
+    write_file("launch.c", "/* k<<<1, 1>>>() in a comment */\n"
+                           "void run(void) {\n    k<<<1, 1>>>();\n}\n");
+    write_file("hdr.c", "#include \"util/common.h\"\nint x;\n");
+    write_file("util/common.h", "#pragma once\n\n#include <chrono>\n");
+    write_file("plain.c", "#ifdef __cplusplus\n#include <cstdio>\nextern \"C\" {\n#endif\n"
+                          "const char *s = \"<<<\";\n#if 0\n__global__ void k(void);\n#endif\n"
+                          "#include <stdio.h>\nint y;\n#ifdef __cplusplus\n}\n#endif\n");
+    lint("--no-config", "--print-commands", ".", NULL);
+    EXPECT_EQ(r.rc, 0);
+    EXPECT_EQ(count(r.out, "-x cuda "), 2);
+    EXPECT_EQ(count(r.out, "-x c "), 1);
+    char *plain = strstr(r.out, " -x c ");
+    EXPECT_TRUE(plain && strstr(plain, "plain.c\n") && !strstr(plain, "launch.c"));
+    EXPECT_CONTAINS(r.err, "gpumem lint: note: launch.c: analyzed as CUDA, as nvcc -x cu "
+                           "compiles it: launch.c:3 launches a kernel (<<<) (with -p, the "
+                           "compilation database gives each file's language)");
+    EXPECT_CONTAINS(r.err, "gpumem lint: note: hdr.c: analyzed as CUDA, as nvcc -x cu compiles "
+                           "it: util/common.h:3 includes <chrono>");
+    EXPECT_TRUE(strstr(r.err, "plain.c") == NULL);
+    lint("--no-config", "-q", "--print-commands", ".", NULL);
+    EXPECT_EQ(count(r.out, "-x cuda "), 2);
+    EXPECT_TRUE(strstr(r.err, "note:") == NULL);
+    /* Analyzed (the stand-in reports), the note said on a real run too. */
+    write_file("kernel.c", "__global__ void k(int *p) {}\n"
+                           "int z; // FAKE: gpumem.NeverReleased leak\n");
+    lint("--no-config", "kernel.c", NULL);
+    EXPECT_EQ(r.rc, 1);
+    EXPECT_CONTAINS(r.out, "kernel.c:2:5:");
+    EXPECT_CONTAINS(r.err, "kernel.c:1 declares a __global__ function");
+    /* A database says how its build compiles each file. */
+    char db[1024];
+    snprintf(db, sizeof db, "[{\"directory\": \"%s/c-as-cuda\", \"file\": \"launch.c\", "
+                            "\"command\": \"gcc -c launch.c\"}]", root);
+    write_file("compile_commands.json", db);
+    lint("--no-config", "--print-commands", "-p", ".", NULL);
+    EXPECT_CONTAINS(r.out, " -x c ");
+    EXPECT_TRUE(strstr(r.out, "-x cuda") == NULL);
+    EXPECT_TRUE(strstr(r.err, "note:") == NULL);
+}
+
+/* The signs, one by one: where they count and where they do not. */
+static void test_cuda_sign(void)
+{
+    struct lint_cuda_sign s;
+    static const struct {
+        const char *text;
+        int sign;
+        unsigned line;
+        const char *what;
+    } cases[] = {
+        {"#include <stdio.h>\n#include \"cuda_runtime.h\"\nint x;\n", 0, 0, ""},
+        {"#include <cuda/std/atomic>\n", 1, 1, "includes <cuda/std/atomic>"},
+        {"#include <cub/cub.cuh>\n", 1, 1, "includes <cub/cub.cuh>"},
+        {"/* a\r\n b */\r\n#  include \"kernels.cu\"\r\n", 1, 3, "includes \"kernels.cu\""},
+        {"#define A \\\n  1\n__global__ void k(void);\n", 1, 3, "declares a __global__ function"},
+        {"int my__global__;\nint a = 1 << 2;\n", 0, 0, ""},
+        {"char c = '<'; // <<<\nconst char *s = \"\\\"<<<\";\n", 0, 0, ""},
+        {"#if defined(__CUDACC__)\n#include <vector>\n#elif 1\n#endif\nk<<<1,1>>>();\n", 1, 5,
+         "launches a kernel (<<<)"},
+        {"#ifndef __NVCC__\n#else\n#include <vector>\n#endif\n", 0, 0, ""},
+        {"#if 0\n#include <vector>\n#endif\n", 0, 0, ""},
+        {"#if 0x1\n#include <vector>\n#endif\n", 1, 2, "includes <vector>"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        memset(&s, 0, sizeof s);
+        int got = lint_cuda_sign(cases[i].text, strlen(cases[i].text), &s);
+        EXPECT_EQ(got, cases[i].sign);
+        if (got && cases[i].sign) {
+            EXPECT_EQ(s.line, cases[i].line);
+            EXPECT_STR_EQ(s.what, cases[i].what);
+        }
+    }
+}
+
 static void test_compdb(void)
 {
     fresh("compdb");
@@ -1174,6 +1255,8 @@ int main(int argc, char **argv)
     RUN(test_omp_and_rdc);
     RUN(test_mpi_header);
     RUN(test_included_sources);
+    RUN(test_c_as_cuda);
+    RUN(test_cuda_sign);
     RUN(test_compdb);
     RUN(test_compdb_dedupe_many);
     RUN(test_fifo_and_deep_paths);
