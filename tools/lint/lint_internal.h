@@ -214,7 +214,7 @@ const char *lint_cuda_root(void);
  *  `nvcc -x cu` compiles it, with @c as_cuda saying why. */
 void lint_derive_flags(struct lint_units *u, const struct lint_strlist *user_flags);
 
-/* ---- lang.c ---- */
+/* ---- hints.c ---- */
 /** A sign, in a source's text, that it is CUDA or C++ and not C. */
 struct lint_cuda_sign {
     uint32_t line;  /**< 1-based, as clang counts lines */
@@ -224,6 +224,19 @@ struct lint_cuda_sign {
  *  outside comments, strings and `#if` blocks that test for C++ or CUDA. Returns 1 with the
  *  first one in @p out, or 0. */
 int lint_cuda_sign(const char *text, size_t len, struct lint_cuda_sign *out);
+/** Where a source defines a macro only under a condition. */
+struct lint_define_guard {
+    uint32_t line;      /**< of the #define */
+    uint32_t cond_line; /**< of the condition */
+    int in_else;        /**< 1 when the #define is in the #else branch of @c cond */
+    char cond[200];     /**< "#if defined(NCCL_OS_LINUX)", "#elif ...", "#ifdef FLOAT" */
+};
+/** Finds the first `#define NAME` in @p text: returns 1 with the innermost condition it is
+ *  under (include guards aside), 0 when there is none or it is defined unconditionally. */
+int lint_define_guard(const char *text, size_t len, const char *name, size_t nlen,
+                      struct lint_define_guard *out);
+/** Whether line @p line (1-based) of @p text is an `#error` directive. */
+int lint_error_directive(const char *text, size_t len, uint32_t line);
 
 /* ---- findings (sarif_in.c) ---- */
 /** A location with a message: a step of the path, or a related location. */

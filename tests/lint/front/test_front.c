@@ -349,6 +349,38 @@ static void test_not_analyzed(void)
     EXPECT_CONTAINS(r.err, "'elsewhere.h' file not found (the header is not under the paths "
                            "given: add its folder with -I after --)");
     EXPECT_CONTAINS(r.err, "'cudaThreadSynchronize' (CUDA 13 removed the cudaThread* calls: ");
+    /* A unit that stops for a define its build gives: which -D, where the error shows it. */
+    fresh("defines");
+    write_file("err.cu", "#if defined(FLOAT)\ntypedef float real;\n#else\n"
+                         "  #  error Must define FLOAT // FAKE: error Must define FLOAT\n#endif\n");
+    write_file("os/os.h", "#ifndef OS_H\n#define OS_H\n#define PLAIN 1\n"
+                          "#if X_VERSION > 2 && defined(MY_OS)\n#define MY_WEAK __attribute__((weak))\n"
+                          "#elif defined(OTHER_OS)\n#else\n#define MY_STRONG\n#endif\n#endif\n");
+    write_file("weak.cu", "#include \"os/os.h\"\n"
+                          "MY_WEAK int f(void); // FAKE: error unknown type name 'MY_WEAK'\n");
+    write_file("strong.cu", "#include \"os/os.h\"\n"
+                            "MY_STRONG int g; // FAKE: error unknown type name 'MY_STRONG'\n");
+    write_file("nx.cu", "int a[NX]; // FAKE: error use of undeclared identifier 'NX'\n");
+    write_file("plain.cu", "#include \"os/os.h\"\n"
+                           "int b = PLAIN2; // FAKE: error use of undeclared identifier 'PLAIN'\n");
+    lint("--no-config", "-q", ".", NULL);
+    EXPECT_EQ(r.rc, 3);
+    EXPECT_CONTAINS(r.err, "err.cu:4:1: error: Must define FLOAT (an #error "
+                           "that a define of its build avoids: pass that define after -- (-DNAME "
+                           "for a macro the message names), or give the build's "
+                           "compile_commands.json with -p)");
+    EXPECT_CONTAINS(r.err, "error: unknown type name 'MY_WEAK' (MY_WEAK is defined at os/os.h:5 "
+                           "only under `#if X_VERSION > 2 && defined(MY_OS)` (line 4): pass "
+                           "-DMY_OS after -- if its build defines it, or give the build's "
+                           "compile_commands.json with -p)");
+    EXPECT_CONTAINS(r.err, "(MY_STRONG is defined at os/os.h:8 only in the #else of `#elif "
+                           "defined(OTHER_OS)` (line 6): pass the defines its build gives after "
+                           "--, or give the build's compile_commands.json with -p)");
+    EXPECT_CONTAINS(r.err, "error: use of undeclared identifier 'NX' (if its build defines NX, "
+                           "pass -DNX=VALUE after --, or give the build's compile_commands.json "
+                           "with -p)");
+    /* Defined under its include guard only: not a define of the build's. */
+    EXPECT_CONTAINS(r.err, "'PLAIN' (if its build defines PLAIN, pass -DPLAIN=VALUE");
     fresh("timeout");
     write_file("slow.cu", "// FAKE: hang\n");
     time_t t0 = time(NULL);
@@ -930,6 +962,29 @@ static void test_c_as_cuda(void)
     EXPECT_TRUE(strstr(r.err, "note:") == NULL);
 }
 
+/* Where a macro is defined only under a condition; which line is an #error. */
+static void test_define_guard(void)
+{
+    struct lint_define_guard g;
+    static const char text[] = "#ifndef A_H\n#define A_H\n#define TOP 1\n#ifdef FLOAT\n"
+                               "#  define REAL \\\n float\n#if 0\n#endif\n#define AFTER 2\n"
+                               "#endif\n#error stop\n#endif\n";
+    memset(&g, 0, sizeof g);
+    EXPECT_EQ(lint_define_guard(text, strlen(text), "REAL", 4, &g), 1);
+    EXPECT_EQ(g.line, 5);
+    EXPECT_EQ(g.cond_line, 4);
+    EXPECT_STR_EQ(g.cond, "#ifdef FLOAT");
+    EXPECT_EQ(g.in_else, 0);
+    EXPECT_EQ(lint_define_guard(text, strlen(text), "AFTER", 5, &g), 1);
+    EXPECT_EQ(g.line, 9);
+    EXPECT_EQ(lint_define_guard(text, strlen(text), "TOP", 3, &g), 0);  /* include guard */
+    EXPECT_EQ(lint_define_guard(text, strlen(text), "REA", 3, &g), 0);  /* whole names */
+    EXPECT_EQ(lint_define_guard(text, strlen(text), "NONE", 4, &g), 0);
+    EXPECT_EQ(lint_error_directive(text, strlen(text), 11), 1);
+    EXPECT_EQ(lint_error_directive(text, strlen(text), 10), 0);
+    EXPECT_EQ(lint_error_directive(text, strlen(text), 99), 0);
+}
+
 /* The signs, one by one: where they count and where they do not. */
 static void test_cuda_sign(void)
 {
@@ -1257,6 +1312,7 @@ int main(int argc, char **argv)
     RUN(test_included_sources);
     RUN(test_c_as_cuda);
     RUN(test_cuda_sign);
+    RUN(test_define_guard);
     RUN(test_compdb);
     RUN(test_compdb_dedupe_many);
     RUN(test_fifo_and_deep_paths);

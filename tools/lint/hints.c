@@ -1,4 +1,7 @@
-/* Which `.c` files are CUDA. Some builds compile a `.c` file as CUDA (`nvcc -x cu`, as
+/* What a source's text says about the build that compiles it, for units without a
+ * compilation database.
+ *
+ * Which `.c` files are CUDA. Some builds compile a `.c` file as CUDA (`nvcc -x cu`, as
  * HeCBench's leukocyte, miniFE and cm do), and clang, told only the file's name, parses it as
  * C and stops at the first `<<<` or `#include <chrono>`: 5 of the 1440 units of the coverage
  * sweep (docs/perf/lint-coverage-2026-12-02-c.md). A C compiler refuses such a file, so the
@@ -8,7 +11,13 @@
  * counts, and only outside `#if` blocks that test __cplusplus, __CUDACC__, __NVCC__ or
  * __CUDA_ARCH__ (a header written for C and C++ alike) or are `#if 0`. A compilation
  * database says how the build compiles each file, so its units are not read (flags.c asks
- * only for units without one). */
+ * only for units without one).
+ *
+ * Which define a unit lacks. 41 units of the same sweep stop for a macro their build defines
+ * (-DFLOAT, -Ddfloat=double, nccl-tests' NCCL_OS_LINUX): at an `#error` the code uses to say
+ * so, or at a name that is only defined under an `#if` of that macro (nccl-tests' NCCL_WEAK,
+ * defined only `#if defined(NCCL_OS_LINUX)`). The message names that `#if`, so the user
+ * knows which -D to pass. */
 #define _POSIX_C_SOURCE 200809L
 #include "lint_internal.h"
 
@@ -195,6 +204,158 @@ int lint_cuda_sign(const char *text, size_t len, struct lint_cuda_sign *out)
             continue;
         }
         p++;
+    }
+    return 0;
+}
+
+/** The next line of [*p, end) as one directive would read it (backslash continuations
+ *  joined), with its first line's number; 0 at the end. */
+static int next_line(const char **p, const char *end, uint32_t *line, const char **start,
+                     const char **eol, uint32_t *first)
+{
+    if (*p >= end)
+        return 0;
+    *start = *p;
+    *first = *line;
+    const char *q = *p;
+    for (;;) {
+        while (q < end && *q != '\n' && *q != '\r')
+            q++;
+        int cont = q > *start && q[-1] == '\\';
+        *eol = q;
+        if (q < end)
+            q += *q == '\r' && q + 1 < end && q[1] == '\n' ? 2 : 1;
+        (*line)++;
+        if (!cont || q >= end)
+            break;
+    }
+    *p = q;
+    return 1;
+}
+
+/** The directive on [p, eol): its word (after `#`) and what follows it; 0 when none. */
+static int directive_word(const char *p, const char *eol, const char **w, size_t *wl,
+                          const char **rest)
+{
+    while (p < eol && (*p == ' ' || *p == '\t'))
+        p++;
+    if (p >= eol || *p != '#')
+        return 0;
+    p++;
+    while (p < eol && (*p == ' ' || *p == '\t'))
+        p++;
+    *w = p;
+    while (p < eol && *p >= 'a' && *p <= 'z')
+        p++;
+    *wl = (size_t)(p - *w);
+    while (p < eol && (*p == ' ' || *p == '\t'))
+        p++;
+    *rest = p;
+    return 1;
+}
+
+/** The identifier at [p, end): its length. */
+static size_t ident_len(const char *p, const char *end)
+{
+    size_t n = 0;
+    while (p + n < end && ident_char(p[n]))
+        n++;
+    return n;
+}
+
+#define GUARD_DEPTH 64
+
+int lint_define_guard(const char *text, size_t len, const char *name, size_t nlen,
+                      struct lint_define_guard *out)
+{
+    struct {
+        const char *cond; /* the #if/#ifdef/#ifndef/#elif line of the branch open */
+        size_t cond_len;
+        uint32_t line;
+        int in_else;
+        int include_guard; /* #ifndef X followed by #define X */
+        const char *ifndef;
+        size_t ifndef_len;
+    } st[GUARD_DEPTH];
+    int depth = 0, last_if = 0;
+    const char *p = text, *end = text + len, *start, *eol, *w, *rest;
+    uint32_t line = 1, at;
+    size_t wl;
+    while (next_line(&p, end, &line, &start, &eol, &at)) {
+        if (!directive_word(start, eol, &w, &wl, &rest))
+            continue;
+        int opens = (wl == 2 && memcmp(w, "if", 2) == 0) || (wl == 5 && memcmp(w, "ifdef", 5) == 0) ||
+                    (wl == 6 && memcmp(w, "ifndef", 6) == 0);
+        if (opens && depth < GUARD_DEPTH) {
+            st[depth].cond = start;
+            st[depth].cond_len = (size_t)(eol - start);
+            st[depth].line = at;
+            st[depth].in_else = 0;
+            st[depth].include_guard = 0;
+            st[depth].ifndef = wl == 6 ? rest : NULL;
+            st[depth].ifndef_len = wl == 6 ? ident_len(rest, eol) : 0;
+            last_if = 1;
+            depth++;
+            continue;
+        }
+        if (opens) {
+            depth++;
+            continue;
+        }
+        int define = wl == 6 && memcmp(w, "define", 6) == 0;
+        if (define && last_if && depth && depth <= GUARD_DEPTH && st[depth - 1].ifndef &&
+            st[depth - 1].ifndef_len == ident_len(rest, eol) &&
+            memcmp(st[depth - 1].ifndef, rest, st[depth - 1].ifndef_len) == 0)
+            st[depth - 1].include_guard = 1;
+        last_if = 0;
+        if (depth && depth <= GUARD_DEPTH && ((wl == 4 && memcmp(w, "elif", 4) == 0) ||
+                                             (wl == 4 && memcmp(w, "else", 4) == 0))) {
+            if (w[2] == 'i') {
+                st[depth - 1].cond = start;
+                st[depth - 1].cond_len = (size_t)(eol - start);
+                st[depth - 1].line = at;
+            } else {
+                st[depth - 1].in_else = 1;
+            }
+            continue;
+        }
+        if (wl == 5 && memcmp(w, "endif", 5) == 0) {
+            if (depth)
+                depth--;
+            continue;
+        }
+        if (!define || ident_len(rest, eol) != nlen || memcmp(rest, name, nlen) != 0)
+            continue;
+        for (int k = (depth < GUARD_DEPTH ? depth : GUARD_DEPTH) - 1; k >= 0; k--) {
+            if (st[k].include_guard)
+                continue;
+            const char *c = st[k].cond;
+            size_t cl = st[k].cond_len;
+            while (cl && (*c == ' ' || *c == '\t'))
+                c++, cl--;
+            while (cl && (c[cl - 1] == ' ' || c[cl - 1] == '\t' || c[cl - 1] == '\r'))
+                cl--;
+            out->line = at;
+            out->cond_line = st[k].line;
+            out->in_else = st[k].in_else;
+            snprintf(out->cond, sizeof out->cond, "%.*s", (int)cl, c);
+            return 1;
+        }
+        return 0; /* defined unconditionally here */
+    }
+    return 0;
+}
+
+int lint_error_directive(const char *text, size_t len, uint32_t want)
+{
+    const char *p = text, *end = text + len, *start, *eol, *w, *rest;
+    uint32_t line = 1, at;
+    size_t wl;
+    while (next_line(&p, end, &line, &start, &eol, &at)) {
+        if (at < want)
+            continue;
+        return at == want && directive_word(start, eol, &w, &wl, &rest) && wl == 5 &&
+               memcmp(w, "error", 5) == 0;
     }
     return 0;
 }
