@@ -855,6 +855,7 @@ static void test_omp_and_rdc(void)
     EXPECT_EQ(count(r.out, "-fgpu-defer-diag"), 1);
     /* What GCC warns about and clang stops at: warnings, as the build has them. */
     EXPECT_CONTAINS(r.out, "-Wno-register ");
+    EXPECT_CONTAINS(r.out, "-Wno-error=reserved-user-defined-literal ");
     write_file("old.c", "int z;\n");
     lint("--no-config", "--print-commands", "old.c", NULL);
     EXPECT_CONTAINS(r.out, " -x c -Wno-error=implicit-function-declaration ");
