@@ -475,6 +475,9 @@ static const struct {
                  "texture objects"},
     {"cudaBindTexture", "texture references were removed in CUDA 12 (nvcc rejects them too): "
                         "port to texture objects"},
+    {"reference to 'byte' is ambiguous", "C++17's std::byte meets the program's own byte under "
+                                         "`using namespace std`: pass the standard its build "
+                                         "uses after --, such as -std=c++14"},
 };
 
 /** "gpumem lint: warning: " WHAT TEXT on stderr, with TEXT's control characters shown as

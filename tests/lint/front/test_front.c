@@ -344,11 +344,15 @@ static void test_not_analyzed(void)
     fresh("nofix");
     write_file("nohdr.cu", "// FAKE: error 'elsewhere.h' file not found\n");
     write_file("old.cu", "// FAKE: error use of undeclared identifier 'cudaThreadSynchronize'\n");
+    write_file("byte.cpp", "// FAKE: error reference to 'byte' is ambiguous\n");
     lint("--no-config", ".", NULL);
     EXPECT_EQ(r.rc, 3);
     EXPECT_CONTAINS(r.err, "'elsewhere.h' file not found (the header is not under the paths "
                            "given: add its folder with -I after --)");
     EXPECT_CONTAINS(r.err, "'cudaThreadSynchronize' (CUDA 13 removed the cudaThread* calls: ");
+    EXPECT_CONTAINS(r.err, "error: reference to 'byte' is ambiguous (C++17's std::byte meets the "
+                           "program's own byte under `using namespace std`: pass the standard its "
+                           "build uses after --, such as -std=c++14)");
     /* A unit that stops for a define its build gives: which -D, where the error shows it. */
     fresh("defines");
     write_file("err.cu", "#if defined(FLOAT)\ntypedef float real;\n#else\n"
