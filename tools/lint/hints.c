@@ -265,83 +265,80 @@ static size_t ident_len(const char *p, const char *end)
 
 #define GUARD_DEPTH 64
 
+/** An open #if block, as lint_define_guard tracks it. */
+struct branch {
+    const char *cond; /* the #if/#ifdef/#ifndef/#elif line of the branch taken so far */
+    size_t cond_len;
+    uint32_t line;
+    int in_else;
+    int include_guard;  /* #ifndef X followed at once by #define X */
+    const char *ifndef; /* X of #ifndef X, or NULL */
+    size_t ifndef_len;
+};
+
+static int word_is(const char *w, size_t wl, const char *word)
+{
+    return wl == strlen(word) && memcmp(w, word, wl) == 0;
+}
+
+/** Fills @p out from the innermost open block that is not an include guard; 0 when none. */
+static int guard_of(const struct branch *st, int depth, uint32_t at, struct lint_define_guard *out)
+{
+    for (int k = (depth < GUARD_DEPTH ? depth : GUARD_DEPTH) - 1; k >= 0; k--) {
+        if (st[k].include_guard)
+            continue;
+        const char *c = st[k].cond;
+        size_t cl = st[k].cond_len;
+        while (cl && (*c == ' ' || *c == '\t'))
+            c++, cl--;
+        while (cl && (c[cl - 1] == ' ' || c[cl - 1] == '\t' || c[cl - 1] == '\r'))
+            cl--;
+        out->line = at;
+        out->cond_line = st[k].line;
+        out->in_else = st[k].in_else;
+        snprintf(out->cond, sizeof out->cond, "%.*s", (int)cl, c);
+        return 1;
+    }
+    return 0; /* defined unconditionally */
+}
+
 int lint_define_guard(const char *text, size_t len, const char *name, size_t nlen,
                       struct lint_define_guard *out)
 {
-    struct {
-        const char *cond; /* the #if/#ifdef/#ifndef/#elif line of the branch open */
-        size_t cond_len;
-        uint32_t line;
-        int in_else;
-        int include_guard; /* #ifndef X followed by #define X */
-        const char *ifndef;
-        size_t ifndef_len;
-    } st[GUARD_DEPTH];
-    int depth = 0, last_if = 0;
+    struct branch st[GUARD_DEPTH];
+    int depth = 0, after_if = 0;
     const char *p = text, *end = text + len, *start, *eol, *w, *rest;
     uint32_t line = 1, at;
     size_t wl;
     while (next_line(&p, end, &line, &start, &eol, &at)) {
         if (!directive_word(start, eol, &w, &wl, &rest))
             continue;
-        int opens = (wl == 2 && memcmp(w, "if", 2) == 0) || (wl == 5 && memcmp(w, "ifdef", 5) == 0) ||
-                    (wl == 6 && memcmp(w, "ifndef", 6) == 0);
-        if (opens && depth < GUARD_DEPTH) {
-            st[depth].cond = start;
-            st[depth].cond_len = (size_t)(eol - start);
-            st[depth].line = at;
-            st[depth].in_else = 0;
-            st[depth].include_guard = 0;
-            st[depth].ifndef = wl == 6 ? rest : NULL;
-            st[depth].ifndef_len = wl == 6 ? ident_len(rest, eol) : 0;
-            last_if = 1;
-            depth++;
-            continue;
-        }
-        if (opens) {
-            depth++;
-            continue;
-        }
-        int define = wl == 6 && memcmp(w, "define", 6) == 0;
-        if (define && last_if && depth && depth <= GUARD_DEPTH && st[depth - 1].ifndef &&
-            st[depth - 1].ifndef_len == ident_len(rest, eol) &&
-            memcmp(st[depth - 1].ifndef, rest, st[depth - 1].ifndef_len) == 0)
-            st[depth - 1].include_guard = 1;
-        last_if = 0;
-        if (depth && depth <= GUARD_DEPTH && ((wl == 4 && memcmp(w, "elif", 4) == 0) ||
-                                             (wl == 4 && memcmp(w, "else", 4) == 0))) {
-            if (w[2] == 'i') {
-                st[depth - 1].cond = start;
-                st[depth - 1].cond_len = (size_t)(eol - start);
-                st[depth - 1].line = at;
-            } else {
-                st[depth - 1].in_else = 1;
+        struct branch *top = depth && depth <= GUARD_DEPTH ? &st[depth - 1] : NULL;
+        if (word_is(w, wl, "if") || word_is(w, wl, "ifdef") || word_is(w, wl, "ifndef")) {
+            if (depth < GUARD_DEPTH) {
+                int ifndef = word_is(w, wl, "ifndef");
+                st[depth] = (struct branch){start, (size_t)(eol - start), at, 0, 0,
+                                            ifndef ? rest : NULL, ifndef ? ident_len(rest, eol) : 0};
             }
+            depth++;
+            after_if = 1;
             continue;
         }
-        if (wl == 5 && memcmp(w, "endif", 5) == 0) {
-            if (depth)
-                depth--;
-            continue;
+        int define = word_is(w, wl, "define");
+        size_t dl = define ? ident_len(rest, eol) : 0;
+        if (define && after_if && top && top->ifndef && top->ifndef_len == dl &&
+            memcmp(top->ifndef, rest, dl) == 0)
+            top->include_guard = 1;
+        after_if = 0;
+        if (top && word_is(w, wl, "elif")) {
+            *top = (struct branch){start, (size_t)(eol - start), at, 0, top->include_guard, NULL, 0};
+        } else if (top && word_is(w, wl, "else")) {
+            top->in_else = 1;
+        } else if (word_is(w, wl, "endif")) {
+            depth -= depth > 0;
+        } else if (define && dl == nlen && memcmp(rest, name, nlen) == 0) {
+            return guard_of(st, depth, at, out);
         }
-        if (!define || ident_len(rest, eol) != nlen || memcmp(rest, name, nlen) != 0)
-            continue;
-        for (int k = (depth < GUARD_DEPTH ? depth : GUARD_DEPTH) - 1; k >= 0; k--) {
-            if (st[k].include_guard)
-                continue;
-            const char *c = st[k].cond;
-            size_t cl = st[k].cond_len;
-            while (cl && (*c == ' ' || *c == '\t'))
-                c++, cl--;
-            while (cl && (c[cl - 1] == ' ' || c[cl - 1] == '\t' || c[cl - 1] == '\r'))
-                cl--;
-            out->line = at;
-            out->cond_line = st[k].line;
-            out->in_else = st[k].in_else;
-            snprintf(out->cond, sizeof out->cond, "%.*s", (int)cl, c);
-            return 1;
-        }
-        return 0; /* defined unconditionally here */
     }
     return 0;
 }
