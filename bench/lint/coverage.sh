@@ -3,27 +3,39 @@
 # each benchmark's folder and the include folders its own Makefiles name (-I), and why the
 # others are not analysed (clang's first error, classified). Prints a Markdown table.
 #
-# usage: bench/lint/coverage.sh [--parse] GPUMEM BENCH_FOLDER...
+# usage: bench/lint/coverage.sh [--parse] [--defines] GPUMEM BENCH_FOLDER...
 #   GPUMEM        build/tools/gpumem (or build/tools/lint/gpumem-lint-dev)
 #   BENCH_FOLDER  one benchmark each (e.g. HeCBench's src/*-cuda, Rodinia's cuda/*, a
 #                 checkout of nccl-tests); each is given to one `gpumem lint` run
 #   --parse       quick: run each unit's analyzer command line as `gpumem lint
 #                 --print-commands` gives it, with clang's -fsyntax-only instead of --analyze
 #                 (parse errors only; a unit that parses is almost always analysed)
+#   --defines     also give each benchmark the -D flags its Makefile gives (the files named
+#                 Makefile, makefile or GNUmakefile in the folder and its subfolders, read as
+#                 make reads them with no variable set on the command line: assignments,
+#                 $(VAR) and ifeq/ifneq/ifdef/ifndef; a flag whose value is left with a `$`
+#                 is dropped): what a user who passes their build's defines after `--` gets
 # PLUGIN: --analyzer-plugin (with --parse, any file will do). JOBS (default 2) benchmarks at once; TIMEOUT (default 600) seconds per unit.
 # FINDINGS (without --parse): a file that gets every finding of the run, one JSON object a
 # line with the benchmark folder added ("folder"), for reading them (precision). A folder's code
 # base (a row of the table) is the first of hecbench, rodinia, nccl-tests in its path, else
 # the name of its parent folder. Units not analysed are listed on stderr with clang's error.
 set -eu
-parse=0
-if [ "${1:-}" = --parse ]; then parse=1; shift; fi
-gpumem=${1:?usage: bench/lint/coverage.sh [--parse] GPUMEM BENCH_FOLDER...}
+parse=0 defines=0
+while :; do
+  case ${1:-} in
+    --parse) parse=1; shift ;;
+    --defines) defines=1; shift ;;
+    *) break ;;
+  esac
+done
+gpumem=${1:?usage: bench/lint/coverage.sh [--parse] [--defines] GPUMEM BENCH_FOLDER...}
 shift
-exec python3 - "$parse" "$gpumem" "$@" <<'PY'
+exec python3 - "$parse" "$defines" "$gpumem" "$@" <<'PY'
 import concurrent.futures as cf, glob, json, os, re, subprocess, sys, threading
 
-parse, gpumem, folders = sys.argv[1] == "1", os.path.abspath(sys.argv[2]), sys.argv[3:]
+parse, defines = sys.argv[1] == "1", sys.argv[2] == "1"
+gpumem, folders = os.path.abspath(sys.argv[3]), sys.argv[4:]
 jobs = int(os.environ.get("JOBS", "2"))
 lock = threading.Lock()
 timeout = int(os.environ.get("TIMEOUT", "600"))
@@ -47,6 +59,88 @@ def own_includes(folder):
             p = os.path.normpath(os.path.join(os.path.dirname(mk), d))
             if os.path.isdir(p) and f"-I{p}" not in flags:
                 flags.append(f"-I{p}")
+    return flags
+
+def make_lines(path):
+    """A Makefile's logical lines: continuations joined, comments dropped."""
+    try:
+        text = open(path, errors="replace").read()
+    except OSError:
+        return []
+    out = []
+    for line in re.sub(r"\\\n", " ", text).splitlines():
+        line = re.sub(r"(?<!\\)#.*", "", line)
+        if line.strip():
+            out.append(line)
+    return out
+
+def make_expand(value, env, depth=0):
+    """$(VAR) and ${VAR} with the values set so far (unset: empty); $(func ...) is kept."""
+    if depth > 8:
+        return value
+    def one(m):
+        name = m.group(1) or m.group(2)
+        return make_expand(env.get(name, ""), env, depth + 1)
+    return re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_.]*)\)|\$\{([A-Za-z_][A-Za-z0-9_.]*)\}", one, value)
+
+def make_condition(line, env):
+    """ifeq/ifneq/ifdef/ifndef's truth, or None when the line is not one."""
+    m = re.match(r"\s*(ifeq|ifneq|ifdef|ifndef)\s+(.*)$", line)
+    if not m:
+        return None
+    kind, rest = m.group(1), m.group(2).strip()
+    if kind in ("ifdef", "ifndef"):
+        v = env.get(make_expand(rest, env), "")
+        return bool(v.strip()) == (kind == "ifdef")
+    m2 = re.match(r"\((.*),(.*)\)$", rest) or re.match(r"[\"'](.*)[\"']\s+[\"'](.*)[\"']$", rest)
+    if not m2:
+        return False
+    a, b = (make_expand(x, env).strip() for x in m2.groups())
+    return (a == b) == (kind == "ifeq")
+
+def own_defines(folder):
+    """The -D flags the benchmark's Makefiles give, first definition of a name wins."""
+    flags, names = [], set()
+    for mk in sorted(glob.glob(f"{folder}/[Mm]akefile") + glob.glob(f"{folder}/GNUmakefile")
+                     + glob.glob(f"{folder}/*/[Mm]akefile")):
+        env, stack, recipes = {}, [], []  # stack: (branch taken, some branch taken) per if
+        for line in make_lines(mk):
+            active = all(t for t, _ in stack)
+            word = line.split()[0]
+            if word == "else":
+                taken, any_taken = stack[-1] if stack else (False, True)
+                rest = line.split(None, 1)[1] if len(line.split()) > 1 else ""
+                cond = make_condition(rest, env) if rest else True
+                if stack:
+                    stack[-1] = (not any_taken and bool(cond), any_taken or bool(cond))
+                continue
+            if word == "endif":
+                if stack:
+                    stack.pop()
+                continue
+            cond = make_condition(line, env)
+            if cond is not None:
+                stack.append((cond, cond))
+                continue
+            if not active:
+                continue
+            if line.startswith("\t"):
+                recipes.append(line)
+                continue
+            m = re.match(r"\s*(?:override\s+|export\s+)?([A-Za-z_][A-Za-z0-9_.]*)\s*([:?+!]?)=\s*(.*)$", line)
+            if m:
+                name, op, value = m.groups()
+                if op == "?" and name in env:
+                    continue
+                value = make_expand(value, env) if op == ":" else value
+                env[name] = (env.get(name, "") + " " + value) if op == "+" else value
+        text = " ".join(make_expand(v, env) for v in list(env.values()) + recipes)
+        for d in re.findall(r"(?<![\w-])-D\s*([A-Za-z_][A-Za-z0-9_]*(?:=[^\s'\"]*)?)", text):
+            name = d.split("=")[0]
+            if "$" in d or "(" in d or name in names:
+                continue
+            names.add(name)
+            flags.append("-D" + d)
     return flags
 
 def parse_units(folder, flags):
@@ -129,7 +223,7 @@ def codebase(folder):
     return parts[-2]
 
 def run(folder):
-    flags = own_includes(folder)
+    flags = own_includes(folder) + (own_defines(folder) if defines else [])
     return folder, (parse_units if parse else analyse_units)(folder, flags)
 
 totals, reasons, failures = {}, {}, []

@@ -144,15 +144,20 @@ const char *lint_unit_lang(const char *name)
     return "c++";
 }
 
+void lint_unit_free(struct lint_unit *x)
+{
+    free(x->path);
+    free(x->abs);
+    free(x->lang);
+    free(x->skip);
+    free(x->as_cuda);
+    lint_strlist_free(&x->args);
+}
+
 void lint_units_free(struct lint_units *u)
 {
-    for (size_t i = 0; i < u->n; i++) {
-        free(u->v[i].path);
-        free(u->v[i].abs);
-        free(u->v[i].lang);
-        free(u->v[i].skip);
-        lint_strlist_free(&u->v[i].args);
-    }
+    for (size_t i = 0; i < u->n; i++)
+        lint_unit_free(&u->v[i]);
     free(u->v);
     lint_strlist_free(&u->headers);
     lint_strlist_free(&u->skipped);

@@ -317,6 +317,16 @@ static void scan_includes(const struct lint_units *u, const struct search *s,
     const char *why;
     if (lint_read_file(file, (size_t)64 << 20, &text, &len, &why, why_buf, sizeof why_buf))
         return;
+    struct lint_cuda_sign sign;
+    if (!x->as_cuda && strcmp(x->lang, "c") == 0 && lint_cuda_sign(text, len, &sign)) {
+        char *shown = lint_path_display(file);
+        size_t n = strlen(shown ? shown : file) + strlen(sign.what) + 24;
+        x->as_cuda = malloc(n);
+        if (x->as_cuda)
+            snprintf(x->as_cuda, n, "%s:%u %s", shown ? shown : file, (unsigned)sign.line,
+                     sign.what);
+        free(shown);
+    }
     char *here = strdup(file);
     char *slash = here ? strrchr(here, '/') : NULL;
     if (slash) {
@@ -361,11 +371,7 @@ static void drop_units(struct lint_units *u, const unsigned char *drop)
             u->v[k++] = u->v[i];
             continue;
         }
-        free(u->v[i].path);
-        free(u->v[i].abs);
-        free(u->v[i].lang);
-        free(u->v[i].skip);
-        lint_strlist_free(&u->v[i].args);
+        lint_unit_free(&u->v[i]);
     }
     u->n = k;
 }
@@ -405,6 +411,11 @@ void lint_derive_flags(struct lint_units *u, const struct lint_strlist *user_fla
             continue;
         struct lint_strlist seen = {0};
         scan_includes(u, &s, x, x->abs, &seen, 0);
+        char *cuda = x->as_cuda ? strdup("cuda") : NULL;
+        if (cuda) {
+            free(x->lang);
+            x->lang = cuda;
+        }
         for (size_t k = 1; k < seen.n; k++) {
             size_t j = unit_at(u, seen.v[k]);
             struct edge *g = j < u->n && j != i ? lint_array_grow(e, ne, &cap, sizeof *e) : NULL;

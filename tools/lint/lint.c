@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "lint_internal.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdio.h>
@@ -435,11 +436,7 @@ static void select_units(struct lint_units *u, const struct lint_strlist *paths)
         if (keep) {
             u->v[k++] = u->v[i];
         } else {
-            free(u->v[i].path);
-            free(u->v[i].abs);
-            free(u->v[i].lang);
-            free(u->v[i].skip);
-            lint_strlist_free(&u->v[i].args);
+            lint_unit_free(&u->v[i]);
         }
     }
     u->n = k;
@@ -478,6 +475,9 @@ static const struct {
                  "texture objects"},
     {"cudaBindTexture", "texture references were removed in CUDA 12 (nvcc rejects them too): "
                         "port to texture objects"},
+    {"reference to 'byte' is ambiguous", "C++17's std::byte meets the program's own byte under "
+                                         "`using namespace std`: pass the standard its build "
+                                         "uses after --, such as -std=c++14"},
 };
 
 /** "gpumem lint: warning: " WHAT TEXT on stderr, with TEXT's control characters shown as
@@ -489,13 +489,171 @@ static void warn_visible(const char *what, const char *text)
     fputc('\n', stderr);
 }
 
+/** Says which `.c` units are analyzed as CUDA, and why (hints.c). */
+static void note_as_cuda(const struct lint_options *o, const struct lint_units *u)
+{
+    for (size_t i = 0; i < u->n && !o->quiet; i++) {
+        if (!u->v[i].as_cuda)
+            continue;
+        fputs("gpumem lint: note: ", stderr);
+        lint_fputs_visible(stderr, u->v[i].path);
+        fputs(": analyzed as CUDA, as nvcc -x cu compiles it: ", stderr);
+        lint_fputs_visible(stderr, u->v[i].as_cuda);
+        fputs(" (with -p, the compilation database gives each file's language)\n", stderr);
+    }
+}
+
+/** The name quoted after @p phrase in clang's @p error ("unknown type name 'dfloat'"): its
+ *  start and length, or NULL. */
+static const char *quoted_after(const char *error, const char *phrase, size_t *len)
+{
+    const char *p = strstr(error, phrase);
+    if (!p)
+        return NULL;
+    p += strlen(phrase);
+    const char *e = strchr(p, '\'');
+    if (!e || e == p)
+        return NULL;
+    *len = (size_t)(e - p);
+    return p;
+}
+
+/** Whether clang's first error ("FILE:LINE:COL: error: ...") is at an #error directive. */
+static int at_error_directive(const char *error)
+{
+    const char *colon = strstr(error, ": error: ");
+    if (!colon)
+        return 0;
+    const char *p = colon;
+    int seps = 0;
+    while (p > error && seps < 2)
+        if (*--p == ':')
+            seps++;
+    if (seps < 2)
+        return 0;
+    char file[4096];
+    snprintf(file, sizeof file, "%.*s", (int)(p - error), error);
+    unsigned long line = strtoul(p + 1, NULL, 10);
+    char *text, why_buf[64];
+    size_t len;
+    const char *why;
+    if (!line || lint_read_file(file, (size_t)64 << 20, &text, &len, &why, why_buf,
+                                sizeof why_buf) != 0)
+        return 0;
+    int hit = lint_error_directive(text, len, (uint32_t)line);
+    free(text);
+    return hit;
+}
+
+/** The first source of the walked tree (headers, then units) that defines NAME only under a
+ *  condition: "FILE:LINE" and the condition into @p g. */
+static int find_guard(const struct lint_units *u, const char *name, size_t nlen, char *where,
+                      size_t cap, struct lint_define_guard *g)
+{
+    size_t n = u->headers.n + u->n;
+    for (size_t i = 0; i < n && i < 4096; i++) {
+        const char *file = i < u->headers.n ? u->headers.v[i] : u->v[i - u->headers.n].abs;
+        char *text, why_buf[64];
+        size_t len;
+        const char *why;
+        if (lint_read_file(file, (size_t)16 << 20, &text, &len, &why, why_buf,
+                           sizeof why_buf) != 0)
+            continue;
+        int hit = lint_define_guard(text, len, name, nlen, g);
+        free(text);
+        if (hit) {
+            char *shown = lint_path_display(file);
+            snprintf(where, cap, "%s:%u", shown ? shown : file, (unsigned)g->line);
+            free(shown);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/** The macro a condition tests for being defined (`#ifdef X`; `#if defined(X)`, the first
+ *  such; else `#elif X`'s first name): its start and length, or NULL (`#ifndef`, none). */
+static const char *cond_macro(const char *cond, size_t *len)
+{
+    const char *p = cond + 1;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (strncmp(p, "ifndef", 6) == 0)
+        return NULL;
+    while (*p && *p != ' ' && *p != '\t' && *p != '(')
+        p++; /* the directive's word */
+    const char *first = NULL;
+    size_t first_len = 0;
+    for (int after_defined = 0;;) {
+        while (*p && !(isalpha((unsigned char)*p) || *p == '_'))
+            p++;
+        const char *w = p;
+        while (isalnum((unsigned char)*p) || *p == '_')
+            p++;
+        if (p == w)
+            break;
+        if ((size_t)(p - w) == 7 && strncmp(w, "defined", 7) == 0) {
+            after_defined = 1;
+            continue;
+        }
+        if (after_defined || strncmp(cond + 1, "ifdef", 5) == 0) {
+            *len = (size_t)(p - w);
+            return w;
+        }
+        if (!first) {
+            first = w;
+            first_len = (size_t)(p - w);
+        }
+    }
+    *len = first_len;
+    return first;
+}
+
+/** What to do about a unit that stops for a define its build gives, when the error shows one:
+ *  an #error, or a name the build may define (or that is defined only under an #if). */
+static void define_hint(const struct lint_units *u, const char *error, char *out, size_t cap)
+{
+    static const char db[] = "or give the build's compile_commands.json with -p";
+    out[0] = '\0';
+    size_t nlen = 0, mlen = 0;
+    const char *name = quoted_after(error, "use of undeclared identifier '", &nlen);
+    if (!name)
+        name = quoted_after(error, "unknown type name '", &nlen);
+    struct lint_define_guard g;
+    char where[4200];
+    if (at_error_directive(error)) {
+        snprintf(out, cap, "an #error that a define of its build avoids: pass that define after "
+                           "-- (-DNAME for a macro the message names), %s", db);
+    } else if (name && find_guard(u, name, nlen, where, sizeof where, &g)) {
+        const char *macro = g.in_else ? NULL : cond_macro(g.cond, &mlen);
+        char pass[300];
+        if (macro)
+            snprintf(pass, sizeof pass, "pass -D%.*s after -- if its build defines it", (int)mlen,
+                     macro);
+        else
+            snprintf(pass, sizeof pass, "pass the defines its build gives after --");
+        snprintf(out, cap, "%.*s is defined at %s only %s `%s` (line %u): %s, %s", (int)nlen, name,
+                 where, g.in_else ? "in the #else of" : "under", g.cond, (unsigned)g.cond_line,
+                 pass, db);
+    } else if (name) {
+        snprintf(out, cap, "if its build defines %.*s, pass -D%.*s=VALUE after --, %s", (int)nlen,
+                 name, (int)nlen, name, db);
+    }
+}
+
 /** Adds "PATH: not analyzed: ERROR", and what to do when the error says. */
-static void add_not_analyzed(struct lint_strlist *problems, const char *path, const char *error)
+static void add_not_analyzed(struct lint_strlist *problems, const struct lint_units *u,
+                             const char *path, const char *error)
 {
     const char *fix = NULL;
     for (size_t k = 0; error && !fix && k < sizeof parse_fixes / sizeof parse_fixes[0]; k++)
         if (strstr(error, parse_fixes[k].error))
             fix = parse_fixes[k].fix;
+    char hint[600];
+    if (error && !fix) {
+        define_hint(u, error, hint, sizeof hint);
+        fix = hint[0] ? hint : NULL;
+    }
     if (!error)
         error = "unknown failure";
     size_t n = strlen(path) + strlen(error) + (fix ? strlen(fix) : 0) + 40;
@@ -592,6 +750,7 @@ static int lint_main(int argc, char **argv, struct lint_options *o, struct lint_
             if (lint_collect_path(o, c->paths.v[i], u) != 0)
                 return LINT_EXIT_USAGE;
         lint_derive_flags(u, &c->extra);
+        note_as_cuda(o, u);
     }
     for (size_t i = 0; i < u->skipped.n; i++)
         lint_strlist_add(problems, u->skipped.v[i]);
@@ -661,7 +820,7 @@ static int lint_main(int argc, char **argv, struct lint_options *o, struct lint_
             res[i].error = strdup(msg);
         }
         if (res[i].status)
-            add_not_analyzed(problems, u->v[i].path, res[i].error);
+            add_not_analyzed(problems, u, u->v[i].path, res[i].error);
     }
     if (plugin_failed) {
         fprintf(stderr, "gpumem lint: error: clang could not load the analyzer plugin %s "

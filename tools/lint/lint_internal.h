@@ -152,6 +152,8 @@ struct lint_unit {
     int from_db;              /**< 1 when the flags came from a compilation database */
     char *skip;               /**< why the unit is not analyzed, or NULL */
     int named;                /**< 1 when named on the command line (not found by a walk) */
+    char *as_cuda;            /**< a `.c` unit analyzed as CUDA: why ("FILE:LINE launches a
+                                   kernel (<<<)"), or NULL */
 };
 struct lint_units {
     struct lint_unit *v;
@@ -160,6 +162,8 @@ struct lint_units {
     struct lint_strlist skipped; /**< "PATH: why" for things that were not collected */
     struct lint_strlist roots;   /**< absolute folders walked (for deriving flags) */
 };
+/** Frees what one unit holds (not the unit itself). */
+void lint_unit_free(struct lint_unit *x);
 void lint_units_free(struct lint_units *u);
 /** Writes s with control characters as escapes (\\n, \\t, \\xNN): a file name that holds a
  *  newline cannot make a line of its own in text output. */
@@ -205,8 +209,34 @@ const char *lint_cuda_root(void);
 /** Adds, to each unit without flags from a database, -I for the folders of the walked tree
  *  that hold the headers it includes and the compiler would not find otherwise (beside the
  *  includer, in @p user_flags' folders, among the system's), and GCC's omp.h folder when it
- *  includes omp.h; drops the walked units that another unit includes. */
+ *  includes omp.h; drops the walked units that another unit includes. A `.c` unit whose
+ *  text or tree headers show it is CUDA or C++ (lint_cuda_sign) becomes a CUDA unit, as
+ *  `nvcc -x cu` compiles it, with @c as_cuda saying why. */
 void lint_derive_flags(struct lint_units *u, const struct lint_strlist *user_flags);
+
+/* ---- hints.c ---- */
+/** A sign, in a source's text, that it is CUDA or C++ and not C. */
+struct lint_cuda_sign {
+    uint32_t line;  /**< 1-based, as clang counts lines */
+    char what[160]; /**< "launches a kernel (<<<)", "includes <chrono>" ... */
+};
+/** Looks for a kernel launch, a `__global__` function or an include of a C++ or CUDA header,
+ *  outside comments, strings and `#if` blocks that test for C++ or CUDA. Returns 1 with the
+ *  first one in @p out, or 0. */
+int lint_cuda_sign(const char *text, size_t len, struct lint_cuda_sign *out);
+/** Where a source defines a macro only under a condition. */
+struct lint_define_guard {
+    uint32_t line;      /**< of the #define */
+    uint32_t cond_line; /**< of the condition */
+    int in_else;        /**< 1 when the #define is in the #else branch of @c cond */
+    char cond[200];     /**< "#if defined(NCCL_OS_LINUX)", "#elif ...", "#ifdef FLOAT" */
+};
+/** Finds the first `#define NAME` in @p text: returns 1 with the innermost condition it is
+ *  under (include guards aside), 0 when there is none or it is defined unconditionally. */
+int lint_define_guard(const char *text, size_t len, const char *name, size_t nlen,
+                      struct lint_define_guard *out);
+/** Whether line @p line (1-based) of @p text is an `#error` directive. */
+int lint_error_directive(const char *text, size_t len, uint32_t line);
 
 /* ---- findings (sarif_in.c) ---- */
 /** A location with a message: a step of the path, or a related location. */

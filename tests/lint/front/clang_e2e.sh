@@ -3,8 +3,10 @@
 # on tests/lint/front/clang/: a CUDA unit with a finding, its path and its allocation note;
 # a C unit whose finding is suppressed; a C++ unit that does not compile (exit status 3, its
 # first error named); host code nvcc compiles and clang's CUDA mode alone does not (nvcc/:
-# host min/max, isfinite, clock, __stcs, a program's own min, omp.h, a launch from a kernel),
-# each analyzed. Usage: clang_e2e.sh GPUMEM_LINT CLANG PLUGIN SOURCE_DIR
+# host min/max, isfinite, clock, __stcs, a program's own min, omp.h, a launch from a kernel, a
+# kernel calling a function declared for the host and defined for the device, a C++98 string
+# literal with a macro right after it ("%"PRIu64), a .c file that is CUDA), each analyzed.
+# Usage: clang_e2e.sh GPUMEM_LINT CLANG PLUGIN SOURCE_DIR
 set -u
 lint=$1 clang=$2 plugin=$3 src=$4
 out=$(mktemp -d)
@@ -26,7 +28,8 @@ if grep -q "leak.c:" "$out/stdout"; then echo "FAIL: the suppressed finding was 
   >"$out/nvcc.out" 2>"$out/nvcc.err"
 rc=$?
 [ "$rc" -eq 0 ] || { echo "FAIL: nvcc/: exit status $rc, expected 0"; cat "$out/nvcc.err"; fail=1; }
-check "in 4 files" "$out/nvcc.out"
+check "in 7 files" "$out/nvcc.out"
+check "note: nvcc/launch_in_c.c: analyzed as CUDA, as nvcc -x cu compiles it: nvcc/launch_in_c.c:5 declares a __global__ function" "$out/nvcc.err"
 "$lint" --no-config --clang="$clang" --analyzer-plugin="$plugin" --format=sarif leak.cu \
   >"$out/sarif" 2>"$out/stderr2"
 rc=$?

@@ -344,11 +344,47 @@ static void test_not_analyzed(void)
     fresh("nofix");
     write_file("nohdr.cu", "// FAKE: error 'elsewhere.h' file not found\n");
     write_file("old.cu", "// FAKE: error use of undeclared identifier 'cudaThreadSynchronize'\n");
+    write_file("byte.cpp", "// FAKE: error reference to 'byte' is ambiguous\n");
     lint("--no-config", ".", NULL);
     EXPECT_EQ(r.rc, 3);
     EXPECT_CONTAINS(r.err, "'elsewhere.h' file not found (the header is not under the paths "
                            "given: add its folder with -I after --)");
     EXPECT_CONTAINS(r.err, "'cudaThreadSynchronize' (CUDA 13 removed the cudaThread* calls: ");
+    EXPECT_CONTAINS(r.err, "error: reference to 'byte' is ambiguous (C++17's std::byte meets the "
+                           "program's own byte under `using namespace std`: pass the standard its "
+                           "build uses after --, such as -std=c++14)");
+    /* A unit that stops for a define its build gives: which -D, where the error shows it. */
+    fresh("defines");
+    write_file("err.cu", "#if defined(FLOAT)\ntypedef float real;\n#else\n"
+                         "  #  error Must define FLOAT // FAKE: error Must define FLOAT\n#endif\n");
+    write_file("os/os.h", "#ifndef OS_H\n#define OS_H\n#define PLAIN 1\n"
+                          "#if X_VERSION > 2 && defined(MY_OS)\n#define MY_WEAK __attribute__((weak))\n"
+                          "#elif defined(OTHER_OS)\n#else\n#define MY_STRONG\n#endif\n#endif\n");
+    write_file("weak.cu", "#include \"os/os.h\"\n"
+                          "MY_WEAK int f(void); // FAKE: error unknown type name 'MY_WEAK'\n");
+    write_file("strong.cu", "#include \"os/os.h\"\n"
+                            "MY_STRONG int g; // FAKE: error unknown type name 'MY_STRONG'\n");
+    write_file("nx.cu", "int a[NX]; // FAKE: error use of undeclared identifier 'NX'\n");
+    write_file("plain.cu", "#include \"os/os.h\"\n"
+                           "int b = PLAIN2; // FAKE: error use of undeclared identifier 'PLAIN'\n");
+    lint("--no-config", "-q", ".", NULL);
+    EXPECT_EQ(r.rc, 3);
+    EXPECT_CONTAINS(r.err, "err.cu:4:1: error: Must define FLOAT (an #error "
+                           "that a define of its build avoids: pass that define after -- (-DNAME "
+                           "for a macro the message names), or give the build's "
+                           "compile_commands.json with -p)");
+    EXPECT_CONTAINS(r.err, "error: unknown type name 'MY_WEAK' (MY_WEAK is defined at os/os.h:5 "
+                           "only under `#if X_VERSION > 2 && defined(MY_OS)` (line 4): pass "
+                           "-DMY_OS after -- if its build defines it, or give the build's "
+                           "compile_commands.json with -p)");
+    EXPECT_CONTAINS(r.err, "(MY_STRONG is defined at os/os.h:8 only in the #else of `#elif "
+                           "defined(OTHER_OS)` (line 6): pass the defines its build gives after "
+                           "--, or give the build's compile_commands.json with -p)");
+    EXPECT_CONTAINS(r.err, "error: use of undeclared identifier 'NX' (if its build defines NX, "
+                           "pass -DNX=VALUE after --, or give the build's compile_commands.json "
+                           "with -p)");
+    /* Defined under its include guard only: not a define of the build's. */
+    EXPECT_CONTAINS(r.err, "'PLAIN' (if its build defines PLAIN, pass -DPLAIN=VALUE");
     fresh("timeout");
     write_file("slow.cu", "// FAKE: hang\n");
     time_t t0 = time(NULL);
@@ -819,8 +855,11 @@ static void test_omp_and_rdc(void)
     EXPECT_EQ(r.rc, 0);
     /* A launch from device code needs relocatable device code: every CUDA unit has it. */
     EXPECT_EQ(count(r.out, "-fgpu-rdc"), 1);
+    /* Device code's errors deferred, as a host-only run never emits that code. */
+    EXPECT_EQ(count(r.out, "-fgpu-defer-diag"), 1);
     /* What GCC warns about and clang stops at: warnings, as the build has them. */
     EXPECT_CONTAINS(r.out, "-Wno-register ");
+    EXPECT_CONTAINS(r.out, "-Wno-error=reserved-user-defined-literal ");
     write_file("old.c", "int z;\n");
     lint("--no-config", "--print-commands", "old.c", NULL);
     EXPECT_CONTAINS(r.out, " -x c -Wno-error=implicit-function-declaration ");
@@ -881,6 +920,110 @@ static void test_included_sources(void)
     /* Named on the command line, it is analyzed alone all the same. */
     lint("--no-config", "--print-commands", "main.cu", "kernels.cu", NULL);
     EXPECT_EQ(count(r.out, "kernels.cu\n"), 1);
+}
+
+/* A `.c` file its build compiles as CUDA (nvcc -x cu) shows it: a launch, a __global__
+ * function, a C++ or CUDA header, in it or in a header of the tree it includes. It is
+ * analyzed as CUDA, with a note saying why; C (also C written for C and C++ alike) stays C;
+ * a compilation database's language wins. */
+static void test_c_as_cuda(void)
+{
+    fresh("c-as-cuda");
+    write_file("launch.c", "/* k<<<1, 1>>>() in a comment */\n"
+                           "void run(void) {\n    k<<<1, 1>>>();\n}\n");
+    write_file("hdr.c", "#include \"util/common.h\"\nint x;\n");
+    write_file("util/common.h", "#pragma once\n\n#include <chrono>\n");
+    write_file("plain.c", "#ifdef __cplusplus\n#include <cstdio>\nextern \"C\" {\n#endif\n"
+                          "const char *s = \"<<<\";\n#if 0\n__global__ void k(void);\n#endif\n"
+                          "#include <stdio.h>\nint y;\n#ifdef __cplusplus\n}\n#endif\n");
+    lint("--no-config", "--print-commands", ".", NULL);
+    EXPECT_EQ(r.rc, 0);
+    EXPECT_EQ(count(r.out, "-x cuda "), 2);
+    EXPECT_EQ(count(r.out, "-x c "), 1);
+    char *plain = strstr(r.out, " -x c ");
+    EXPECT_TRUE(plain && strstr(plain, "plain.c\n") && !strstr(plain, "launch.c"));
+    EXPECT_CONTAINS(r.err, "gpumem lint: note: launch.c: analyzed as CUDA, as nvcc -x cu "
+                           "compiles it: launch.c:3 launches a kernel (<<<) (with -p, the "
+                           "compilation database gives each file's language)");
+    EXPECT_CONTAINS(r.err, "gpumem lint: note: hdr.c: analyzed as CUDA, as nvcc -x cu compiles "
+                           "it: util/common.h:3 includes <chrono>");
+    EXPECT_TRUE(strstr(r.err, "plain.c") == NULL);
+    lint("--no-config", "-q", "--print-commands", ".", NULL);
+    EXPECT_EQ(count(r.out, "-x cuda "), 2);
+    EXPECT_TRUE(strstr(r.err, "note:") == NULL);
+    /* Analyzed (the stand-in reports), the note said on a real run too. */
+    write_file("kernel.c", "__global__ void k(int *p) {}\n"
+                           "int z; // FAKE: gpumem.NeverReleased leak\n");
+    lint("--no-config", "kernel.c", NULL);
+    EXPECT_EQ(r.rc, 1);
+    EXPECT_CONTAINS(r.out, "kernel.c:2:5:");
+    EXPECT_CONTAINS(r.err, "kernel.c:1 declares a __global__ function");
+    /* A database says how its build compiles each file. */
+    char db[1024];
+    snprintf(db, sizeof db, "[{\"directory\": \"%s/c-as-cuda\", \"file\": \"launch.c\", "
+                            "\"command\": \"gcc -c launch.c\"}]", root);
+    write_file("compile_commands.json", db);
+    lint("--no-config", "--print-commands", "-p", ".", NULL);
+    EXPECT_CONTAINS(r.out, " -x c ");
+    EXPECT_TRUE(strstr(r.out, "-x cuda") == NULL);
+    EXPECT_TRUE(strstr(r.err, "note:") == NULL);
+}
+
+/* Where a macro is defined only under a condition; which line is an #error. */
+static void test_define_guard(void)
+{
+    struct lint_define_guard g;
+    static const char text[] = "#ifndef A_H\n#define A_H\n#define TOP 1\n#ifdef FLOAT\n"
+                               "#  define REAL \\\n float\n#if 0\n#endif\n#define AFTER 2\n"
+                               "#endif\n#error stop\n#endif\n";
+    memset(&g, 0, sizeof g);
+    EXPECT_EQ(lint_define_guard(text, strlen(text), "REAL", 4, &g), 1);
+    EXPECT_EQ(g.line, 5);
+    EXPECT_EQ(g.cond_line, 4);
+    EXPECT_STR_EQ(g.cond, "#ifdef FLOAT");
+    EXPECT_EQ(g.in_else, 0);
+    EXPECT_EQ(lint_define_guard(text, strlen(text), "AFTER", 5, &g), 1);
+    EXPECT_EQ(g.line, 9);
+    EXPECT_EQ(lint_define_guard(text, strlen(text), "TOP", 3, &g), 0);  /* include guard */
+    EXPECT_EQ(lint_define_guard(text, strlen(text), "REA", 3, &g), 0);  /* whole names */
+    EXPECT_EQ(lint_define_guard(text, strlen(text), "NONE", 4, &g), 0);
+    EXPECT_EQ(lint_error_directive(text, strlen(text), 11), 1);
+    EXPECT_EQ(lint_error_directive(text, strlen(text), 10), 0);
+    EXPECT_EQ(lint_error_directive(text, strlen(text), 99), 0);
+}
+
+/* The signs, one by one: where they count and where they do not. */
+static void test_cuda_sign(void)
+{
+    struct lint_cuda_sign s;
+    static const struct {
+        const char *text;
+        int sign;
+        unsigned line;
+        const char *what;
+    } cases[] = {
+        {"#include <stdio.h>\n#include \"cuda_runtime.h\"\nint x;\n", 0, 0, ""},
+        {"#include <cuda/std/atomic>\n", 1, 1, "includes <cuda/std/atomic>"},
+        {"#include <cub/cub.cuh>\n", 1, 1, "includes <cub/cub.cuh>"},
+        {"/* a\r\n b */\r\n#  include \"kernels.cu\"\r\n", 1, 3, "includes \"kernels.cu\""},
+        {"#define A \\\n  1\n__global__ void k(void);\n", 1, 3, "declares a __global__ function"},
+        {"int my__global__;\nint a = 1 << 2;\n", 0, 0, ""},
+        {"char c = '<'; // <<<\nconst char *s = \"\\\"<<<\";\n", 0, 0, ""},
+        {"#if defined(__CUDACC__)\n#include <vector>\n#elif 1\n#endif\nk<<<1,1>>>();\n", 1, 5,
+         "launches a kernel (<<<)"},
+        {"#ifndef __NVCC__\n#else\n#include <vector>\n#endif\n", 0, 0, ""},
+        {"#if 0\n#include <vector>\n#endif\n", 0, 0, ""},
+        {"#if 0x1\n#include <vector>\n#endif\n", 1, 2, "includes <vector>"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        memset(&s, 0, sizeof s);
+        int got = lint_cuda_sign(cases[i].text, strlen(cases[i].text), &s);
+        EXPECT_EQ(got, cases[i].sign);
+        if (got && cases[i].sign) {
+            EXPECT_EQ(s.line, cases[i].line);
+            EXPECT_STR_EQ(s.what, cases[i].what);
+        }
+    }
 }
 
 static void test_compdb(void)
@@ -1174,6 +1317,9 @@ int main(int argc, char **argv)
     RUN(test_omp_and_rdc);
     RUN(test_mpi_header);
     RUN(test_included_sources);
+    RUN(test_c_as_cuda);
+    RUN(test_cuda_sign);
+    RUN(test_define_guard);
     RUN(test_compdb);
     RUN(test_compdb_dedupe_many);
     RUN(test_fifo_and_deep_paths);
