@@ -8,7 +8,9 @@
 // flag that decides whether the body checks a launch (a made-up path on
 // which the body skips its check). Right after the widening, this puts back
 // the values of the scalar locals and parameters the loop does not write,
-// and the tracking of the allocations they point to.
+// and the tracking of the allocations they point to. A loop inside other
+// loops counts as its whole nest: what the outer loops write (their
+// counters) stays forgotten, so the path can leave them too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,6 +56,23 @@ void collectVars(const Stmt *S, const ParentMap &PM, VarSet &Seen,
 
 bool isLoop(const Stmt *S) {
   return isa_and_nonnull<ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(S);
+}
+
+/// The outermost loop of the function that contains \p Loop (Loop itself
+/// when it is in no other). The engine counts a loop head's visits on the
+/// whole path, not per entrance: once an inner loop was widened, the next
+/// round of an outer loop reaches the inner head past the visit limit and
+/// the path ends there. The widening forgets the frame's variables, the
+/// outer loops' counters with them, and so lets the path leave the outer
+/// loops as well; putting back the counters of the outer loops would make
+/// a loop that the path cannot leave (a constant bound, an unrolled loop)
+/// end every path at the inner head on its next round.
+const Stmt *outermostLoop(const Stmt *Loop, const ParentMap &PM) {
+  const Stmt *Outer = Loop;
+  for (const Stmt *S = PM.getParent(Loop); S; S = PM.getParent(S))
+    if (isLoop(S))
+      Outer = S;
+  return Outer;
 }
 
 /// The state before the engine widened the loop at this entrance, or null
@@ -156,7 +175,8 @@ void MemoryChecker::checkBlockEntrance(const BlockEntrance &BE,
   const ParentMap &PM = LC->getParentMap();
   VarSet InFunction, WrittenInFunction, InLoop, WrittenInLoop;
   collectVars(LC->getDecl()->getBody(), PM, InFunction, WrittenInFunction);
-  collectVars(BE.getBlock()->getTerminatorStmt(), PM, InLoop, WrittenInLoop);
+  collectVars(outermostLoop(BE.getBlock()->getTerminatorStmt(), PM), PM, InLoop,
+              WrittenInLoop);
   if (const auto *FD = dyn_cast<FunctionDecl>(LC->getDecl()))
     for (const ParmVarDecl *P : FD->parameters())
       InFunction.insert(P);
