@@ -8,13 +8,13 @@
 // flag that decides whether the body checks a launch (a made-up path on
 // which the body skips its check). Right after the widening, this puts back
 // the values of the scalar locals and parameters the loop does not write,
-// and the tracking of the allocations they point to. A loop nest that
-// calls nothing and writes only local variables (a check loop over the
+// and the tracking of the allocations they point to. A loop inside other
+// loops counts as its whole nest: what the outer loops write (their
+// counters) stays forgotten, so the path can leave them too. A nest that
+// calls nothing and writes only local variables (a loop that checks
 // results) is widened from the state before the widening instead, with
 // only those variables forgotten: the engine's widening also forgets every
-// global, pointers to allocations kept in global arrays with them. A loop inside other
-// loops counts as its whole nest: what the outer loops write (their
-// counters) stays forgotten, so the path can leave them too.
+// global, and with them the pointers kept in global arrays.
 //
 //===----------------------------------------------------------------------===//
 
