@@ -8,7 +8,13 @@
 // flag that decides whether the body checks a launch (a made-up path on
 // which the body skips its check). Right after the widening, this puts back
 // the values of the scalar locals and parameters the loop does not write,
-// and the tracking of the allocations they point to.
+// and the tracking of the allocations they point to. A loop inside other
+// loops counts as its whole nest: what the outer loops write (their
+// counters) stays forgotten, so the path can leave them too. A nest that
+// calls nothing and writes only local variables (a loop that checks
+// results) is widened from the state before the widening instead, with
+// only those variables forgotten: the engine's widening also forgets every
+// global, and with them the pointers kept in global arrays.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,6 +60,23 @@ void collectVars(const Stmt *S, const ParentMap &PM, VarSet &Seen,
 
 bool isLoop(const Stmt *S) {
   return isa_and_nonnull<ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(S);
+}
+
+/// The outermost loop of the function that contains \p Loop (Loop itself
+/// when it is in no other). The engine counts a loop head's visits on the
+/// whole path, not per entrance: once an inner loop was widened, the next
+/// round of an outer loop reaches the inner head past the visit limit and
+/// the path ends there. The widening forgets the frame's variables, the
+/// outer loops' counters with them, and so lets the path leave the outer
+/// loops as well; putting back the counters of the outer loops would make
+/// a loop that the path cannot leave (a constant bound, an unrolled loop)
+/// end every path at the inner head on its next round.
+const Stmt *outermostLoop(const Stmt *Loop, const ParentMap &PM) {
+  const Stmt *Outer = Loop;
+  for (const Stmt *S = PM.getParent(Loop); S; S = PM.getParent(S))
+    if (isLoop(S))
+      Outer = S;
+  return Outer;
 }
 
 /// The state before the engine widened the loop at this entrance, or null
@@ -108,6 +131,35 @@ SVal conditionValue(const Expr *E, ProgramStateRef State,
   return UnknownVal();
 }
 
+/// A local variable of the function, not a reference (a write to a
+/// reference writes what it refers to).
+bool isPlainLocal(const Expr *E) {
+  const auto *DR = dyn_cast<DeclRefExpr>(E->IgnoreParenImpCasts());
+  const auto *VD = DR ? dyn_cast<VarDecl>(DR->getDecl()) : nullptr;
+  return VD && VD->hasLocalStorage() && !VD->getType()->isReferenceType();
+}
+
+/// \p S calls nothing (no call, launch, construction, new or delete) and
+/// writes nothing but local variables: what it changes is what
+/// collectVars() takes as written.
+bool writesOnlyLocals(const Stmt *S) {
+  if (!S)
+    return true;
+  if (isa<CallExpr, CXXConstructExpr, CXXNewExpr, CXXDeleteExpr, LambdaExpr,
+          AsmStmt, CXXThrowExpr>(S))
+    return false;
+  if (const auto *BO = dyn_cast<BinaryOperator>(S))
+    if (BO->isAssignmentOp() && !isPlainLocal(BO->getLHS()))
+      return false;
+  if (const auto *UO = dyn_cast<UnaryOperator>(S))
+    if (UO->isIncrementDecrementOp() && !isPlainLocal(UO->getSubExpr()))
+      return false;
+  for (const Stmt *Child : S->children())
+    if (!writesOnlyLocals(Child))
+      return false;
+  return true;
+}
+
 const Expr *loopCondition(const Stmt *Loop) {
   if (const auto *FS = dyn_cast<ForStmt>(Loop))
     return FS->getCond();
@@ -156,10 +208,26 @@ void MemoryChecker::checkBlockEntrance(const BlockEntrance &BE,
   const ParentMap &PM = LC->getParentMap();
   VarSet InFunction, WrittenInFunction, InLoop, WrittenInLoop;
   collectVars(LC->getDecl()->getBody(), PM, InFunction, WrittenInFunction);
-  collectVars(BE.getBlock()->getTerminatorStmt(), PM, InLoop, WrittenInLoop);
+  const Stmt *Nest = outermostLoop(BE.getBlock()->getTerminatorStmt(), PM);
+  collectVars(Nest, PM, InLoop, WrittenInLoop);
   if (const auto *FD = dyn_cast<FunctionDecl>(LC->getDecl()))
     for (const ParmVarDecl *P : FD->parameters())
       InFunction.insert(P);
+
+  if (writesOnlyLocals(Nest) && !BE.getBlock()->empty()) {
+    // The state before the widening, with the nest's variables forgotten.
+    llvm::SmallVector<const MemRegion *, 16> Regions;
+    for (const VarDecl *VD : WrittenInLoop) {
+      const DeclContext *DC = VD->getParentFunctionOrMethod();
+      if (DC && Decl::castFromDeclContext(DC) == LC->getDecl())
+        Regions.push_back(Before->getLValue(VD, LC).getAsRegion());
+    }
+    ProgramStateRef State = Before->invalidateRegions(
+        Regions, ConstCFGElementRef(BE.getBlock(), 0), C.blockCount(), LC,
+        /*CausesPointerEscape=*/true);
+    C.addTransition(State);
+    return;
+  }
 
   ProgramStateRef State = C.getState();
   for (const VarDecl *VD : InFunction) {
