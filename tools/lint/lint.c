@@ -632,9 +632,11 @@ static void define_hint(const struct lint_units *u, const char *error, char *out
                      macro);
         else
             snprintf(pass, sizeof pass, "pass the defines its build gives after --");
-        snprintf(out, cap, "%.*s is defined at %s only %s `%s` (line %u): %s, %s", (int)nlen, name,
-                 where, g.in_else ? "in the #else of" : "under", g.cond, (unsigned)g.cond_line,
-                 pass, db);
+        int n = snprintf(out, cap, "%.*s is defined at %s only %s `%s` (line %u): %s, %s",
+                         (int)nlen, name, where, g.in_else ? "in the #else of" : "under", g.cond,
+                         (unsigned)g.cond_line, pass, db);
+        if (n < 0)
+            out[0] = '\0'; /* cut short (a very long path) is still a useful hint */
     } else if (name) {
         snprintf(out, cap, "if its build defines %.*s, pass -D%.*s=VALUE after --, %s", (int)nlen,
                  name, (int)nlen, name, db);
