@@ -281,24 +281,12 @@ static char *resolve(const struct lint_units *u, const struct search *s, struct 
 static int include_name(const char *p, const char *eol, const char **name, size_t *nlen,
                         int *quoted)
 {
-    while (p < eol && (*p == ' ' || *p == '\t'))
-        p++;
-    if (p >= eol || *p != '#')
+    const char *w, *rest;
+    size_t wl;
+    char close;
+    if (!lint_directive(p, eol, &w, &wl, &rest) || wl != 7 || memcmp(w, "include", 7) != 0 ||
+        !lint_include_target(rest, eol, name, nlen, &close))
         return 0;
-    p++;
-    while (p < eol && (*p == ' ' || *p == '\t'))
-        p++;
-    if (eol - p <= 7 || memcmp(p, "include", 7) != 0)
-        return 0;
-    p += 7;
-    while (p < eol && (*p == ' ' || *p == '\t'))
-        p++;
-    char close = p < eol && *p == '"' ? '"' : p < eol && *p == '<' ? '>' : 0;
-    const char *e = close ? memchr(p + 1, close, (size_t)(eol - p - 1)) : NULL;
-    if (!e || e == p + 1)
-        return 0;
-    *name = p + 1;
-    *nlen = (size_t)(e - p - 1);
     *quoted = close == '"';
     return 1;
 }

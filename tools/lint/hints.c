@@ -79,16 +79,48 @@ static int found(struct scan *s, const char *what)
     return 1;
 }
 
-/** A preprocessor directive from just after its '#' to @p eol: tracks the #if blocks, and
- *  returns 1 for an include of a C++ or CUDA header outside a guarded block. */
-static int directive(struct scan *s, const char *p, const char *eol)
+int lint_directive(const char *p, const char *eol, const char **w, size_t *wl, const char **rest)
 {
     while (p < eol && (*p == ' ' || *p == '\t'))
         p++;
-    const char *w = p;
+    if (p >= eol || *p != '#')
+        return 0;
+    p++;
+    while (p < eol && (*p == ' ' || *p == '\t'))
+        p++;
+    *w = p;
     while (p < eol && *p >= 'a' && *p <= 'z')
         p++;
-    size_t wl = (size_t)(p - w);
+    *wl = (size_t)(p - *w);
+    while (p < eol && (*p == ' ' || *p == '\t'))
+        p++;
+    *rest = p;
+    return 1;
+}
+
+int lint_include_target(const char *p, const char *eol, const char **name, size_t *nlen,
+                        char *close)
+{
+    while (p < eol && (*p == ' ' || *p == '\t'))
+        p++;
+    char c = p < eol && *p == '"' ? '"' : p < eol && *p == '<' ? '>' : 0;
+    const char *e = c ? memchr(p + 1, c, (size_t)(eol - p - 1)) : NULL;
+    if (!e || e == p + 1)
+        return 0;
+    *name = p + 1;
+    *nlen = (size_t)(e - p - 1);
+    *close = c;
+    return 1;
+}
+
+/** The preprocessor directive on [p, eol), p at its '#': tracks the #if blocks, and returns 1
+ *  for an include of a C++ or CUDA header outside a guarded block. */
+static int directive(struct scan *s, const char *p, const char *eol)
+{
+    const char *w;
+    size_t wl;
+    if (!lint_directive(p, eol, &w, &wl, &p))
+        return 0;
     if ((wl == 2 && memcmp(w, "if", 2) == 0) || (wl == 5 && memcmp(w, "ifdef", 5) == 0) ||
         (wl == 6 && memcmp(w, "ifndef", 6) == 0)) {
         s->depth++;
@@ -103,13 +135,13 @@ static int directive(struct scan *s, const char *p, const char *eol)
         if (s->depth)
             s->depth--;
     } else if (wl == 7 && memcmp(w, "include", 7) == 0 && !s->guard) {
-        while (p < eol && (*p == ' ' || *p == '\t'))
-            p++;
-        char close = p < eol && *p == '<' ? '>' : p < eol && *p == '"' ? '"' : 0;
-        const char *e = close ? memchr(p + 1, close, (size_t)(eol - p - 1)) : NULL;
-        if (e && e > p + 1 && cxx_header(p + 1, (size_t)(e - p - 1))) {
+        const char *name;
+        size_t nlen;
+        char close;
+        if (lint_include_target(p, eol, &name, &nlen, &close) && cxx_header(name, nlen)) {
             char what[sizeof s->out->what];
-            snprintf(what, sizeof what, "includes %c%.*s%c", *p, (int)(e - p - 1), p + 1, close);
+            snprintf(what, sizeof what, "includes %c%.*s%c", close == '>' ? '<' : '"',
+                     (int)nlen, name, close);
             return found(s, what);
         }
     }
@@ -181,7 +213,7 @@ int lint_cuda_sign(const char *text, size_t len, struct lint_cuda_sign *out)
             const char *eol = directive_end(&s, p + 1);
             uint32_t after = s.line;
             s.line = at;
-            if (directive(&s, p + 1, eol))
+            if (directive(&s, p, eol))
                 return 1;
             s.line = after;
             p = eol;
@@ -230,27 +262,6 @@ static int next_line(const char **p, const char *end, uint32_t *line, const char
             break;
     }
     *p = q;
-    return 1;
-}
-
-/** The directive on [p, eol): its word (after `#`) and what follows it; 0 when none. */
-static int directive_word(const char *p, const char *eol, const char **w, size_t *wl,
-                          const char **rest)
-{
-    while (p < eol && (*p == ' ' || *p == '\t'))
-        p++;
-    if (p >= eol || *p != '#')
-        return 0;
-    p++;
-    while (p < eol && (*p == ' ' || *p == '\t'))
-        p++;
-    *w = p;
-    while (p < eol && *p >= 'a' && *p <= 'z')
-        p++;
-    *wl = (size_t)(p - *w);
-    while (p < eol && (*p == ' ' || *p == '\t'))
-        p++;
-    *rest = p;
     return 1;
 }
 
@@ -311,7 +322,7 @@ int lint_define_guard(const char *text, size_t len, const char *name, size_t nle
     uint32_t line = 1, at;
     size_t wl;
     while (next_line(&p, end, &line, &start, &eol, &at)) {
-        if (!directive_word(start, eol, &w, &wl, &rest))
+        if (!lint_directive(start, eol, &w, &wl, &rest))
             continue;
         struct branch *top = depth && depth <= GUARD_DEPTH ? &st[depth - 1] : NULL;
         if (word_is(w, wl, "if") || word_is(w, wl, "ifdef") || word_is(w, wl, "ifndef")) {
@@ -351,7 +362,7 @@ int lint_error_directive(const char *text, size_t len, uint32_t want)
     while (next_line(&p, end, &line, &start, &eol, &at)) {
         if (at < want)
             continue;
-        return at == want && directive_word(start, eol, &w, &wl, &rest) && wl == 5 &&
+        return at == want && lint_directive(start, eol, &w, &wl, &rest) && wl == 5 &&
                memcmp(w, "error", 5) == 0;
     }
     return 0;

@@ -215,6 +215,14 @@ const char *lint_cuda_root(void);
 void lint_derive_flags(struct lint_units *u, const struct lint_strlist *user_flags);
 
 /* ---- hints.c ---- */
+/** The preprocessor directive on the line [p, eol): its word after `#` (letters only) and
+ *  where what follows it starts, blanks skipped; 0 when the line is not a directive. */
+int lint_directive(const char *p, const char *eol, const char **word, size_t *wl,
+                   const char **rest);
+/** The header an include names, from @p p (after the word `include`) to @p eol: its name
+ *  without the delimiters and the closing one ('>' or '"'); 0 when there is none. */
+int lint_include_target(const char *p, const char *eol, const char **name, size_t *nlen,
+                        char *close);
 /** A sign, in a source's text, that it is CUDA or C++ and not C. */
 struct lint_cuda_sign {
     uint32_t line;  /**< 1-based, as clang counts lines */
