@@ -51,7 +51,7 @@ enum { TO_DEVICE, FROM_DEVICE };
 #define MIN_PART ((size_t)64 << 10)
 /* The first and last chunks of a staged copy (see chunk_at). Measured on an H200 against one
  * part (64 KiB, which the caller fills alone while the workers wake): no faster to the device,
- * and slower from it (68 to 70 % of pinned at 32 MiB against 75 to 80 %: more, smaller
+ * and slower from it (68 to 69 % of pinned at 32 MiB against 75 to 80 %: more, smaller
  * drains). */
 #define CHUNK_MIN ((size_t)256 << 10)
 
