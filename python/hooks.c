@@ -176,9 +176,8 @@ static const char *code_str(pyobj *code, const char *attr)
 /* What a code object says of its frames, per thread, by the code object's address: reading
  * its file and name through the interpreter costs about a microsecond a walk (measured with the
  * simulated device by bench/python/site_cost.py: a CuPy-style pair, 2.0 us with the walk, 0.9
- * without). The
- * entry holds a reference to its code object, so the address cannot be reused while it is
- * cached; only a thread holding the GIL touches it. */
+ * without). The entry holds a reference to its code object, so the address cannot be reused
+ * while it is cached; only a thread holding the GIL touches it. */
 typedef struct {
     pyobj *code;
     const char *file, *func; /* interned */

@@ -109,9 +109,10 @@ typedef struct {
 /* Every registered heap, sorted by base, so that a block finds its heap by address: blocks of
  * their own are their heap's base, pinned blocks lie inside a chunk's. One mutex guards the
  * table and the calls. The read-write lock it replaced did not let threads run side by side
- * either (on an H200, 16 threads' pairs took 270 to 283 ns in aggregate, one thread's 132 to
- * 144), and a forked child could not release it (its writer is a thread the child does not
- * have; starting it anew left ThreadSanitizer seeing it held). The domain is made with the
+ * either (on an H200, 16 threads' pairs took 270 to 283 ns in aggregate with it, 377 to 411
+ * with the mutex; one thread's 125 to 144 with either), and a forked child could not release
+ * it (its writer is a thread the child does not have; starting it anew left ThreadSanitizer
+ * seeing it held). This is a mode for runs under compute-sanitizer, which costs far more. The domain is made with the
  * first heap: a block is described only once its heap exists. */
 static struct {
     pthread_mutex_t lock;
