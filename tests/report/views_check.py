@@ -62,7 +62,9 @@ def read_trace(path):
 
 
 HOST_KINDS = {"pinned", "host", "registered"}
-REPORT_KINDS = {"device", "managed", "pinned", "host", "device-async", "registered", "virtual"}
+# Every kind holds memory but reserved address ranges (cuMemAddressReserve).
+REPORT_KINDS = {"device", "managed", "pinned", "host", "device-async", "registered", "virtual",
+                "array", "mipmapped-array", "graph"}
 
 
 def allocations(events):
@@ -360,6 +362,10 @@ def hand_trace(path):
     span("e", 15.0, "0x4", "device-async", 1, "0x7f0100200000", 8192, 2)
     span("e", 16.0, "0x3", "pinned", 0, "0x7e0000000000", 4096, 1)
     span("e", 17.0, "0x6", "device", 0, "0x7f0000000000", 1 << 20, 1)
+    # Arrays and graph memory count; a reserved address range holds no memory and does not.
+    span("b", 18.0, "0x7", "array", 1, "0x7f0100400000", 65536, 1, site="k.cu:50 (arr)")
+    span("b", 19.0, "0x8", "graph", 0, "0x7f0000200000", 4096, 1, site="k.cu:60 (gr)")
+    span("b", 20.0, "0x9", "reserved", 0, "0x7d0000000000", 1 << 30, 1, site="k.cu:70 (va)")
     with open(path, "w") as f:
         f.write('{"displayTimeUnit":"ns","traceEvents":[\n')
         f.write(json.dumps({"ph": "M", "pid": 77, "tid": 0, "name": "process_name",

@@ -102,10 +102,13 @@ static int grow_array(void **arr, size_t *cap, size_t size)
     return 0;
 }
 
+/* The memory kinds a report counts: every kind but reserved address ranges
+ * (cuMemAddressReserve), which hold no memory (what is mapped into them is virtual memory,
+ * counted as such). */
 static int kind_of(const char *name)
 {
-    for (int k = 1; k < REPORT_KINDS; k++)
-        if (name && strcmp(gpumem_kind_name(k), name) == 0)
+    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++)
+        if (name && k != GPUMEM_KIND_RESERVED && strcmp(gpumem_kind_name(k), name) == 0)
             return k;
     return 0;
 }

@@ -7,7 +7,6 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define REPORT_KINDS 8
 /* Processes one --perfetto run may show side by side (a job's ranks). */
 #define REPORT_MAX_TRACES 1024
 
