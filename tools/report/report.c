@@ -68,6 +68,24 @@ static void print_stack(FILE *out, char **frames, const char *indent, int max)
         fprintf(out, "%s%s %s\n", indent, i ? "by" : "at", frames[i]);
 }
 
+/* The peak of each memory kind and device, in a table. */
+static void print_track_peaks(const report_trace *t, FILE *out)
+{
+    fprintf(out, "\npeak by memory kind and device:\n");
+    /* One column for the names: 28 wide, or as wide as the longest where one is longer
+     * ("device-async memory, device 12"). */
+    int width = 28;
+    char name[64], b1[32], tb[32];
+    for (size_t i = 0; i < t->ntracks; i++) {
+        int n = (int)strlen(report_track_name(t, i, name, sizeof name));
+        width = n > width ? n : width;
+    }
+    for (size_t i = 0; i < t->ntracks; i++)
+        fprintf(out, "  %-*s %12s at %s\n", width, report_track_name(t, i, name, sizeof name),
+                report_bytes(t->tracks[i].peak, b1, sizeof b1),
+                secs(t->tracks[i].peak_t, tb, sizeof tb));
+}
+
 void report_summary(const report_trace *t, FILE *out, int top)
 {
     char b1[32];
@@ -119,20 +137,7 @@ void report_summary(const report_trace *t, FILE *out, int top)
     if (rest_sites)
         fprintf(out, "  %12s in %zu more call site%s\n", report_bytes(rest, b1, sizeof b1),
                 rest_sites, rest_sites == 1 ? "" : "s");
-    fprintf(out, "\npeak by memory kind and device:\n");
-    /* One column for the names: 28 wide, or as wide as the longest where one is longer
-     * ("device-async memory, device 12"). */
-    int width = 28;
-    for (size_t i = 0; i < t->ntracks; i++) {
-        char name[64];
-        int n = (int)strlen(report_track_name(t, i, name, sizeof name));
-        width = n > width ? n : width;
-    }
-    for (size_t i = 0; i < t->ntracks; i++) {
-        char name[64];
-        fprintf(out, "  %-*s %12s at %s\n", width, report_track_name(t, i, name, sizeof name),
-                report_bytes(t->tracks[i].peak, b1, sizeof b1), secs(t->tracks[i].peak_t, tb, sizeof tb));
-    }
+    print_track_peaks(t, out);
     if (t->leaked_count) {
         fprintf(out, "\nleaks at end: %s in %llu allocation%s from %llu call site%s%s\n",
                 report_bytes(t->leaked_bytes, b1, sizeof b1),
