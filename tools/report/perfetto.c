@@ -49,9 +49,9 @@ enum { SEQ_CLEARED = 1, SEQ_NEEDS_STATE = 2 };
 enum { UNIT_SIZE_BYTES = 3, CLOCK_MONOTONIC_ID = 3 };
 
 /* Argument names, interned once per sequence (iid = the enum's value). */
-enum { A_BYTES = 1, A_ADDRESS, A_STREAM, A_DEVICE, A_STACK_ID, A_STACK, A_LIVE, A_SITE, A_COUNT };
+enum { A_BYTES = 1, A_ADDRESS, A_STREAM, A_DEVICE, A_STACK_ID, A_STACK, A_SITE, A_COUNT };
 static const char *const arg_name[A_COUNT] = {"", "bytes", "address", "stream", "device",
-                                              "stack id", "stack", "live", "site"};
+                                              "stack id", "stack", "site"};
 
 /* Names of events, interned: the text (owned by the trace) and its iid. */
 typedef struct {
