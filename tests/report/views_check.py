@@ -121,16 +121,36 @@ def memory_viz(gpumem, trace, tmp, max_entries=None):
     return pickle.loads(data)
 
 
+def shown_addresses(allocs):
+    """Each allocation's address in the snapshot (None: left out): its own, or for memory
+    without one (arrays, by their registry keys above 2^56) one from 2^52 up, 2 MiB-aligned;
+    cuMemCreate handles (virtual memory at a key) are left out, shown where they are mapped."""
+    shown, nxt = [], 1 << 52
+    for a in allocs:
+        addr = int(a["b"]["args"].get("address", "0x0"), 16)
+        if addr and addr < 1 << 56:
+            shown.append(addr)
+        elif addr and a["b"]["cat"] == "virtual":
+            shown.append(None)
+        else:
+            shown.append(nxt)
+            nxt += (a["b"]["args"]["bytes"] + (2 << 20) - 1) // (2 << 20) * (2 << 20)
+    return shown
+
+
 def expected_entries(allocs, stacks, where):
     """Per device: the entries the trace makes, in time order."""
+    shown = shown_addresses(allocs)
     timeline = []
     for i, a in enumerate(allocs):
+        if shown[i] is None:
+            continue
         timeline.append((a["b"]["ts"], 0, i, a, "b"))
         if a["e"]:
             timeline.append((a["e"]["ts"], 1, i, a, "e"))
     timeline.sort(key=lambda x: (x[0], x[2], x[1]))
     per = {}
-    for ts, _, _, a, ph in timeline:
+    for ts, _, i, a, ph in timeline:
         b = a["b"]["args"]
         frames = [frame_of(s) for s in stacks.get(b.get("stack", 0), [])] or [frame_of(a["b"]["name"])]
         if ph == "e":
@@ -139,7 +159,7 @@ def expected_entries(allocs, stacks, where):
             ["free_requested", "free_completed", "segment_free"]
         for act in actions:
             per.setdefault(where(a), []).append({
-                "action": act, "addr": int(b["address"], 16), "size": b["bytes"],
+                "action": act, "addr": shown[i], "size": b["bytes"],
                 "stream": int(b.get("stream", "0x0"), 16), "frames": frames,
                 "time_us": int(round(ts * 1000)) // 1000})
     return per
@@ -188,11 +208,15 @@ def check_memory_viz(gpumem, trace, tmp):
               bad[:1])
         check(name + ": device %d: blocks inside segments at every step" % dev,
               viewer_invariants(snap, dev) is None, viewer_invariants(snap, dev))
-    live = sorted((where(a), int(a["b"]["args"]["address"], 16), a["b"]["args"]["bytes"])
-                  for a in allocs if a["e"] is None)
+    shown = shown_addresses(allocs)
+    live = sorted((where(a), shown[i], a["b"]["args"]["bytes"])
+                  for i, a in enumerate(allocs) if a["e"] is None and shown[i] is not None)
     segs = sorted((s["device"], s["address"], s["total_size"]) for s in snap["segments"])
     check(name + ": the segments are the allocations live at the end", segs == live,
           (segs, live))
+    addrs = [e["addr"] for d in snap["device_traces"] for e in d] + [s[1] for s in segs]
+    check(name + ": every address exact as a JavaScript number (below 2^53)",
+          all(0 < x < 1 << 53 for x in addrs), [hex(x) for x in addrs if not 0 < x < 1 << 53][:3])
     for s in snap["segments"]:
         b = s["blocks"]
         ok = len(b) == 1 and b[0]["address"] == s["address"] and b[0]["size"] == s["total_size"] \
@@ -366,6 +390,12 @@ def hand_trace(path):
     span("b", 18.0, "0x7", "array", 1, "0x7f0100400000", 65536, 1, site="k.cu:50 (arr)")
     span("b", 19.0, "0x8", "graph", 0, "0x7f0000200000", 4096, 1, site="k.cu:60 (gr)")
     span("b", 20.0, "0x9", "reserved", 0, "0x7d0000000000", 1 << 30, 1, site="k.cu:70 (va)")
+    # What gpumem check records for memory without an address: registry keys above 2^56 (an
+    # array's; a cuMemCreate handle's, whose memory shows where it is mapped).
+    span("b", 21.0, "0xa", "array", 0, "0xc000000012345600", 3 << 20, 1, site="k.cu:80 (tex)")
+    span("b", 22.0, "0xb", "virtual", 0, "0x8000000000000100", 2 << 20, 1, site="k.cu:90 (vmm)")
+    span("b", 23.0, "0xc", "virtual", 0, "0x7f0000400000", 2 << 20, 1, site="k.cu:91 (vmm)")
+    span("b", 24.0, "0xd", "array", 0, "0xc000000012345700", 1024, 1, site="k.cu:80 (tex)")
     with open(path, "w") as f:
         f.write('{"displayTimeUnit":"ns","traceEvents":[\n')
         f.write(json.dumps({"ph": "M", "pid": 77, "tid": 0, "name": "process_name",

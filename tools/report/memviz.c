@@ -14,7 +14,13 @@
  * stream-ordered, managed, virtual, arrays) goes to its device's trace, host memory (pinned,
  * mapped, registered) to one more device after the last GPU, as PyTorch's own profile_plot
  * puts CPU memory. Failed allocations are left out: the format's oom entry needs the device's
- * free memory, which a trace does not record. */
+ * free memory, which a trace does not record.
+ *
+ * Addresses: the viewer keeps them as JavaScript numbers, exact below 2^53. What gpumem check
+ * records for memory without an address (CUDA arrays, cuMemCreate handles) is a key far above
+ * every address. A handle's memory is shown where it is mapped (cuMemMap, an allocation at its
+ * address), so handles are left out; arrays (and allocations a trace gives no address) get
+ * addresses of their own from 2^52 up, each 2 MiB-aligned after the one before. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +31,12 @@
 
 /* Device ordinals past this share the last trace (a hostile trace may name any number). */
 #define MAX_DEVICE 1023
+/* Addresses of x86-64 and of CUDA's unified address space are below this; registry keys of
+ * handles and arrays are above it. */
+#define ADDRESS_LIMIT ((uint64_t)1 << 56)
+#define SHOWN_BASE ((uint64_t)1 << 52)
+#define SHOWN_ALIGN ((uint64_t)2 << 20)
+#define LEFT_OUT UINT64_MAX
 
 enum key {
     K_SEGMENTS, K_DEVICE_TRACES, K_DEVICE, K_ADDRESS, K_TOTAL_SIZE, K_ALLOCATED_SIZE,
@@ -51,6 +63,7 @@ typedef struct {
     uint32_t *site_slot;          /* of a site's one frame, for allocations without a stack */
     uint32_t *release_slot;       /* of a release site's one frame */
     int *trace_of_track;          /* the device trace each track goes to */
+    uint64_t *address;            /* per allocation: its address as shown, or LEFT_OUT */
     int ntraces, host_trace;
 } viz;
 
@@ -174,7 +187,7 @@ static void entry(viz *v, enum key action, const report_alloc *a, int64_t t, int
     key(v, K_ACTION);
     key(v, action);
     pickle_item(&v->p, PICKLE_SETITEMS);
-    item_uint(v, K_ADDR, a->address);
+    item_uint(v, K_ADDR, v->address[a - v->t->allocs]);
     item_int(v, K_SIZE, a->bytes);
     item_uint(v, K_STREAM, a->stream);
     key(v, K_FRAMES);
@@ -193,7 +206,7 @@ static void segment(viz *v, const report_alloc *a)
 {
     uint32_t saved = pickle_dict(&v->p);
     item_int(v, K_DEVICE, v->trace_of_track[a->track]);
-    item_uint(v, K_ADDRESS, a->address);
+    item_uint(v, K_ADDRESS, v->address[a - v->t->allocs]);
     item_int(v, K_TOTAL_SIZE, a->bytes);
     item_int(v, K_ALLOCATED_SIZE, a->bytes);
     item_int(v, K_ACTIVE_SIZE, a->bytes);
@@ -216,7 +229,7 @@ static void segment(viz *v, const report_alloc *a)
     key(v, K_BLOCKS);
     uint32_t list = pickle_list(&v->p);
     uint32_t block = pickle_dict(&v->p);
-    item_uint(v, K_ADDRESS, a->address);
+    item_uint(v, K_ADDRESS, v->address[a - v->t->allocs]);
     item_int(v, K_SIZE, a->bytes);
     item_int(v, K_REQUESTED_SIZE, a->bytes);
     key(v, K_STATE);
@@ -259,6 +272,29 @@ static int place_tracks(viz *v)
     return 0;
 }
 
+/* Each allocation's address as shown (see the top of this file). */
+static int place_addresses(viz *v)
+{
+    const report_trace *t = v->t;
+    v->address = calloc(t->nallocs + 1, sizeof *v->address);
+    if (!v->address)
+        return -1;
+    uint64_t next = SHOWN_BASE;
+    for (size_t i = 0; i < t->nallocs; i++) {
+        const report_alloc *a = &t->allocs[i];
+        if (a->address && a->address < ADDRESS_LIMIT) {
+            v->address[i] = a->address;
+        } else if (t->tracks[a->track].kind == GPUMEM_KIND_VIRTUAL && a->address) {
+            v->address[i] = LEFT_OUT;
+        } else {
+            v->address[i] = next;
+            uint64_t size = ((uint64_t)a->bytes + SHOWN_ALIGN - 1) / SHOWN_ALIGN * SHOWN_ALIGN;
+            next = next + size < (uint64_t)1 << 53 ? next + size : SHOWN_BASE;
+        }
+    }
+    return 0;
+}
+
 /* The entries of one device's trace: the last max_entries of them (0: all), as PyTorch's
  * record keeps the most recent ones. */
 static void device_trace(viz *v, int dev, uint64_t max_entries)
@@ -266,13 +302,14 @@ static void device_trace(viz *v, int dev, uint64_t max_entries)
     const report_trace *t = v->t;
     uint64_t total = 0;
     for (size_t i = 0; i < t->nevents; i++)
-        if (v->trace_of_track[t->events[i].track] == dev)
+        if (v->trace_of_track[t->events[i].track] == dev &&
+            v->address[t->events[i].alloc] != LEFT_OUT)
             total += t->events[i].bytes > 0 ? 2 : 3;
     uint64_t skip = max_entries && total > max_entries ? total - max_entries : 0;
     uint32_t saved = pickle_list(&v->p);
     for (size_t i = 0; i < t->nevents; i++) {
         const report_event *e = &t->events[i];
-        if (v->trace_of_track[e->track] != dev)
+        if (v->trace_of_track[e->track] != dev || v->address[e->alloc] == LEFT_OUT)
             continue;
         unsigned n = e->bytes > 0 ? 2 : 3;
         if (skip) {
@@ -300,7 +337,7 @@ static void snapshot(viz *v, uint64_t max_entries)
     key(v, K_SEGMENTS);
     uint32_t segs = pickle_list(&v->p);
     for (size_t i = 0; i < t->nallocs; i++)
-        if (t->allocs[i].t_release < 0)
+        if (t->allocs[i].t_release < 0 && v->address[i] != LEFT_OUT)
             segment(v, &t->allocs[i]);
     pickle_end(&v->p, PICKLE_APPENDS, segs);
     pickle_item(&v->p, PICKLE_SETITEMS);
@@ -332,7 +369,8 @@ int report_memory_viz(const report_trace *t, const char *out_path, uint64_t max_
     v.release_slot = calloc(t->nrelease_names + 1, sizeof *v.release_slot);
     int rc = -1;
     FILE *f = NULL;
-    if (!v.stack_slot || !v.site_slot || !v.release_slot || place_tracks(&v) != 0) {
+    if (!v.stack_slot || !v.site_slot || !v.release_slot || place_tracks(&v) != 0 ||
+        place_addresses(&v) != 0) {
         snprintf(err, errn, "out of memory");
         goto out;
     }
@@ -356,5 +394,6 @@ out:
     free(v.site_slot);
     free(v.release_slot);
     free(v.trace_of_track);
+    free(v.address);
     return rc;
 }
