@@ -15,7 +15,10 @@
  *    the thread allocated (named by the call site) and where it released (named by where),
  *    and an arrow (a flow) from each allocation to its release;
  *  - instants for checkpoints and failed allocations on the process's track.
- * Times are the trace's own, CLOCK_MONOTONIC, so the processes of one machine line up.
+ * Times are the trace's own (CLOCK_MONOTONIC), so the processes of one machine line up. They
+ * are given in Perfetto's default clock: naming CLOCK_MONOTONIC (timestamp_clock_id) would make
+ * trace_processor convert them, which it can only do with a clock snapshot that relates the
+ * two, and a trace of one clock needs none.
  * The field numbers are those of Perfetto's public protos (tests/report/perfetto_trace.proto
  * lists the ones used, and the test decodes the output with it). */
 #include <errno.h>
@@ -30,9 +33,7 @@
 enum {
     TRACE_PACKET = 1,
     PACKET_TIMESTAMP = 8, PACKET_SEQUENCE_ID = 10, PACKET_TRACK_EVENT = 11,
-    PACKET_INTERNED_DATA = 12, PACKET_SEQUENCE_FLAGS = 13, PACKET_DEFAULTS = 59,
-    PACKET_TRACK_DESCRIPTOR = 60,
-    DEFAULTS_TIMESTAMP_CLOCK_ID = 58,
+    PACKET_INTERNED_DATA = 12, PACKET_SEQUENCE_FLAGS = 13, PACKET_TRACK_DESCRIPTOR = 60,
     TRACK_UUID = 1, TRACK_NAME = 2, TRACK_PROCESS = 3, TRACK_PARENT_UUID = 5, TRACK_COUNTER = 8,
     PROCESS_PID = 1, PROCESS_NAME = 6,
     COUNTER_UNIT = 3,
@@ -46,7 +47,7 @@ enum {
 };
 enum { SLICE_BEGIN = 1, SLICE_END = 2, INSTANT = 3 };
 enum { SEQ_CLEARED = 1, SEQ_NEEDS_STATE = 2 };
-enum { UNIT_SIZE_BYTES = 3, CLOCK_MONOTONIC_ID = 3 };
+enum { UNIT_SIZE_BYTES = 3 };
 
 /* Argument names, interned once per sequence (iid = the enum's value). */
 enum { A_BYTES = 1, A_ADDRESS, A_STREAM, A_DEVICE, A_STACK_ID, A_STACK, A_SITE, A_COUNT };
@@ -188,17 +189,14 @@ static int declare(pf *w, uint64_t uuid, const char *name, uint64_t parent, int 
     return pb_flush_as(&w->b, TRACE_PACKET, w->f);
 }
 
-/* The sequence's first packet: its defaults (the clock), the argument names and the process. */
+/* The sequence's first packet: the argument names and the process. */
 static int declare_process(pf *w, const char *file, size_t k, size_t n)
 {
     const report_trace *t = w->t;
     pb_uint(&w->b, PACKET_TIMESTAMP, (uint64_t)t->t0);
     pb_uint(&w->b, PACKET_SEQUENCE_ID, w->seq);
     pb_uint(&w->b, PACKET_SEQUENCE_FLAGS, SEQ_CLEARED | SEQ_NEEDS_STATE);
-    size_t d = pb_open(&w->b, PACKET_DEFAULTS);
-    pb_uint(&w->b, DEFAULTS_TIMESTAMP_CLOCK_ID, CLOCK_MONOTONIC_ID);
-    pb_close(&w->b, d);
-    d = pb_open(&w->b, PACKET_INTERNED_DATA);
+    size_t d = pb_open(&w->b, PACKET_INTERNED_DATA);
     for (int a = 1; a < A_COUNT; a++) {
         size_t e = pb_open(&w->b, INTERNED_ANNOTATION_NAMES);
         pb_uint(&w->b, INTERNED_IID, (uint64_t)a);
