@@ -29,6 +29,7 @@ rm -f "$root/etc/apt/sources.list"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 bind /proc /proc
 bind /dev /dev
+bind /dev/pts /dev/pts # a pseudo-terminal, as on a machine (a lint test runs under script(1))
 bind /sys /sys
 bind "$cuda" "/usr/local/$(basename "$cuda")"
 ln -s "$(basename "$cuda")" "$root/usr/local/cuda"
