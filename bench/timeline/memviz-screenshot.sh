@@ -34,6 +34,15 @@ cat > "$tmp/page.html" <<HTML
 <script type="module">
 import {add_local_files} from "./MemoryViz.js";
 add_local_files([{name: "$(basename "$snap")", base64: "$b64"}], "$view");
+// Hover over the tallest narrow allocation, so that the picture shows its frames below.
+setTimeout(() => {
+  let best = null, height = -1;
+  for (const p of document.querySelectorAll("polygon")) {
+    const b = p.getBBox();
+    if (b.width < 300 && b.height > height) { height = b.height; best = p; }
+  }
+  if (best) best.dispatchEvent(new MouseEvent("mouseover", {bubbles: true}));
+}, 1500);
 </script>
 </body></html>
 HTML
