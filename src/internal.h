@@ -357,6 +357,10 @@ void gpumem__stats_alloc(int kind, int device, uint64_t bytes);
 void gpumem__stats_release(int kind, int device, uint64_t bytes);
 /* Peak bytes of a kind (0: every kind): one atomic load, safe in a signal handler. */
 uint64_t gpumem__stats_peak(int kind);
+/* The same with the calling thread's bytes not yet added to the shared counters added first,
+ * and never below the shared current total: for a report at the end, when no flush may come
+ * again. Atomics only: safe in a signal handler. */
+uint64_t gpumem__stats_peak_now(int kind);
 
 /* ---- report.c: live allocations grouped by call site ---- */
 typedef struct gpumem__group {

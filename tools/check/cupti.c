@@ -34,6 +34,8 @@ static struct {
     CUresult (*mem_free_host)(void *);
     CUresult (*host_unregister)(void *);
     CUresult (*stream_capture_info)(CUstream, CUstreamCaptureStatus *, cuuint64_t *);
+    CUresult (*get_error_name)(CUresult, const char **);
+    CUresult (*get_error_string)(CUresult, const char **);
 } drv;
 
 static void load_driver(void)
@@ -49,6 +51,8 @@ static void load_driver(void)
     *(void **)(&drv.host_unregister) = dlsym(h, "cuMemHostUnregister");
     /* The first form (status and id), which every driver since CUDA 10.1 exports. */
     *(void **)(&drv.stream_capture_info) = dlsym(h, "cuStreamGetCaptureInfo");
+    *(void **)(&drv.get_error_name) = dlsym(h, "cuGetErrorName");
+    *(void **)(&drv.get_error_string) = dlsym(h, "cuGetErrorString");
 }
 
 static int current_device(void)
@@ -137,6 +141,12 @@ static size_t format_bytes(CUarray_format format, unsigned channels)
     return size * (channels ? channels : 1);
 }
 
+/* Failed calls (on_call): whether they are watched; per thread, the findings reported when the
+ * call in flight began, and whether a handler decided its failure is no error. */
+static int watch_failures;
+static _Thread_local unsigned call_reports __attribute__((tls_model("initial-exec")));
+static _Thread_local int failure_handled __attribute__((tls_model("initial-exec")));
+
 /* Per thread: how deep inside watched runtime calls, and the releases in flight. */
 static _Thread_local int rt_depth __attribute__((tls_model("initial-exec")));
 typedef struct {
@@ -151,6 +161,7 @@ enum { RELEASE_CAPTURED = 100 };
 static _Thread_local pending_release pending[8] __attribute__((tls_model("initial-exec")));
 static _Thread_local int npending __attribute__((tls_model("initial-exec")));
 static _Thread_local int reset_device __attribute__((tls_model("initial-exec")));
+static _Thread_local uint32_t reset_stack __attribute__((tls_model("initial-exec")));
 
 /* The call's status: a cudaError_t or a CUresult, 0 for success in both. */
 static int return_code(const CUpti_CallbackData *cd, CUpti_CallbackDomain dom)
@@ -478,13 +489,15 @@ ON(on_cudaHostUnregister)
 {
     release(r, cd, enter, (uintptr_t)P(cudaHostUnregister_v4000)->ptr);
 }
-/* All of a device's memory at once. */
+/* All of a device's memory at once: what is live then is reported as leaked. */
 ON(on_cudaDeviceReset)
 {
-    if (enter)
+    if (enter) {
         reset_device = current_device();
-    else if (returned_ok(cd, r->dom))
-        check_device_reset(reset_device);
+        reset_stack = gpumem__stack_capture(0);
+    } else if (returned_ok(cd, r->dom)) {
+        check_device_reset(r->name, reset_device, reset_stack);
+    }
 }
 
 /* The runtime's graph memory: memory nodes, captures, instantiation, launches. */
@@ -595,15 +608,75 @@ ON(on_cuMemHostRegister)
     if (!enter)
         allocated(r, cd, (uintptr_t)P(cuMemHostRegister_v2)->p, P(cuMemHostRegister_v2)->bytesize);
 }
+/* Virtual memory: handles with references, and mappings that hold them (vmm.c). */
+static int location_device(const CUmemLocation *l)
+{
+    return l && l->type == CU_MEM_LOCATION_TYPE_DEVICE ? l->id : current_device();
+}
+/* cuMemCreate refused for a shareable handle type the machine does not offer (fabric handles
+ * where there is no fabric, say): CUDA's way of telling which types exist, which NCCL asks
+ * before it falls back to another. Not a failed allocation. */
+static int handle_type_probe(const CUmemAllocationProp *prop, int rc)
+{
+    return prop && prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE &&
+           (rc == CUDA_ERROR_NOT_SUPPORTED || rc == CUDA_ERROR_NOT_PERMITTED ||
+            rc == CUDA_ERROR_INVALID_VALUE);
+}
 ON(on_cuMemCreate)
 {
-    if (!enter)
-        allocated(r, cd, check_handle_key(*P(cuMemCreate)->handle), P(cuMemCreate)->size);
+    const cuMemCreate_params *a = P(cuMemCreate);
+    if (enter)
+        return;
+    int rc = return_code(cd, r->dom);
+    int device = location_device(a->prop ? &a->prop->location : NULL);
+    if (rc == 0)
+        check_vmm_handle(r->name, *a->handle, a->size, device, gpumem__stack_capture(0));
+    else if (handle_type_probe(a->prop, rc))
+        failure_handled = 1;
+    else
+        check_alloc(r->name, GPUMEM_KIND_VIRTUAL, 0, a->size, device, rc, gpumem__stack_capture(0));
+}
+ON(on_cuMemImportFromShareableHandle)
+{
+    const cuMemImportFromShareableHandle_params *a = P(cuMemImportFromShareableHandle);
+    if (succeeded(r, cd, enter))
+        check_vmm_handle(r->name, *a->handle, 0, current_device(), gpumem__stack_capture(0));
+}
+ON(on_cuMulticastCreate)
+{
+    const cuMulticastCreate_params *a = P(cuMulticastCreate);
+    if (succeeded(r, cd, enter))
+        check_vmm_handle(r->name, *a->mcHandle, a->prop ? a->prop->size : 0, current_device(),
+                         gpumem__stack_capture(0));
+}
+ON(on_cuMemRetainAllocationHandle)
+{
+    if (succeeded(r, cd, enter))
+        check_vmm_retain(*P(cuMemRetainAllocationHandle)->handle);
 }
 ON(on_cuMemMap)
 {
-    if (!enter)
-        allocated(r, cd, (uintptr_t)P(cuMemMap)->ptr, P(cuMemMap)->size);
+    const cuMemMap_params *a = P(cuMemMap);
+    if (succeeded(r, cd, enter))
+        check_vmm_map((uintptr_t)a->ptr, a->size, a->handle, gpumem__stack_capture(0));
+}
+ON(on_cuMulticastBindMem)
+{
+    const cuMulticastBindMem_params *a = P(cuMulticastBindMem);
+    if (succeeded(r, cd, enter))
+        check_vmm_bind(a->mcHandle, a->mcOffset, a->size, a->memHandle);
+}
+ON(on_cuMulticastBindAddr)
+{
+    const cuMulticastBindAddr_params *a = P(cuMulticastBindAddr);
+    if (succeeded(r, cd, enter))
+        check_vmm_bind_addr(a->mcHandle, a->mcOffset, a->size, (uintptr_t)a->memptr);
+}
+ON(on_cuMulticastUnbind)
+{
+    const cuMulticastUnbind_params *a = P(cuMulticastUnbind);
+    if (succeeded(r, cd, enter))
+        check_vmm_unbind(a->mcHandle, a->mcOffset, a->size, gpumem__stack_capture(0));
 }
 ON(on_cuMemAddressReserve)
 {
@@ -670,34 +743,62 @@ ON(on_cuMemHostUnregister)
 {
     release(r, cd, enter, (uintptr_t)P(cuMemHostUnregister)->p);
 }
+/* cuMemRelease drops one reference; cuMemUnmap every mapping that starts in its range. The
+ * memory goes with the last of them (vmm.c). Both are checked when entered (a double
+ * release is reported before CUDA sees it) and settled when they returned. */
+static _Thread_local struct {
+    int state;
+    uint32_t stack;
+} vmm_pending __attribute__((tls_model("initial-exec")));
+
 ON(on_cuMemRelease)
 {
-    release(r, cd, enter, check_handle_key(P(cuMemRelease)->handle));
+    unsigned long long h = P(cuMemRelease)->handle;
+    if (enter) {
+        vmm_pending.stack = gpumem__stack_capture(0);
+        vmm_pending.state = check_vmm_release_begin(r->name, h, vmm_pending.stack);
+    } else if (vmm_pending.state == CHECK_GO) {
+        check_vmm_release_end(r->name, h, returned_ok(cd, r->dom), vmm_pending.stack);
+    } else if (vmm_pending.state == CHECK_UNKNOWN) {
+        check_release_unknown_end(r->name, check_handle_key(h), vmm_pending.stack,
+                                  returned_ok(cd, r->dom));
+    }
 }
 ON(on_cuMemUnmap)
 {
-    release(r, cd, enter, (uintptr_t)P(cuMemUnmap)->ptr);
-    /* One call may unmap several mappings: all of its range goes. */
-    if (succeeded(r, cd, enter))
-        check_unmap_rest((uintptr_t)P(cuMemUnmap)->ptr, P(cuMemUnmap)->size);
+    const cuMemUnmap_params *a = P(cuMemUnmap);
+    if (enter) {
+        vmm_pending.stack = gpumem__stack_capture(0);
+        vmm_pending.state = check_vmm_unmap_begin((uintptr_t)a->ptr, a->size);
+    } else if (vmm_pending.state == CHECK_GO && returned_ok(cd, r->dom)) {
+        check_vmm_unmap_end(r->name, (uintptr_t)a->ptr, a->size, vmm_pending.stack);
+    } else if (vmm_pending.state == CHECK_UNKNOWN) {
+        check_release_unknown_end(r->name, (uintptr_t)a->ptr, vmm_pending.stack,
+                                  returned_ok(cd, r->dom));
+    }
 }
-/* All of a device's memory at once. */
+/* All of a device's memory at once: what is live then is reported as leaked. */
 ON(on_cuDevicePrimaryCtxReset)
 {
-    if (succeeded(r, cd, enter))
-        check_device_reset((int)P(cuDevicePrimaryCtxReset_v2)->dev);
+    if (enter)
+        reset_stack = gpumem__stack_capture(0);
+    else if (returned_ok(cd, r->dom))
+        check_device_reset(r->name, (int)P(cuDevicePrimaryCtxReset_v2)->dev, reset_stack);
 }
 ON(on_cuCtxDestroy)
 {
     if (enter) {
         CUcontext ctx = P(cuCtxDestroy_v2)->ctx, popped;
         reset_device = -1;
+        reset_stack = gpumem__stack_capture(0);
+        check_tls_busy++;
         if (drv.ctx_push && drv.ctx_pop && drv.ctx_push(ctx) == CUDA_SUCCESS) {
             reset_device = current_device();
             (void)drv.ctx_pop(&popped); /* pops what was pushed just above */
         }
+        check_tls_busy--;
     } else if (returned_ok(cd, r->dom) && reset_device >= 0) {
-        check_device_reset(reset_device);
+        check_device_reset(r->name, reset_device, reset_stack);
     }
 }
 
@@ -797,7 +898,15 @@ static const call calls[] = {
     RT(cudaHostRegister_v4000, "cudaHostRegister", on_cudaHostRegister, KIND(REGISTERED)),
     DRV(cuMemHostRegister_v2, "cuMemHostRegister", on_cuMemHostRegister, KIND(REGISTERED)),
     DRV(cuMemCreate, "cuMemCreate", on_cuMemCreate, KIND(VIRTUAL)),
+    DRV(cuMemImportFromShareableHandle, "cuMemImportFromShareableHandle",
+        on_cuMemImportFromShareableHandle, KIND(VIRTUAL)),
+    DRV(cuMulticastCreate, "cuMulticastCreate", on_cuMulticastCreate, KIND(VIRTUAL)),
+    DRV(cuMemRetainAllocationHandle, "cuMemRetainAllocationHandle", on_cuMemRetainAllocationHandle,
+        KIND(VIRTUAL)),
     DRV(cuMemMap, "cuMemMap", on_cuMemMap, KIND(VIRTUAL)),
+    DRV(cuMulticastBindMem, "cuMulticastBindMem", on_cuMulticastBindMem, KIND(VIRTUAL)),
+    DRV(cuMulticastBindAddr, "cuMulticastBindAddr", on_cuMulticastBindAddr, KIND(VIRTUAL)),
+    DRV(cuMulticastUnbind, "cuMulticastUnbind", on_cuMulticastUnbind, KIND(VIRTUAL)),
     DRV(cuMemAddressReserve, "cuMemAddressReserve", on_cuMemAddressReserve, KIND(RESERVED)),
     RT(cudaMallocArray_v3020, "cudaMallocArray", on_cudaMallocArray, KIND(ARRAY)),
     DRV(cuArrayCreate_v2, "cuArrayCreate", on_cuArrayCreate, KIND(ARRAY)),
@@ -899,29 +1008,77 @@ static const call *row_of(CUpti_CallbackDomain dom, CUpti_CallbackId id)
     return id < CUPTI_DRIVER_TRACE_CBID_SIZE ? driver_row[id] : NULL;
 }
 
+/* ---- failed calls ----
+ *
+ * With --failed-calls=error or note (the default is error), every runtime and driver call
+ * comes through on_call, and one that returned an error is handed to the engine (calls.c),
+ * unless a row of the table made a finding of it already (a failed allocation, a release
+ * CUDA refused) or decided it is no error (handle_type_probe). A driver call the runtime
+ * makes inside a runtime call is the runtime's business: the runtime call's own status says
+ * whether it failed. */
+
+static void call_begins(void)
+{
+    call_reports = check_tls_reports;
+    failure_handled = 0;
+}
+
+static void call_ended(const CUpti_CallbackData *cd, CUpti_CallbackDomain dom)
+{
+    int rc = return_code(cd, dom);
+    if (!rc || !watch_failures || failure_handled || check_tls_reports != call_reports ||
+        rc == CUDA_ERROR_NOT_READY) /* the answer of a query, every time: the common case */
+        return;
+    const char *name = NULL, *text = NULL;
+    check_tls_busy++; /* the driver's names for its statuses: calls of gpumem check's own */
+    if (dom == CUPTI_CB_DOMAIN_RUNTIME_API) {
+        name = gpumem__cuda_error_name(rc);
+        text = gpumem__cuda_error_string(rc);
+    } else {
+        if (drv.get_error_name)
+            drv.get_error_name((CUresult)rc, &name);
+        if (drv.get_error_string)
+            drv.get_error_string((CUresult)rc, &text);
+    }
+    check_tls_busy--;
+    check_call_failed(cd->functionName ? cd->functionName : "?", rc, name, text, 0);
+}
+
 static void CUPTIAPI on_call(void *userdata, CUpti_CallbackDomain dom, CUpti_CallbackId id,
                              const void *data)
 {
     (void)userdata;
     const CUpti_CallbackData *cd = data;
-    const call *r = row_of(dom, id);
-    if (check_tls_busy || !r)
+    if (check_tls_busy)
         return;
+    const call *r = row_of(dom, id);
     int enter = cd->callbackSite == CUPTI_API_ENTER;
     if (dom == CUPTI_CB_DOMAIN_RUNTIME_API) {
-        if (enter)
-            rt_depth++;
-        r->fn(r, cd, enter);
-        if (!enter)
-            rt_depth--;
+        if (enter && rt_depth++ == 0)
+            call_begins();
+        if (r)
+            r->fn(r, cd, enter);
+        if (!enter && --rt_depth == 0)
+            call_ended(cd, dom);
     } else if (rt_depth == 0) {
-        r->fn(r, cd, enter);
+        if (enter)
+            call_begins();
+        if (r)
+            r->fn(r, cd, enter);
+        if (!enter)
+            call_ended(cd, dom);
     }
 }
 
-/* Subscribes on_call to every call of the table. */
+/* Subscribes on_call to every call of the table and, when failures are watched, to every
+ * other call of both APIs. */
 static void enable_calls(CUpti_SubscriberHandle sub)
 {
+    watch_failures = check_failed_calls_mode() != CHECK_CALLS_NO;
+    if (watch_failures) {
+        cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API);
+        cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API);
+    }
     for (size_t i = 0; i < sizeof calls / sizeof *calls; i++) {
         const call *r = &calls[i];
         if (r->dom == CUPTI_CB_DOMAIN_RUNTIME_API)
@@ -1004,6 +1161,23 @@ static void not_injected_at_exit(int status, void *arg)
     check_finish("exited", status);
 }
 
+/* The process that CUDA injected this library into: a child made by vfork() shares its memory
+ * but is not it, and must not end its report. */
+static pid_t injected_pid;
+
+int check_front_ending(const char *how, int code)
+{
+    if (!injected || getpid() != injected_pid)
+        return 0;
+    check_finish(how, code);
+    return 1;
+}
+
+void check_front_exec_failed(void)
+{
+    check_exec_failed();
+}
+
 void check_front_preloaded(void)
 {
     injection_is_ours = names_this_library(getenv("CUDA_INJECTION64_PATH"));
@@ -1020,6 +1194,7 @@ static void after_fork_in_child(void)
 int InitializeInjection(void)
 {
     injected = 1;
+    injected_pid = getpid();
     pthread_atfork(NULL, NULL, after_fork_in_child);
     check_setup();
     check_started();

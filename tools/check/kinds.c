@@ -4,7 +4,8 @@
 #include "engine.h"
 
 static const char *const kind_names[CHECK_KIND_COUNT] = {
-    "leak", "mismatched-release", "double-free", "invalid-free", "interior-free", "failed-alloc"};
+    "leak", "mismatched-release", "double-free", "invalid-free", "interior-free", "failed-alloc",
+    "failed-call"};
 
 const char *check_kind_name(int kind)
 {

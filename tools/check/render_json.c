@@ -84,6 +84,13 @@ static void release_fields(gpumem__sink *o, const finding *f, int cached)
         const char *name = gpumem__cuda_error_name(f->error);
         key_str(o, "error", name ? name : "unknown");
     }
+    if (f->kind == CHECK_FAILED_CALL) {
+        key_str(o, "error", f->error_name ? f->error_name : "unknown");
+        key_u64(o, "status", (uint64_t)(unsigned)f->error);
+        key_u64(o, "count", f->count);
+        if (f->note)
+            gpumem__sink_str(o, ", \"note\": true"); /* listed, not counted */
+    }
 }
 
 void check__json_finding(gpumem__sink *o, const finding *f, const char *leak_stack, int cached)
@@ -100,7 +107,7 @@ void check__json_finding(gpumem__sink *o, const finding *f, const char *leak_sta
         gpumem__sink_str(o, ", \"device\": ");
         gpumem__sink_i64(o, f->device);
     }
-    if (f->kind != CHECK_INVALID)
+    if (f->kind != CHECK_INVALID && f->kind != CHECK_FAILED_CALL)
         key_u64(o, "bytes", f->bytes);
     if (f->address) {
         gpumem__sink_str(o, ", \"address\": \"");
@@ -147,7 +154,8 @@ static void command(gpumem__sink *o)
     close(cmd);
 }
 
-void check__json_head(gpumem__sink *o, const char *status, const char *code_key, int code)
+void check__json_head(gpumem__sink *o, const char *status, const char *code_key, int code,
+                      const char *ended_by)
 {
     gpumem__sink_str(o, "{\n  \"schema\": \"gpumem-check/1\",\n  \"tool\": \"gpumem check\", "
                         "\"version\": ");
@@ -170,6 +178,8 @@ void check__json_head(gpumem__sink *o, const char *status, const char *code_key,
         gpumem__sink_str(o, "\": ");
         gpumem__sink_i64(o, code);
     }
+    if (ended_by)
+        key_str(o, "ended_by", ended_by);
     if (check__unchecked())
         key_str(o, "unchecked_because", check__unchecked());
     gpumem__sink_str(o, ",\n  \"findings\": [");
