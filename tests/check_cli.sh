@@ -56,6 +56,7 @@ GPUMEM_LIBCUDA=$tmp/libcuda.so.1 expect 77 "without a GPU: gpumem lint works, an
 expect 2 "--leak-check takes no, summary or full, not 'some'" -- --leak-check=some -- true
 expect 2 "--error-exitcode takes a number from 0 to 255, not '300'" -- --error-exitcode=300 -- true
 expect 2 "--failed-calls takes error, note or no, not 'maybe'" -- --failed-calls=maybe -- true
+expect 2 "--watch-calls takes most or all, not 'every'" -- --watch-calls=every -- true
 expect 0 "true used no CUDA" -- --failed-calls=note -- true
 expect 2 "--error-exitcode takes a number from 0 to 255, not 'x'" -- --error-exitcode=x -- true
 expect 2 "--gen-suppressions takes no or yes" -- --gen-suppressions=maybe -- true

@@ -371,6 +371,12 @@ static void test_failed_calls(void)
     EXPECT_STR_EQ(json_string_value(json_object_get(f0, "error")), "cudaErrorInvalidValue");
     EXPECT_EQ(json_integer_value(json_object_get(f0, "count")), 3);
     EXPECT_EQ(json_integer_value(json_object_get(f0, "status")), 1);
+    /* The probes passed over are on record (not ready, every query's answer, is not). */
+    json_t *probes = json_object_get(j, "probes");
+    EXPECT_EQ(json_array_size(probes), 4);
+    json_t *p0 = json_array_get(probes, 0);
+    EXPECT_STR_EQ(json_string_value(json_object_get(p0, "call")), "cudaGetLastError");
+    EXPECT_EQ(json_integer_value(json_object_get(p0, "count")), 1);
     json_decref(j);
 #endif
     /* Notes: shown, not counted; no: not even shown. */

@@ -42,6 +42,11 @@ int check_failed_calls_mode(void)
                                     : CHECK_CALLS_ERROR;
 }
 
+int check_watch_all_calls(void)
+{
+    return strcmp(check_setting_get(CHECK_SET_WATCH_CALLS, "most"), "all") == 0;
+}
+
 /* "cuMemAlloc_v2" -> "cuMemAlloc", "cudaMemcpyAsync_ptsz" -> "cudaMemcpyAsync": the name the
  * program wrote. Names are kept for the whole run, so each distinct one is copied once. */
 static const char *program_name(const char *name)
@@ -85,10 +90,51 @@ typedef struct {
     long finding; /* its finding's index in the findings' list */
 } call_group;
 
+static const char *program_name(const char *name);
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static call_group *groups;
 static size_t ngroups, groups_cap;
 static uint64_t failures;
+
+/* The probes seen (but for not ready, every query's answer): for the JSON report, so that what
+ * was passed over as an answer is on record. */
+static struct {
+    const char *call;
+    int status;
+    uint64_t count;
+} probes_seen[64];
+static size_t nprobes;
+
+void check_call_probed(const char *call, int status)
+{
+    call = program_name(call);
+    pthread_mutex_lock(&lock);
+    size_t i = 0;
+    while (i < nprobes && !(probes_seen[i].status == status && strcmp(probes_seen[i].call, call) == 0))
+        i++;
+    if (i == nprobes && nprobes < sizeof probes_seen / sizeof *probes_seen) {
+        probes_seen[nprobes].call = call;
+        probes_seen[nprobes].status = status;
+        probes_seen[nprobes++].count = 0;
+    }
+    if (i < nprobes)
+        probes_seen[i].count++;
+    pthread_mutex_unlock(&lock);
+}
+
+size_t check__calls_probes(const char **call, int *status, uint64_t *count, size_t max)
+{
+    pthread_mutex_lock(&lock);
+    size_t n = nprobes < max ? nprobes : max;
+    for (size_t i = 0; i < n; i++) {
+        call[i] = probes_seen[i].call;
+        status[i] = probes_seen[i].status;
+        count[i] = probes_seen[i].count;
+    }
+    pthread_mutex_unlock(&lock);
+    return n;
+}
 
 static call_group *find_group(const char *call, int status, uint32_t stack)
 {
@@ -118,8 +164,11 @@ void check_call_failed(const char *call, int status, const char *status_name,
 {
     check_setup();
     call = program_name(call);
-    if (check_call_probe(call, status))
+    if (check_call_probe(call, status)) {
+        if (status != 600)
+            check_call_probed(call, status);
         return;
+    }
     int mode = check_failed_calls_mode();
     if (mode == CHECK_CALLS_NO)
         return;

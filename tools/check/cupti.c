@@ -632,7 +632,7 @@ ON(on_cuMemCreate)
     if (rc == 0)
         check_vmm_handle(r->name, *a->handle, a->size, device, gpumem__stack_capture(0));
     else if (handle_type_probe(a->prop, rc))
-        failure_handled = 1;
+        failure_handled = 1, check_call_probed(r->name, rc);
     else
         check_alloc(r->name, GPUMEM_KIND_VIRTUAL, 0, a->size, device, rc, gpumem__stack_capture(0));
 }
@@ -1070,14 +1070,53 @@ static void CUPTIAPI on_call(void *userdata, CUpti_CallbackDomain dom, CUpti_Cal
     }
 }
 
+/* The calls whose failures are not watched unless --watch-calls=all: the ones frameworks make
+ * for every operation, where each callback costs (CUPTI calls a subscriber at the entry and at
+ * the exit of every call it is enabled for), and whose failure is either the answer of a query
+ * or is returned by the call around them: a kernel launch's own configuration calls, and the
+ * driver's launch inside the runtime's (a launch by the runtime is watched as cudaLaunchKernel;
+ * a launch through the driver API, as Triton and JAX make them, is not). */
+static const struct {
+    CUpti_CallbackDomain dom;
+    CUpti_CallbackId id;
+} hot_calls[] = {
+#define HOT_RT(id) {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_##id}
+#define HOT_DRV(id) {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_##id}
+    HOT_RT(cudaGetLastError_v3020), HOT_RT(cudaPeekAtLastError_v3020),
+    HOT_RT(cudaGetDevice_v3020), HOT_RT(cudaStreamQuery_v3020), HOT_RT(cudaStreamQuery_ptsz_v7000),
+    HOT_RT(cudaEventQuery_v3020), HOT_RT(cudaStreamIsCapturing_v10000),
+    HOT_RT(cudaStreamIsCapturing_ptsz_v10000), HOT_RT(cudaStreamGetCaptureInfo_v10010),
+    HOT_RT(cudaStreamGetCaptureInfo_ptsz_v10010), HOT_RT(cudaStreamGetCaptureInfo_v2_v11030),
+    HOT_RT(cudaStreamGetCaptureInfo_v2_ptsz_v11030), HOT_RT(cudaStreamGetCaptureInfo_v12030),
+    HOT_RT(cudaStreamGetCaptureInfo_ptsz_v12030),
+#if CUDA_VERSION >= 13000
+    HOT_RT(__cudaPushCallConfiguration_v13000), HOT_RT(__cudaPopCallConfiguration_v13000),
+#endif
+    HOT_DRV(cuLaunchKernel), HOT_DRV(cuLaunchKernel_ptsz), HOT_DRV(cuLaunchKernelEx),
+    HOT_DRV(cuLaunchKernelEx_ptsz), HOT_DRV(cuCtxGetCurrent), HOT_DRV(cuCtxSetCurrent),
+    HOT_DRV(cuCtxGetDevice), HOT_DRV(cuCtxPushCurrent_v2), HOT_DRV(cuCtxPopCurrent_v2),
+    HOT_DRV(cuStreamQuery), HOT_DRV(cuStreamQuery_ptsz), HOT_DRV(cuEventQuery),
+    HOT_DRV(cuStreamIsCapturing), HOT_DRV(cuStreamIsCapturing_ptsz),
+    HOT_DRV(cuStreamGetCaptureInfo), HOT_DRV(cuStreamGetCaptureInfo_ptsz),
+    HOT_DRV(cuStreamGetCaptureInfo_v2), HOT_DRV(cuStreamGetCaptureInfo_v2_ptsz),
+    HOT_DRV(cuStreamGetCaptureInfo_v3), HOT_DRV(cuStreamGetCaptureInfo_v3_ptsz),
+    HOT_DRV(cuGetProcAddress), HOT_DRV(cuGetProcAddress_v2), HOT_DRV(cuPointerGetAttribute),
+    HOT_DRV(cuPointerGetAttributes),
+#undef HOT_RT
+#undef HOT_DRV
+};
+
 /* Subscribes on_call to every call of the table and, when failures are watched, to every
- * other call of both APIs. */
+ * other call of both APIs (but the hot ones, unless --watch-calls=all). */
 static void enable_calls(CUpti_SubscriberHandle sub)
 {
     watch_failures = check_failed_calls_mode() != CHECK_CALLS_NO;
     if (watch_failures) {
         cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API);
         cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API);
+        if (!check_watch_all_calls())
+            for (size_t i = 0; i < sizeof hot_calls / sizeof *hot_calls; i++)
+                cuptiEnableCallback(0, sub, hot_calls[i].dom, hot_calls[i].id);
     }
     for (size_t i = 0; i < sizeof calls / sizeof *calls; i++) {
         const call *r = &calls[i];

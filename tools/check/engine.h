@@ -51,9 +51,16 @@ void check_alloc(const char *call, int kind, uintptr_t base, size_t bytes, int d
  * watched. */
 enum { CHECK_CALLS_ERROR, CHECK_CALLS_NOTE, CHECK_CALLS_NO };
 int check_failed_calls_mode(void);
+/* --watch-calls=all: the failures of the calls frameworks make for every operation are watched
+ * too (launches through the driver API, the current context, stream and event queries); the
+ * default, most, leaves them out, as each watched call costs. */
+int check_watch_all_calls(void);
 /* Whether call's failure with status is the documented answer of a query (probes.def). call is
  * the program's name for it ("cuMemAlloc", not "cuMemAlloc_v2"). */
 int check_call_probe(const char *call, int status);
+/* A failure the front end judged a probe itself (cuMemCreate refused for a handle type): on
+ * record in the JSON report's "probes", as the table's probes are. */
+void check_call_probed(const char *call, int status);
 /* A CUDA call (its name as CUPTI gives it: suffixes such as _v2 are dropped) returned status,
  * named status_name ("cudaErrorInvalidValue", "CUDA_ERROR_NOT_PERMITTED") and described by
  * status_text (both static strings, or NULL); stack 0: the caller's, captured here. Unless it

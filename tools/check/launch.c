@@ -57,6 +57,10 @@ static void usage(FILE *out)
             "                                whose failure is their answer, such as\n"
             "                                cudaStreamQuery's not ready): errors, notes (shown,\n"
             "                                not counted), or not watched (default: error)\n"
+            "  --watch-calls=most|all        all: watch the failures of the calls frameworks make\n"
+            "                                for every operation too (launches through the\n"
+            "                                driver API, context and stream queries), at a\n"
+            "                                cost on every call (default: most)\n"
             "  --error-exitcode=N            exit with N when errors were found (default: exit\n"
             "                                as PROGRAM did)\n"
             "  --log-file=PATH               write the report to PATH instead of stderr; %%p is the\n"
@@ -481,7 +485,7 @@ static int set_env(const char *name, const char *value)
 
 /* What the command line asked for. */
 typedef struct {
-    const char *leak, *log, *json, *gen, *trace, *show_kinds, *error_kinds, *failed_calls;
+    const char *leak, *log, *json, *gen, *trace, *show_kinds, *error_kinds, *failed_calls, *watch_calls;
     char log_abs[PATH_MAX * 2], json_abs[PATH_MAX * 2], trace_abs[PATH_MAX * 2];
     int default_supp, quiet;
     long error_exitcode;
@@ -490,7 +494,7 @@ typedef struct {
 } check_opts;
 
 enum { OPT_LEAK, OPT_EXITCODE, OPT_LOG, OPT_JSON, OPT_SUPP, OPT_GEN, OPT_QUIET, OPT_TRACE,
-       OPT_SHOW_KINDS, OPT_ERROR_KINDS, OPT_DEFAULT_SUPP, OPT_FAILED_CALLS };
+       OPT_SHOW_KINDS, OPT_ERROR_KINDS, OPT_DEFAULT_SUPP, OPT_FAILED_CALLS, OPT_WATCH_CALLS };
 
 static const cli_opt check_opt_table[] = {
     {"--leak-check", 0, CLI_VALUE, OPT_LEAK},     {"--error-exitcode", 0, CLI_VALUE, OPT_EXITCODE},
@@ -500,7 +504,8 @@ static const cli_opt check_opt_table[] = {
     {"--show-leak-kinds", 0, CLI_VALUE, OPT_SHOW_KINDS},
     {"--errors-for-leak-kinds", 0, CLI_VALUE, OPT_ERROR_KINDS},
     {"--default-suppressions", 0, CLI_VALUE, OPT_DEFAULT_SUPP},
-    {"--failed-calls", 0, CLI_VALUE, OPT_FAILED_CALLS}};
+    {"--failed-calls", 0, CLI_VALUE, OPT_FAILED_CALLS},
+    {"--watch-calls", 0, CLI_VALUE, OPT_WATCH_CALLS}};
 
 /* Appends path and a newline to the suppression files passed on. Returns 0, or -1 without
  * memory. */
@@ -594,6 +599,11 @@ static int option(cli *c, int id, check_opts *o)
         if (strcmp(v, "error") && strcmp(v, "note") && strcmp(v, "no"))
             return cli_usage_error(c, "--failed-calls takes error, note or no, not '%s'", v);
         return 0;
+    case OPT_WATCH_CALLS:
+        o->watch_calls = v;
+        if (strcmp(v, "most") && strcmp(v, "all"))
+            return cli_usage_error(c, "--watch-calls takes most or all, not '%s'", v);
+        return 0;
     case OPT_QUIET:
         o->quiet = 1;
         return 0;
@@ -666,6 +676,7 @@ static int set_program_env(const check_opts *o, const char *lib, const char *sta
                     {CHECK_SET_SHOW_LEAK_KINDS, o->show_kinds},
                     {CHECK_SET_ERRORS_FOR_LEAK_KINDS, o->error_kinds},
                     {CHECK_SET_FAILED_CALLS, o->failed_calls},
+                    {CHECK_SET_WATCH_CALLS, o->watch_calls},
                     {CHECK_SET_STATUS, status_dir},
                     {CHECK_SET_QUIET, o->quiet ? "1" : NULL},
                     {CHECK_SET_LOG, o->log},

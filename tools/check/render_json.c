@@ -190,6 +190,24 @@ void check__json_next_finding(gpumem__sink *o, size_t shown)
     gpumem__sink_str(o, shown ? ",\n    " : "\n    ");
 }
 
+/* The failed calls passed over as the answers of queries (probes.def), at exit. */
+static void probes(gpumem__sink *o)
+{
+    const char *call[64];
+    int status[64];
+    uint64_t count[64];
+    size_t n = check__calls_probes(call, status, count, 64);
+    gpumem__sink_str(o, "  \"probes\": [");
+    for (size_t i = 0; i < n; i++) {
+        gpumem__sink_str(o, i ? ", {\"call\": " : "{\"call\": ");
+        gpumem__sink_json_str(o, call[i]);
+        key_u64(o, "status", (uint64_t)(unsigned)status[i]);
+        key_u64(o, "count", count[i]);
+        gpumem__sink_str(o, "}");
+    }
+    gpumem__sink_str(o, "],\n");
+}
+
 /* One entry per device the program allocated on; "summary" is all of them merged. */
 static void devices(gpumem__sink *o, const gpumem_stats_t *st, const check__device_sums *dev)
 {
@@ -229,8 +247,10 @@ void check__json_tail(gpumem__sink *o, size_t shown, const uint64_t *peak,
         first = 0;
     }
     gpumem__sink_str(o, "},\n");
-    if (sum->st)
+    if (sum->st) {
         devices(o, sum->st, sum->dev);
+        probes(o);
+    }
     gpumem__sink_str(o, "  \"summary\": {\"errors\": ");
     gpumem__sink_i64(o, check_error_count());
     key_u64(o, "leaks", sum->leaks);

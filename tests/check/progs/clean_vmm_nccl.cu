@@ -59,6 +59,7 @@ int main(void)
         CUmemGenericAllocationHandle h;
         CUdeviceptr p = nccl_alloc((i + 1) * gran, &prop, &h);
         CHECK(cudaMemset((void *)p, i, (i + 1) * gran));
+        CHECK(cudaDeviceSynchronize()); /* unmapping does not wait for the work on it */
         nccl_free(p);
     }
 
@@ -86,6 +87,7 @@ int main(void)
     access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     CHECK_CU(cuMemSetAccess(r2, gran, &access, 1));
     CHECK(cudaMemset((void *)r2, 2, gran));
+    CHECK(cudaMemset((void *)r, 3, gran));
     CHECK(cudaDeviceSynchronize());
     CHECK_CU(cuMemUnmap(r2, gran));
     CHECK_CU(cuMemAddressFree(r2, gran));

@@ -23,9 +23,10 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-nccl.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 if [ "$perf" = planted ]; then
   nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-  lib=$(ls "$nccl"/lib/libnccl.so* 2>/dev/null | head -n1)
+  lib=$(cd "$nccl/lib" && ls libnccl.so* 2>/dev/null | head -n1)
   "$nvcc" -g -lineinfo -O0 -I"$nccl/include" -o "$tmp/nccl_planted" "$src/nccl_planted.cu" \
-    "$lib" -Xlinker -rpath -Xlinker "$nccl/lib" || { echo "FAIL: cannot build nccl_planted.cu"; exit 1; }
+    -L"$nccl/lib" -l:"$lib" -Xlinker -rpath -Xlinker "$nccl/lib" ||
+    { echo "FAIL: cannot build nccl_planted.cu"; exit 1; }
   prog=("$tmp/nccl_planted")
 else
   bin=${GPUMEM_NCCL_TESTS:-}
