@@ -13,6 +13,8 @@
 #      (empty launches) natively, under gpumem check and under --failed-calls=no; nccl-tests'
 #      all_reduce_perf bus bandwidth natively and under gpumem check; N runs each, alternating.
 #   bench/check-real-h200.sh [BUILD_DIR]     (writes into $OUT, default ./check-real-out)
+# Variables: RUNS (5), FW_RUNS (RUNS) and FW_MODES ("native check all no") for the frameworks,
+# CTEST_REGEX (^check_) for the tests of stage 2.
 # Optional libraries: .dev/deps from scripts/gpu-deps is used when present.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,7 +57,7 @@ nccl=$(python3 -c 'import nvidia.nccl, os; print(list(nvidia.nccl.__path__)[0])'
 [ -n "$nccl" ] && export LD_LIBRARY_PATH=$nccl/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 stage "2. gpu tests of gpumem check"
-(cd "$build" && timeout 330 ctest -L gpu -R '^check_' -j12 --timeout 240 --output-on-failure) \
+(cd "$build" && timeout 330 ctest -L gpu -R "${CTEST_REGEX:-^check_}" -j12 --timeout 240 --output-on-failure) \
   > "$out/ctest-full.txt" 2>&1
 grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Skipped\)" "$out/ctest-full.txt" | tail -60 \
   > "$out/ctest.txt"
@@ -102,39 +104,55 @@ rm -rf "$out/census-tmp"
 
 stage "4. what checking costs"
 median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
+spread() { echo "$(median < "$1") ($(sort -g "$1" | head -1)..$(sort -g "$1" | tail -1))"; }
+# One run of a command in a mode: native, check (the default), all (--watch-calls=all), no
+# (--failed-calls=no: the memory calls only, as before failed calls were watched).
+under() {
+  local mode=$1; shift
+  case $mode in
+    native) "$@" ;;
+    check) "$gpumem" check -q -- "$@" ;;
+    all) "$gpumem" check -q --watch-calls=all -- "$@" ;;
+    no) "$gpumem" check -q --failed-calls=no -- "$@" ;;
+  esac
+}
+modes=(native check all no)
 {
-  echo "# overhead, $runs runs each, alternating (medians; min..max)"
+  echo "# what checking costs: $runs runs of each, modes alternating; medians (min..max)"
+  echo "# modes: native; check (default); all (--watch-calls=all); no (--failed-calls=no)"
   for p in a b; do
-    for mode in native check nocalls; do : > "$out/t.$p.$mode"; done
+    for mode in "${modes[@]}"; do : > "$out/t.$p.$mode"; done
     for i in $(seq "$runs"); do
-      for mode in native check nocalls; do
-        case $mode in
-          native) r=$("$build/bench/bench_check_$p" 2>&1) ;;
-          check) r=$("$gpumem" check -q -- "$build/bench/bench_check_$p" 2>&1) ;;
-          nocalls) r=$("$gpumem" check -q --failed-calls=no -- "$build/bench/bench_check_$p" 2>&1) ;;
-        esac
-        echo "$r" | awk '/^RESULT/ {print $3}' >> "$out/t.$p.$mode"
+      for mode in "${modes[@]}"; do
+        under $mode "$build/bench/bench_check_$p" 2>&1 | awk '/^RESULT/ {print $3}' >> "$out/t.$p.$mode"
       done
     done
-    for mode in native check nocalls; do
-      echo "bench_check_$p $mode: $(median < "$out/t.$p.$mode") s ($(sort -g "$out/t.$p.$mode" | head -1)..$(sort -g "$out/t.$p.$mode" | tail -1))"
+    for mode in "${modes[@]}"; do echo "bench_check_$p $mode: $(spread "$out/t.$p.$mode") s"; done
+  done
+  fwmodes=(${FW_MODES:-native check all no})
+  for fw in torch cupy jax; do
+    python3 -c "import $fw" 2>/dev/null || continue
+    for mode in "${fwmodes[@]}"; do : > "$out/t.$fw.$mode"; done
+    for i in $(seq "${FW_RUNS:-$runs}"); do
+      for mode in "${fwmodes[@]}"; do
+        under $mode python3 "$top/bench/check_overhead/train_loops.py" $fw 200 2>&1 |
+          awk '/^RESULT/ {print $3}' >> "$out/t.$fw.$mode"
+      done
     done
+    for mode in "${fwmodes[@]}"; do echo "train_loops $fw $mode: $(spread "$out/t.$fw.$mode") s"; done
   done
   if [ -x "$nccl_bin/all_reduce_perf" ]; then
+    under native "$nccl_bin/all_reduce_perf" -b 64M -e 256M -f 2 -g 1 -n 40 > "$out/allreduce-native.txt" 2>&1
     for mode in native check; do : > "$out/t.ar.$mode"; done
     for i in $(seq "$runs"); do
       for mode in native check; do
-        if [ $mode = native ]; then
-          r=$("$nccl_bin/all_reduce_perf" -b 64M -e 256M -f 2 -g 1 -n 40 2>&1)
-        else
-          r=$("$gpumem" check -q -- "$nccl_bin/all_reduce_perf" -b 64M -e 256M -f 2 -g 1 -n 40 2>&1)
-        fi
-        echo "$r" | awk '/Avg bus bandwidth/ {print $NF}' >> "$out/t.ar.$mode"
+        under $mode "$nccl_bin/all_reduce_perf" -b 64M -e 256M -f 2 -g 1 -n 40 2>&1 |
+          awk '/^ +[0-9]+ +[0-9]+ / {v = $7} END {if (v != "") print v}' >> "$out/t.ar.$mode"
       done
     done
-    for mode in native check; do
-      echo "all_reduce_perf busbw $mode: $(median < "$out/t.ar.$mode") GB/s ($(sort -g "$out/t.ar.$mode" | head -1)..$(sort -g "$out/t.ar.$mode" | tail -1))"
-    done
+    # One GPU: the bus bandwidth is 0 by definition (2(n-1)/n of the algorithm's); the
+    # out-of-place algorithm bandwidth of the largest size (256 MiB) is what is compared.
+    for mode in native check; do echo "all_reduce_perf algbw 256M $mode: $(spread "$out/t.ar.$mode") GB/s"; done
   fi
 } > "$out/overhead.txt" 2>&1
 rm -f "$out"/t.*
