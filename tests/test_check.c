@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -330,6 +331,55 @@ static void test_ends_without_exit(void)
     EXPECT_STR_EQ(json_string_value(json_object_get(j, "ended_by")), "exec");
     json_decref(j);
 #endif
+}
+
+/* The report's files: a FIFO no process reads is not waited on; a name too long once %r is
+ * expanded is not cut; a relative name set by hand is taken from the folder the process was
+ * in when the engine started, not from where the program went since. */
+static void one_leak_then_chdir(void)
+{
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEV, 4096, 0, 0, 0);
+    if (chdir("/") != 0)
+        perror("chdir");
+}
+
+static void start_in_dir(void)
+{
+    if (chdir(dir) != 0)
+        perror("chdir");
+    check_setup();
+    one_leak_then_chdir();
+}
+
+static void test_report_files(void)
+{
+    char fifo[300], env[4500];
+    snprintf(fifo, sizeof fifo, "%s/nobody-reads", dir);
+    EXPECT_EQ(mkfifo(fifo, 0600), 0);
+    snprintf(env, sizeof env, "GPUMEM_CHECK_LOG=%s;GPUMEM_CHECK_JSON=%s", fifo, fifo);
+    EXPECT_EQ(run_scenario("fifo", one_leak_then_chdir, env), 1); /* would hang before */
+    char *err = stderr_of("fifo");
+    EXPECT_CONTAINS(err, "cannot write the log to");
+    EXPECT_CONTAINS(err, "nobody-reads (it is a FIFO no process reads); writing it here");
+    EXPECT_CONTAINS(err, "ERROR SUMMARY: 1 error (1 leak)");
+    EXPECT_CONTAINS(err, "cannot write the JSON report to");
+    free(err);
+    /* 4,080 bytes of name and a 19-digit rank: no file of a cut name, said so. */
+    int o = snprintf(env, sizeof env, "RANK=1234567890123456789;GPUMEM_CHECK_LOG=%s/", dir);
+    memset(env + o, 'a', 4080 - (size_t)o);
+    snprintf(env + 4080, sizeof env - 4080, ".%%r.log");
+    EXPECT_EQ(run_scenario("longname", one_leak_then_chdir, env), 1);
+    err = stderr_of("longname");
+    EXPECT_CONTAINS(err, "(the name is too long once %p and %r are expanded); writing it here");
+    EXPECT_CONTAINS(err, "ERROR SUMMARY of rank 1234567890123456789");
+    free(err);
+    /* Relative, set by hand: where the process was when the engine started. */
+    EXPECT_EQ(run_scenario("relative", start_in_dir, "GPUMEM_CHECK_LOG=relative.log"), 1);
+    char path[300];
+    snprintf(path, sizeof path, "%s/relative.log", dir);
+    char *log = read_file(path);
+    EXPECT_CONTAINS(log, "ERROR SUMMARY: 1 error (1 leak)");
+    free(log);
 }
 
 /* Failed calls: grouped by call, status and stack; the documented probes are no finding. */
@@ -1577,6 +1627,7 @@ int main(void)
     RUN(test_failed_calls);
     RUN(test_abort_peak);
     RUN(test_ends_without_exit);
+    RUN(test_report_files);
     RUN(test_arrays);
     RUN(test_graphs_and_reservations);
     RUN(test_host_realloc);

@@ -22,7 +22,7 @@ static void writer_is_ours(void)
 
 void check_trace_setup(void)
 {
-    const char *path = check_setting_get(CHECK_SET_TRACE, NULL);
+    const char *path = check_setting_path(CHECK_SET_TRACE);
     if (!path)
         return;
     /* %p and %r as in the other files' names (rank.h); a child of the program without either

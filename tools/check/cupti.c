@@ -23,6 +23,7 @@
 #include "front.h"
 #include "graphs.h"
 #include "internal.h"
+#include "settings.h"
 
 /* ---- the driver calls gpumem check makes itself ---- */
 
@@ -1248,6 +1249,7 @@ void check_front_exec_failed(void)
 
 void check_front_preloaded(void)
 {
+    check_settings_start_dir();
     injection_is_ours = names_this_library(getenv("CUDA_INJECTION64_PATH"));
     on_exit(not_injected_at_exit, NULL);
 }

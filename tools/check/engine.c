@@ -65,9 +65,9 @@ static void setup(void)
     check__opt.stacks = strcmp(check_setting_get(CHECK_SET_STACKS, "1"), "0") != 0;
     check__opt.quiet = strcmp(check_setting_get(CHECK_SET_QUIET, "0"), "1") == 0;
     check__opt.root = strtol(check_setting_get(CHECK_SET_ROOT, "0"), NULL, 10);
-    check__opt.log = check_setting_get(CHECK_SET_LOG, NULL);
-    check__opt.json = check_setting_get(CHECK_SET_JSON, NULL);
-    check__opt.status = check_setting_get(CHECK_SET_STATUS, NULL);
+    check__opt.log = check_setting_path(CHECK_SET_LOG);
+    check__opt.json = check_setting_path(CHECK_SET_JSON);
+    check__opt.status = check_setting_path(CHECK_SET_STATUS);
     check__opt.image = atoi(check_setting_get(CHECK_SET_IMAGE, "0"));
     check_rank_read(&check__opt.rank);
     gpumem__command_line(check__opt.command, sizeof check__opt.command);

@@ -546,6 +546,17 @@ static int option_path(cli *c, const char **dst, char *abs, const char *v)
         snprintf(abs, PATH_MAX * 2, "%s/%s", cwd, v);
     else
         snprintf(abs, PATH_MAX * 2, "%s", v);
+    /* The longest name it can become: %p a pid (10 digits at most), %r a rank (20) or
+     * norank-PID, and the suffixes of a child (.PID) and of a later program (.execN). A name is
+     * never cut: one that would not fit is refused here rather than lost later. */
+    size_t longest = strlen(abs) + 12 + 8;
+    for (const char *p = abs; (p = strchr(p, '%')) != NULL; p++)
+        if (p[1] == 'p' || p[1] == 'r')
+            longest += p[1] == 'p' ? 8 : 25;
+    if (longest >= PATH_MAX)
+        return cli_usage_error(c, "%s: the name can be %zu bytes long once %%p and %%r are "
+                                  "expanded, more than a path may be (%d)", c->opt, longest,
+                               PATH_MAX - 1);
     *dst = abs;
     return 0;
 }
