@@ -1175,6 +1175,14 @@ void gpumem__command_line(char *buf, size_t n)
             buf[i] = ' ';
 }
 
+/* The process's rank in a parallel job, for the head (gpumem__trace_set_rank), or -1. */
+static long trace_rank = -1;
+
+void gpumem__trace_set_rank(long rank)
+{
+    trace_rank = rank;
+}
+
 /* The first lines: the process's name and command line, the format, the clock. */
 static void write_head(const char *tool)
 {
@@ -1197,6 +1205,16 @@ static void write_head(const char *tool)
     put(&t, gpumem_version());
     put(&t, "\",\"clock\":\"CLOCK_MONOTONIC\",\"start_ts\":");
     put_ts(&t, now_ns());
+    /* The wall clock at the same moment: traces of several machines (a job's ranks) are put on
+     * one clock with it (gpumem report --merge). */
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    put(&t, ",\"realtime_ts\":");
+    put_ts(&t, (uint64_t)wall.tv_sec * 1000000000u + (uint64_t)wall.tv_nsec);
+    if (trace_rank >= 0) {
+        put(&t, ",\"rank\":");
+        put_i64(&t, trace_rank);
+    }
     put(&t, "}},\n");
     flush_text(&t);
     text_free(&t);

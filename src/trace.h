@@ -33,6 +33,9 @@ static inline int gpumem__tracing(void)
  * recorded). Never calls CUDA.
  */
 int gpumem__trace_open(const char *path, const char *tool, void (*writer_init)(void));
+/* The process's rank in a parallel job (-1: none), noted in the trace's head when it is
+ * opened after this: gpumem check's traces of a job's ranks are merged by it. */
+void gpumem__trace_set_rank(long rank);
 
 /* r just became live (its seq is the allocation's id in the trace). Thread-safe. */
 void gpumem__trace_alloc(const gpumem__rec *r);

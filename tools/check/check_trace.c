@@ -37,5 +37,6 @@ void check_trace_setup(void)
                         "expanded; no trace is written\n", path);
         return;
     }
+    gpumem__trace_set_rank(r.rank);
     gpumem__trace_open(full, "gpumem check", writer_is_ours);
 }

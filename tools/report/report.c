@@ -14,6 +14,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: gpumem report --html TRACE -o FILE.html\n"
             "       gpumem report --summary TRACE\n"
+            "       gpumem report --merge [--json=OUT.json] [-o OUT_TRACE.json] FILE...\n"
             "\n"
             "Shows a trace of a program's CUDA memory over time: one that GPUMEM_TRACE=FILE\n"
             "(programs using gpumem) or `gpumem check --trace=FILE -- PROGRAM` (any CUDA\n"
@@ -29,6 +30,8 @@ static void usage(FILE *out)
             "  --summary=TRACE     print the peak, the call sites live at the peak and what was\n"
             "                      still live at the end, as text (for terminals and CI logs)\n"
             "  --top=N             call sites to list in the summary (default 10)\n"
+            "  --merge FILE...     the reports (gpumem check --json) and traces of a job's\n"
+            "                      processes as one: `gpumem report --merge --help` says more\n"
             "  -h, --help, --version\n"
             "\n"
             "exit status: 0 done; 1 the trace cannot be read or the output cannot be written;\n"
@@ -145,6 +148,9 @@ void report_summary(const report_trace *t, FILE *out, int top)
 
 int gpumem_report_main(int argc, char **argv)
 {
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) /* merging has options of its own */
+        if (strcmp(argv[i], "--merge") == 0)
+            return report_merge_main(argc, argv);
     const char *html = NULL, *summary = NULL, *output = NULL;
     int top = 10;
     enum { OPT_HTML, OPT_SUMMARY, OPT_OUTPUT, OPT_TOP };

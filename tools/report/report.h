@@ -100,4 +100,7 @@ int report_html(const report_trace *t, const char *out_path, char *err, size_t e
 /* "1.5 MiB" */
 const char *report_bytes(int64_t v, char *buf, size_t n);
 
+/* `gpumem report --merge ...` (merge.c). */
+int report_merge_main(int argc, char **argv);
+
 #endif
