@@ -497,6 +497,14 @@ static void test_device_reset(void)
     EXPECT_CONTAINS(log, "ERROR SUMMARY: 7 errors (5 leaks)");
     EXPECT_CONTAINS(log, "Double release: cudaFree() of 4,096 bytes of device memory at "
                          "0x7f0000000000, already released by cudaDeviceReset");
+#ifdef GPUMEM_HAVE_JANSSON
+    json_t *j = json_of("reset");
+    json_t *f0 = json_array_get(json_object_get(j, "findings"), 0);
+    EXPECT_STR_EQ(json_string_value(json_object_get(f0, "kind")), "leak");
+    EXPECT_STR_EQ(json_string_value(json_object_get(f0, "reset_call")), "cudaDeviceReset");
+    EXPECT_EQ(json_is_array(json_object_get(f0, "reset_stack")), 1);
+    json_decref(j);
+#endif
     EXPECT_CONTAINS(log, "Double release: cuMemRelease() of 2,097,152 bytes of virtual memory at "
                          "0x42, already released by cudaDeviceReset");
     free(log);

@@ -63,6 +63,8 @@ static void leak_fields(gpumem__sink *o, const finding *f)
         gpumem__sink_str(o, ", \"error\": false"); /* listed, not counted */
     if (f->reached_from)
         key_str(o, "reachable_from", f->reached_from);
+    if (f->reset_call) /* found when the device's context was destroyed */
+        key_str(o, "reset_call", f->reset_call);
 }
 
 /* What concerns the allocation a release or failure was about, and the kinds' extras. */
@@ -72,6 +74,10 @@ static void release_fields(gpumem__sink *o, const finding *f, int cached)
         key_str(o, "alloc_call", f->alloc_call);
         gpumem__sink_str(o, ", \"alloc_stack\": ");
         check__json_stack(o, f->alloc_stack, cached);
+    }
+    if (f->kind == CHECK_LEAK && f->reset_call) {
+        gpumem__sink_str(o, ", \"reset_stack\": ");
+        check__json_stack(o, f->reset_stack, cached);
     }
     if (f->kind == CHECK_DOUBLE) {
         key_str(o, "first_release_call", f->first_call);
