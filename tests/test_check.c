@@ -1292,6 +1292,24 @@ static void test_kind_names(void)
     EXPECT_STR_EQ(gpumem_kind_name(GPUMEM_KIND_VIRTUAL), "virtual");
     /* Handles never meet addresses. */
     EXPECT_NE(check_handle_key(0x7f0000000000ull >> 8), (uintptr_t)0x7f0000000000ull);
+    /* The release pairing, from src/kinds.def. */
+    EXPECT_EQ(check_release_kinds("cudaFree"), BIT(DEVICE) | BIT(MANAGED) | BIT(DEVICE_ASYNC) | BIT(GRAPH));
+    EXPECT_EQ(check_release_kinds("cudaFreeAsync"), BIT(DEVICE) | BIT(DEVICE_ASYNC) | BIT(GRAPH));
+    EXPECT_EQ(check_release_kinds("cuMemFreeHost"), BIT(PINNED) | BIT(HOST));
+    EXPECT_EQ(check_release_kinds("cuMemRelease"), BIT(VIRTUAL));
+    EXPECT_EQ(check_release_kinds("free"), 0u);
+    EXPECT_STR_EQ(check_right_release(GPUMEM_KIND_PINNED, "cuMemAllocHost"), "cuMemFreeHost");
+    EXPECT_STR_EQ(check_right_release(GPUMEM_KIND_PINNED, "cudaHostAlloc"), "cudaFreeHost");
+    EXPECT_STR_EQ(check_right_release(GPUMEM_KIND_DEVICE_ASYNC, "cudaMallocAsync"), "cudaFreeAsync");
+    EXPECT_STR_EQ(check_right_release(GPUMEM_KIND_VIRTUAL, "cuMemImportFromShareableHandle"),
+                  "cuMemRelease");
+    EXPECT_STR_EQ(check_right_release(GPUMEM_KIND_VIRTUAL, "cuMemMap"), "cuMemUnmap");
+    EXPECT_STR_EQ(check_right_release(GPUMEM_KIND_RESERVED, "cuMemAddressReserve"), "cuMemAddressFree");
+    EXPECT_STR_EQ(check_right_release(GPUMEM_KIND_GRAPH, "cuGraphAddMemAllocNode"),
+                  "cuGraphAddMemFreeNode");
+    EXPECT_STR_EQ(check_right_release(GPUMEM_KIND_ARRAY, "cudaMalloc3DArray"), "cudaFreeArray");
+    EXPECT_STR_EQ(check_right_release(GPUMEM_KIND_DEVICE, "cuMemAlloc"), "cuMemFree");
+    EXPECT_STR_EQ(check_right_release(GPUMEM_KIND_MANAGED, "cudaMallocManaged"), "cudaFree");
 }
 
 static void test_leak_check_modes(void)

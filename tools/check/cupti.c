@@ -86,11 +86,8 @@ void check_front_release(int kind, void *p, void (*pass_free)(void *))
 
 /* ---- events ---- */
 
-#define BIT(k) (1u << GPUMEM_KIND_##k)
-/* cudaFree and cudaFreeAsync also release a graph's allocation once the graph ran. */
-#define FREE_KINDS (BIT(DEVICE) | BIT(DEVICE_ASYNC) | BIT(MANAGED) | BIT(GRAPH))
-#define FREE_HOST_KINDS (BIT(PINNED) | BIT(HOST))
-static const unsigned free_async_mask = BIT(DEVICE) | BIT(DEVICE_ASYNC) | BIT(GRAPH);
+/* The kinds a release may release are src/kinds.def's (check_release_kinds): the release
+ * rows of the table below take them from there by their names. */
 
 /* ---- sizes of CUDA arrays ---- */
 
@@ -258,7 +255,7 @@ static void free_async_enter(const char *call, uintptr_t p, CUstream s, int per_
 {
     uint64_t capture;
     if (!p || !capturing(s, per_thread, &capture)) {
-        release_enter(call, free_async_mask, p);
+        release_enter(call, check_release_kinds(call), p);
         return;
     }
     if (npending < 8)
@@ -352,11 +349,12 @@ static void allocated(const call *r, const CUpti_CallbackData *cd, uintptr_t bas
     alloc_exit(cd, r->dom, r->name, (int)r->arg, base, bytes);
 }
 
-/* A release of one of the row's kinds: checked when entered, settled when it returned. */
+/* A release of one of the kinds its name releases: checked when entered, settled when it
+ * returned. */
 static void release(const call *r, const CUpti_CallbackData *cd, int enter, uintptr_t p)
 {
     if (enter)
-        release_enter(r->name, r->arg, p);
+        release_enter(r->name, check_release_kinds(r->name), p);
     else
         release_exit(cd, r->dom);
 }
@@ -932,23 +930,23 @@ static const call calls[] = {
         LEGACY_STREAM),
     DRV(cuMemAllocFromPoolAsync_ptsz, "cuMemAllocFromPoolAsync", on_cuMemAllocFromPoolAsync,
         PER_THREAD),
-    /* releases: ARG is the kinds they may release */
-    RT(cudaFree_v3020, "cudaFree", on_cudaFree, FREE_KINDS),
-    DRV(cuMemFree_v2, "cuMemFree", on_cuMemFree, FREE_KINDS),
-    RT(cudaFreeHost_v3020, "cudaFreeHost", on_cudaFreeHost, FREE_HOST_KINDS),
-    DRV(cuMemFreeHost, "cuMemFreeHost", on_cuMemFreeHost, FREE_HOST_KINDS),
-    RT(cudaHostUnregister_v4000, "cudaHostUnregister", on_cudaHostUnregister, BIT(REGISTERED)),
-    DRV(cuMemHostUnregister, "cuMemHostUnregister", on_cuMemHostUnregister, BIT(REGISTERED)),
-    DRV(cuMemRelease, "cuMemRelease", on_cuMemRelease, BIT(VIRTUAL)),
-    DRV(cuMemUnmap, "cuMemUnmap", on_cuMemUnmap, BIT(VIRTUAL)),
-    DRV(cuMemAddressFree, "cuMemAddressFree", on_cuMemAddressFree, BIT(RESERVED)),
-    RT(cudaFreeArray_v3020, "cudaFreeArray", on_cudaFreeArray, BIT(ARRAY)),
-    DRV(cuArrayDestroy, "cuArrayDestroy", on_cuArrayDestroy, BIT(ARRAY)),
+    /* releases: the kinds each may release are its name's in src/kinds.def */
+    RT(cudaFree_v3020, "cudaFree", on_cudaFree, 0),
+    DRV(cuMemFree_v2, "cuMemFree", on_cuMemFree, 0),
+    RT(cudaFreeHost_v3020, "cudaFreeHost", on_cudaFreeHost, 0),
+    DRV(cuMemFreeHost, "cuMemFreeHost", on_cuMemFreeHost, 0),
+    RT(cudaHostUnregister_v4000, "cudaHostUnregister", on_cudaHostUnregister, 0),
+    DRV(cuMemHostUnregister, "cuMemHostUnregister", on_cuMemHostUnregister, 0),
+    DRV(cuMemRelease, "cuMemRelease", on_cuMemRelease, 0),
+    DRV(cuMemUnmap, "cuMemUnmap", on_cuMemUnmap, 0),
+    DRV(cuMemAddressFree, "cuMemAddressFree", on_cuMemAddressFree, 0),
+    RT(cudaFreeArray_v3020, "cudaFreeArray", on_cudaFreeArray, 0),
+    DRV(cuArrayDestroy, "cuArrayDestroy", on_cuArrayDestroy, 0),
     RT(cudaFreeMipmappedArray_v5000, "cudaFreeMipmappedArray", on_cudaFreeMipmappedArray,
-       BIT(MIPMAPPED)),
+       0),
     DRV(cuMipmappedArrayDestroy, "cuMipmappedArrayDestroy", on_cuMipmappedArrayDestroy,
-        BIT(MIPMAPPED)),
-    /* stream-ordered releases (the kinds are free_async_mask's): ARG as for the allocations */
+        0),
+    /* stream-ordered releases: ARG as for the allocations */
     RT(cudaFreeAsync_v11020, "cudaFreeAsync", on_cudaFreeAsync, LEGACY_STREAM),
     RT(cudaFreeAsync_ptsz_v11020, "cudaFreeAsync", on_cudaFreeAsync, PER_THREAD),
     DRV(cuMemFreeAsync, "cuMemFreeAsync", on_cuMemFreeAsync, LEGACY_STREAM),

@@ -257,35 +257,6 @@ static void say_stack(uint32_t stack)
         check__say("   (no stack)");
 }
 
-/* The call that releases memory of a kind (the record's site.func names how it was made). */
-static const char *right_release(int kind, const char *made_by)
-{
-    switch (kind) {
-    case GPUMEM_KIND_PINNED:
-    case GPUMEM_KIND_HOST:
-        return made_by && strncmp(made_by, "cuMem", 5) == 0 ? "cuMemFreeHost" : "cudaFreeHost";
-    case GPUMEM_KIND_DEVICE_ASYNC:
-        return made_by && strncmp(made_by, "cuMem", 5) == 0 ? "cuMemFreeAsync" : "cudaFreeAsync";
-    case GPUMEM_KIND_REGISTERED:
-        return made_by && strncmp(made_by, "cuMem", 5) == 0 ? "cuMemHostUnregister"
-                                                             : "cudaHostUnregister";
-    case GPUMEM_KIND_VIRTUAL:
-        return made_by && strcmp(made_by, "cuMemMap") == 0 ? "cuMemUnmap" : "cuMemRelease";
-    case GPUMEM_KIND_ARRAY:
-        return made_by && strncmp(made_by, "cuArray", 7) == 0 ? "cuArrayDestroy" : "cudaFreeArray";
-    case GPUMEM_KIND_MIPMAPPED:
-        return made_by && strncmp(made_by, "cuMipmapped", 11) == 0 ? "cuMipmappedArrayDestroy"
-                                                                   : "cudaFreeMipmappedArray";
-    case GPUMEM_KIND_GRAPH:
-        return made_by && strncmp(made_by, "cuGraph", 7) == 0 ? "cuGraphAddMemFreeNode"
-                                                              : "cudaGraphAddMemFreeNode";
-    case GPUMEM_KIND_RESERVED:
-        return "cuMemAddressFree";
-    default:
-        return made_by && strncmp(made_by, "cuMem", 5) == 0 ? "cuMemFree" : "cudaFree";
-    }
-}
-
 /* ---- findings (kept and counted by findings.c) ---- */
 
 static void gen_suppression(const finding *f)
@@ -330,13 +301,13 @@ static void print_finding(const finding *f)
         if (strcmp(f->call, "realloc") == 0)
             check__say(" %s memory is released with %s(); gpumem check gave realloc() new memory with "
                 "the old contents and released the old so, and the program runs on", mem,
-                right_release(f->memory, f->alloc_call));
+                check_right_release(f->memory, f->alloc_call));
         else if (strcmp(f->call, "free") == 0 || strncmp(f->call, "operator delete", 15) == 0)
             check__say(" %s memory is released with %s(); gpumem check released it so, and the program "
-                "runs on", mem, right_release(f->memory, f->alloc_call));
+                "runs on", mem, check_right_release(f->memory, f->alloc_call));
         else
             check__say(" %s memory is released with %s(); CUDA refuses this call and the memory stays "
-                "allocated", mem, right_release(f->memory, f->alloc_call));
+                "allocated", mem, check_right_release(f->memory, f->alloc_call));
         break;
     case CHECK_DOUBLE:
         check__say("Double release: %s() of %s bytes of %s memory at %p, already released by %s%s",

@@ -23,6 +23,13 @@ typedef enum {
     CHECK_KIND_COUNT
 } check_kind;
 
+/* The memory kinds CUDA's call releases, as bits (1u << gpumem kind): src/kinds.def's. 0 for a
+ * call that releases none. */
+unsigned check_release_kinds(const char *call);
+/* The call that releases memory of kind made by made_by (the record's call), in made_by's API:
+ * what a report tells the program to use. */
+const char *check_right_release(int kind, const char *made_by);
+
 /* "leak", "mismatched-release", "double-free", "invalid-free", "interior-free",
  * "failed-alloc", "failed-call"; NULL for a bad value. */
 const char *check_kind_name(int kind);
