@@ -102,7 +102,7 @@ struct gpumem_pool {
     gpumem__pstream *mru, *lru, *last;
     unsigned long long *handles; /* VMM: physical pages mapped nowhere */
     size_t nhandles, handles_cap, pages_held;
-    gpumem__pending *pending;
+    gpumem__pending *pending, *pending_tail; /* oldest first */
     void **events;               /* events free for reuse */
     size_t nevents, events_cap;
     uint64_t remaps;
@@ -170,6 +170,7 @@ size_t gpumem__pages_mapped_in(const struct gpumem_pool *pool, const gpumem__pbl
 void *gpumem__pool_event_get(struct gpumem_pool *pool);
 void gpumem__pool_event_put(struct gpumem_pool *pool, void *ev);
 int gpumem__pool_pending_add(struct gpumem_pool *pool, gpumem__pblk *b, void *ev);
+void gpumem__pool_pending_push(struct gpumem_pool *pool, gpumem__pending *p);
 
 /* pool_arena.c; every call with the pool's lock held. */
 int gpumem__arena_setup(struct gpumem_pool *pool);

@@ -47,9 +47,21 @@ int gpumem__pool_pending_add(struct gpumem_pool *pool, gpumem__pblk *b, void *ev
         return -1;
     p->block = b;
     p->event = ev;
-    p->next = pool->pending;
-    pool->pending = p;
+    gpumem__pool_pending_push(pool, p);
     return 0;
+}
+
+/* Pending work is kept in the order it was recorded: a poll stops at the first that is not
+ * done, as what was recorded after it on the same stream is not done either, so that a pool
+ * with work in flight pays one event query a request, not one per entry. */
+void gpumem__pool_pending_push(struct gpumem_pool *pool, gpumem__pending *p)
+{
+    p->next = NULL;
+    if (pool->pending_tail)
+        pool->pending_tail->next = p;
+    else
+        pool->pending = p;
+    pool->pending_tail = p;
 }
 
 int gpumem__pages_handle_put(struct gpumem_pool *pool, unsigned long long h)
@@ -121,8 +133,7 @@ static int steal(struct gpumem_pool *pool, gpumem__pseg *seg, size_t i, cudaStre
     *h = seg->pages[i].handle;
     p->block = f;
     p->event = ev;
-    p->next = pool->pending;
-    pool->pending = p;
+    gpumem__pool_pending_push(pool, p);
     pool->remaps++;
     return 0;
 undo:
@@ -245,15 +256,15 @@ void gpumem__arena_settle(struct gpumem_pool *pool, int wait)
     int token;
     if (gpumem__pool_dev_enter(pool, &token) != 0)
         return;
-    for (gpumem__pending **pp = &pool->pending; *pp;) {
-        gpumem__pending *p = *pp;
+    while (pool->pending) {
+        gpumem__pending *p = pool->pending;
         int err = wait ? gpumem__be->event_sync(p->event) : gpumem__be->event_query(p->event);
-        if (err == cudaErrorNotReady) {
-            pp = &p->next;
-            continue;
-        }
+        if (err == cudaErrorNotReady)
+            break;
         /* Done, or the event failed (a dead context): nothing waits any more either way. */
-        *pp = p->next;
+        pool->pending = p->next;
+        if (!pool->pending)
+            pool->pending_tail = NULL;
         settle_one(pool, p->block);
         gpumem__pool_event_put(pool, p->event);
         free(p);
