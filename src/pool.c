@@ -122,6 +122,17 @@ static _Thread_local const gpumem_pool *handling_failure_of;
 
 _Static_assert(GPUMEM__TC_CLASSES <= GPUMEM__POOL_CLASSES, "thread-cache classes are classes");
 
+/* The trace hears of every change of reserved memory (GPUMEM_TRACE: gpumem report draws it
+ * against the requested bytes). Locked. */
+static void trace_reserved(gpumem_pool *pool)
+{
+    if (GPUMEM__UNLIKELY(pool->st.reserved != pool->traced_reserved)) {
+        pool->traced_reserved = pool->st.reserved;
+        gpumem__trace_pool(pool, pool->kind, pool->device, pool->st.reserved,
+                           pool->st.in_use);
+    }
+}
+
 static void raise_peaks(gpumem_pool *pool)
 {
     if (pool->st.reserved > pool->st.peak_reserved)
@@ -403,6 +414,7 @@ static uintptr_t alloc_from_pool(gpumem_pool *pool, size_t bytes, size_t csize,
         pool->st.oom_retries++;
         retried = 1;
         gpumem__arena_trim(pool);
+        trace_reserved(pool);
         err = take(pool, csize, stream, out);
     }
     if (GPUMEM__UNLIKELY(err)) {
@@ -415,6 +427,7 @@ static uintptr_t alloc_from_pool(gpumem_pool *pool, size_t bytes, size_t csize,
     }
     pool->st.requested += bytes;
     raise_peaks(pool);
+    trace_reserved(pool);
     uintptr_t base = (*out)->base;
     pthread_mutex_unlock(&pool->lock);
     pool_leave(pool); /* the block, in use, keeps the pool from being destroyed now */
@@ -575,6 +588,7 @@ int gpumem_pool_trim(gpumem_pool *pool)
         gpumem__tc_drain(pool, 0);
     pthread_mutex_lock(&pool->lock);
     int err = gpumem__arena_trim(pool);
+    trace_reserved(pool);
     pthread_mutex_unlock(&pool->lock);
     pool_leave(pool);
     if (err) {

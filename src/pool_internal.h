@@ -106,6 +106,7 @@ struct gpumem_pool {
     void **events;               /* events free for reuse */
     size_t nevents, events_cap;
     uint64_t remaps;
+    uint64_t traced_reserved; /* reserved as the trace last said it */
     gpumem_pool_stats_t st;  /* in_use counts blocks in thread caches; reads add them back */
     gpumem_site site;
     atomic_int users;
