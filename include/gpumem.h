@@ -807,7 +807,16 @@ typedef struct gpumem_pool_options_t {
      *  them, else segments), or one of the others; a design a pool cannot use falls back to
      *  segments. docs/pools.md compares them. */
     uint32_t design;
+    /** GPUMEM_POOL_* flags (0: none). */
+    uint32_t flags;
 } gpumem_pool_options_t;
+
+/** gpumem_pool_options_t.flags: the pool's blocks belong to a runtime that frees what it
+ *  holds at its own teardown, or never (an interpreter and the framework it runs: the Python
+ *  package's pools). Blocks of such a pool still live when the process exits are left out of
+ *  the exit report's summary (GPUMEM_LEAK_REPORT=summary, the default); the full report
+ *  (GPUMEM_LEAK_REPORT=full) and gpumem_report() list them as any others. */
+#define GPUMEM_POOL_RUNTIME_OWNED 1u
 
 /** Values of gpumem_pool_options_t.design. */
 enum {

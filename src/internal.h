@@ -223,6 +223,9 @@ void gpumem__reg_storage(void (*fn)(const void *p, size_t bytes, void *arg), voi
  * reports it and puts the record back. */
 int gpumem__pool_release(struct gpumem_pool *pool, const gpumem__rec *r, int async,
                          cudaStream_t stream);
+/* Whether the pool's blocks belong to a runtime (GPUMEM_POOL_RUNTIME_OWNED): the exit report
+ * leaves them out. Lock-free and signal-safe (a field set at creation). */
+int gpumem__pool_runtime_owned(const struct gpumem_pool *pool);
 /* The size-class bytes of the pool's block at base (0 when there is none). */
 size_t gpumem__pool_block_size(struct gpumem_pool *pool, uintptr_t base);
 /* Whether p lies in memory a pool holds to carve blocks from (not in a live block): its kind

@@ -372,6 +372,7 @@ gpumem_pool *gpumem_pool_create_at(int kind, int device, const gpumem_pool_optio
     pool->device = device;
     pool->tcache = gpumem__opt_bool(GPUMEM__OPT_POOL_THREAD_CACHE);
     pool->limit = options ? options->limit : 0;
+    pool->runtime_owned = options && (options->flags & GPUMEM_POOL_RUNTIME_OWNED);
     size_t chunk_bytes = options && options->chunk_bytes ? (size_t)options->chunk_bytes
                                                          : DEFAULT_CHUNK;
     if (pool->limit && chunk_bytes > pool->limit)
@@ -523,6 +524,11 @@ void *gpumem_pool_alloc_at(gpumem_pool *pool, size_t count, size_t size, cudaStr
 }
 
 /* ---- release ---- */
+
+int gpumem__pool_runtime_owned(const struct gpumem_pool *pool)
+{
+    return pool->runtime_owned; /* set at creation, never changed: no lock */
+}
 
 size_t gpumem__pool_block_size(struct gpumem_pool *pool, uintptr_t base)
 {

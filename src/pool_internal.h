@@ -90,6 +90,7 @@ struct gpumem_pool {
     int device;
     int design;
     int tcache;             /* thread caches in front (GPUMEM_POOL_THREAD_CACHE) */
+    int runtime_owned;      /* GPUMEM_POOL_RUNTIME_OWNED: left out of the exit report */
     uint64_t limit;
     size_t chunk_bytes;     /* pinned: segments small blocks are carved from */
     size_t granule;         /* VMM: bytes of a page */

@@ -3,7 +3,7 @@
  * to where one does; memory that follows the sizes a program has live instead of every size it
  * ever had; stream order across arenas; thread caches in front of carved blocks; out of
  * memory with memory held in caches; a forked child; double and interior releases of carved
- * blocks. Each scenario runs on the page-mapped design (vmm) and on the segment-carving one
+ * blocks; blocks of a pool a runtime owns left out of the exit report. Each scenario runs on the page-mapped design (vmm) and on the segment-carving one
  * (segments) where it applies; pool_arena_tcache_off runs everything without thread caches. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
@@ -337,6 +337,41 @@ static void forked_child(uint32_t design)
     fprintf(stderr, "  %s: ok\n", name_of(design));
 }
 
+/* Blocks of a pool a runtime owns (GPUMEM_POOL_RUNTIME_OWNED: the Python package's) that are
+ * still live when the process exits are left out of the exit report's summary; others are
+ * reported (and the full report, GPUMEM_LEAK_REPORT=full, lists both). */
+static int exit_report_says_live(uint32_t flags)
+{
+    char path[] = "/tmp/gpumem-exit-report-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return -1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd, 2);
+        gpumem_pool_options_t o = {.flags = flags};
+        gpumem_pool *pool = gpumem_pool_create(GPUMEM_KIND_DEVICE, 0, &o);
+        void *kept = pool ? gpumem_pool_alloc(pool, 1, 4096, S1) : NULL;
+        exit(kept ? 0 : 3); /* kept is still live: the exit report runs now */
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    char buf[4096] = "";
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    close(fd);
+    unlink(path);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || n < 0)
+        return -1;
+    return strstr(buf, "still live at exit") != NULL;
+}
+
+static void runtime_owned_at_exit(void)
+{
+    EXPECT_EQ(exit_report_says_live(0), 1);
+    EXPECT_EQ(exit_report_says_live(GPUMEM_POOL_RUNTIME_OWNED), 0);
+}
+
 #define BOTH(fn)                                                                                 \
     do {                                                                                         \
         fn(GPUMEM_POOL_DESIGN_VMM);                                                              \
@@ -365,6 +400,7 @@ int main(void)
     RUN(test_out_of_memory);
     RUN(test_bad_releases);
     RUN(test_forked_child);
+    RUN(runtime_owned_at_exit);
     EXPECT_EQ(live_total(), 0);
     return harness_exit();
 }
