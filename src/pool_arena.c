@@ -297,9 +297,40 @@ static size_t plain_bytes(const struct gpumem_pool *pool, const gpumem__parena *
     return n > SIZE_MAX - (SMALL_SEGMENT - 1) ? n : (n + SMALL_SEGMENT - 1) & ~(SMALL_SEGMENT - 1);
 }
 
-static int seg_grow_plain(struct gpumem_pool *pool, gpumem__parena *a, size_t n,
-                          cudaStream_t stream)
+static int seg_release(struct gpumem_pool *pool, gpumem__pseg *seg, int ordered);
+
+/* Before a device pool of segments asks CUDA for another, the segments of the requesting
+ * stream that no block uses go back to CUDA's pool (cuMemFreeAsync on that stream, which CUDA
+ * orders after the stream's work, then cuMemPoolTrimTo, which gives the driver what CUDA's
+ * pool may release already; the rest it releases or reuses once the stream has run): they
+ * could not serve this request, and kept, they hoard memory for sizes no longer asked for.
+ * Only the stream's own: another stream may have been destroyed, and its work is not ordered
+ * before this one's. With NVTX's heaps the segments are cudaMalloc's, whose cudaFree waits for
+ * the device: they stay until a trim. */
+static void release_idle(struct gpumem_pool *pool, gpumem__pstream *ps)
 {
+    if (pool->kind != GPUMEM_KIND_DEVICE || pool->design != GPUMEM__DESIGN_SEGMENTS ||
+        GPUMEM__UNLIKELY(gpumem__nvtx_on))
+        return;
+    int released = 0;
+    for (int k = 0; k < 2; k++) {
+        for (gpumem__pseg *s = ps->arena[k].segs, *next; s; s = next) {
+            next = s->next;
+            if (!s->used && seg_release(pool, s, 1) == 0)
+                released = 1;
+        }
+    }
+    int token;
+    if (released && gpumem__pool_dev_enter(pool, &token) == 0) {
+        gpumem__be->mempool_trim(pool->cuda_pool, 0);
+        gpumem__pool_dev_leave(token);
+    }
+}
+
+static int seg_grow_plain(struct gpumem_pool *pool, gpumem__pstream *ps, gpumem__parena *a,
+                          size_t n, cudaStream_t stream)
+{
+    release_idle(pool, ps);
     size_t bytes = plain_bytes(pool, a, n);
     if (gpumem__pool_over_limit(pool, bytes)) {
         if (bytes == n || gpumem__pool_over_limit(pool, n))
@@ -357,9 +388,10 @@ static int seg_grow_vmm(struct gpumem_pool *pool, gpumem__parena *a, size_t n)
     return err;
 }
 
-/* Gives segment seg back to CUDA; every block of it is free and out of its bin, or retiring
- * and settled. Its pages must be unmapped already. */
-static int seg_release(struct gpumem_pool *pool, gpumem__pseg *seg)
+/* Gives segment seg back to CUDA; every block of it is free, or retiring and settled. Its
+ * pages must be unmapped already. ordered: a device segment from CUDA's pool goes back in
+ * the order of its stream's work (cuMemFreeAsync), else with cudaFree, which waits. */
+static int seg_release(struct gpumem_pool *pool, gpumem__pseg *seg, int ordered)
 {
     int token, err = gpumem__pool_dev_enter(pool, &token);
     if (!err && seg->pages) {
@@ -368,7 +400,8 @@ static int seg_release(struct gpumem_pool *pool, gpumem__pseg *seg)
         if (GPUMEM__UNLIKELY(gpumem__nvtx_on))
             gpumem__nvtx_heap(seg->base, seg->size, 0);
         err = pool->kind == GPUMEM_KIND_PINNED ? gpumem__be->free_host((void *)seg->base)
-                                               : gpumem__be->free((void *)seg->base);
+              : ordered ? gpumem__be->free_async((void *)seg->base, seg->arena->stream)
+                        : gpumem__be->free((void *)seg->base);
         if (GPUMEM__UNLIKELY(err && gpumem__nvtx_on))
             gpumem__nvtx_heap(seg->base, seg->size, 1);
         if (!err)
@@ -520,7 +553,7 @@ int gpumem__arena_take(struct gpumem_pool *pool, size_t n, cudaStream_t stream,
     gpumem__pblk *b = bin_find(a, n, exact);
     if (!b) {
         int err = pool->design == GPUMEM__DESIGN_VMM ? seg_grow_vmm(pool, a, n)
-                                                     : seg_grow_plain(pool, a, n, stream);
+                                                     : seg_grow_plain(pool, ps, a, n, stream);
         if (err)
             return err;
         *missed = pool->design != GPUMEM__DESIGN_VMM;
@@ -619,7 +652,7 @@ static int stream_release(struct gpumem_pool *pool, gpumem__pstream *c)
             int mapped = 0;
             for (size_t i = 0; i < s->hwm; i++)
                 mapped |= s->pages[i].state != GPUMEM__PAGE_UNMAPPED;
-            int e = mapped ? cudaErrorNotReady : seg_release(pool, s);
+            int e = mapped ? cudaErrorNotReady : seg_release(pool, s, 0);
             if (e && e != cudaErrorNotReady)
                 err = err ? err : e;
         }

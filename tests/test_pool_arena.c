@@ -260,8 +260,10 @@ static void out_of_memory(uint32_t design)
     EXPECT_EQ(seen.code, GPUMEM_ENOMEM);
     EXPECT_CONTAINS(seen.message, "out of memory: 200.0 MiB device memory requested from a "
                                   "device pool");
-    EXPECT_CONTAINS(seen.message, "cached by size: ");
-    EXPECT_CONTAINS(seen.message, "the largest free block is ");
+    if (design == GPUMEM_POOL_DESIGN_VMM) { /* segments gave their cached ones back already */
+        EXPECT_CONTAINS(seen.message, "cached by size: ");
+        EXPECT_CONTAINS(seen.message, "the largest free block is ");
+    }
     EXPECT_CONTAINS(seen.message, "cached blocks were released and the request retried once");
     EXPECT_CONTAINS(seen.message, "past its limit");
     EXPECT_EQ(gpumem_free(big), GPUMEM_OK);
