@@ -581,18 +581,41 @@ static int cuda_vmm_release(unsigned long long handle)
     return (int)drv.cuMemRelease((CUmemGenericAllocationHandle)handle);
 }
 
+/* Mapped memory is reachable only by the devices given access. cudaMalloc's is reachable by
+ * every peer that enables peer access, so the pages get the same: the owner and each device
+ * that can reach it directly (PyTorch's expandable segments do the same for their peers). */
+static size_t access_list(int ordinal, CUmemAccessDesc *desc, size_t max)
+{
+    int count = 0;
+    size_t n = 0;
+    CUdevice owner;
+    memset(desc, 0, max * sizeof *desc);
+    if (drv.cuDeviceGetCount(&count) != CUDA_SUCCESS || drv.cuDeviceGet(&owner, ordinal) != CUDA_SUCCESS)
+        count = 0;
+    for (int d = -1; d < count && n < max; d++) { /* -1: the owner first */
+        int can = d < 0;
+        CUdevice peer;
+        if (d == ordinal || (!can && (drv.cuDeviceGet(&peer, d) != CUDA_SUCCESS ||
+                                      drv.cuDeviceCanAccessPeer(&can, peer, owner) != CUDA_SUCCESS)))
+            continue;
+        if (!can)
+            continue;
+        desc[n].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        desc[n].location.id = d < 0 ? ordinal : d;
+        desc[n].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        n++;
+    }
+    return n;
+}
+
 static int cuda_vmm_map(void *va, size_t bytes, unsigned long long handle, int ordinal)
 {
     CUdeviceptr d = (CUdeviceptr)(uintptr_t)va;
     CUresult r = drv.cuMemMap(d, bytes, 0, (CUmemGenericAllocationHandle)handle, 0);
     if (r != CUDA_SUCCESS)
         return (int)r;
-    CUmemAccessDesc access;
-    memset(&access, 0, sizeof access);
-    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    access.location.id = ordinal;
-    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    r = drv.cuMemSetAccess(d, bytes, &access, 1);
+    CUmemAccessDesc access[MAX_DEVICES];
+    r = drv.cuMemSetAccess(d, bytes, access, access_list(ordinal, access, MAX_DEVICES));
     if (r != CUDA_SUCCESS)
         (void)drv.cuMemUnmap(d, bytes); /* r, the first failure, is what is reported */
     return (int)r;
