@@ -43,14 +43,22 @@ export PKG_CONFIG_PATH=$top/.dev/deps/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONF
 export LD_LIBRARY_PATH=$top/.dev/deps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 if [ ! -f "$B/CMakeCache.txt" ]; then
   run 60 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DGPUMEM_BUILD_LINT=OFF \
-    -DGPUMEM_BUILD_TESTS=OFF -DGPUMEM_BUILD_BENCH=ON "${deps[@]}"
+    -DGPUMEM_BUILD_TESTS=ON -DGPUMEM_BUILD_BENCH=ON "${deps[@]}"
 fi
-run 150 cmake --build "$B" -j"$(nproc)" --target gpumem_tool gpumem_python bench_pool_scale pool_loop
+run 150 cmake --build "$B" -j"$(nproc)" --target gpumem_tool gpumem_python bench_pool_scale pool_loop \
+  test_pool test_pool_records
 GPUMEM=$B/tools/gpumem
 PYLIB=$B/python/libgpumem_python.so
 export PYTHONPATH=$top/python${PYTHONPATH:+:$PYTHONPATH}
 export GPUMEM_LIBRARY=$PYLIB
 [ -x "$GPUMEM" ] || echo "gpumem not built: see $RAW" >&2
+
+# ---- 0b. the pool tests on the device (the page-mapped design on real CUDA)
+TESTS=""
+for t in test_pool test_pool_records; do
+  log "$t $BACKEND"
+  if run 60 "$B/tests/$t" "$BACKEND"; then TESTS="$TESTS $t: passed;"; else TESTS="$TESTS $t: FAILED (raw.txt);"; fi
+done
 
 # ---- 1. the variable-length loop, each allocator
 declare -A RATE RES ALLOC
@@ -107,8 +115,10 @@ fi
 echo "[" > "$OUT/replay.json"
 : > "$OUT/replay-tables.txt"
 first=1
-for f in "$OUT"/logs/*.log.gz bench/traces/*.log.gz; do
+for f in "$OUT"/logs/varlen.log.gz "$OUT"/logs/fixed.log.gz "$OUT"/logs/serve.log.gz \
+         "$OUT"/logs/cupy.log.gz bench/traces/*.log.gz; do
   [ -f "$f" ] || continue
+  case $f in bench/traces/*) [ -f "$OUT/logs/$(basename "$f")" ] && continue ;; esac
   [ "$(left)" -gt 45 ] || { log "skip replay $f: time"; continue; }
   name=$(basename "$f" .log.gz)
   gunzip -c "$f" > "/tmp/$name.log" || continue
@@ -149,6 +159,8 @@ mib() { [ -n "${1:-}" ] && awk -v b="$1" 'BEGIN { printf "%.0f MiB", b / 1048576
   echo
   echo "$(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)," \
        "$(nproc) cores, $(python3 -c 'import torch; print("PyTorch", torch.__version__)' 2>/dev/null), run took ${SECONDS}s"
+  echo
+  echo "Tests on the device:$TESTS"
   echo
   echo "## Variable-length transformer loop (300 steps, 8 x 16..1024 tokens)"
   echo
