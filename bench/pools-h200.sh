@@ -74,7 +74,7 @@ workload() { # WORKLOAD ALLOCATOR [ENV...]: one process, its JSON line parsed
       ALLOC[$w,$a]=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["peak_allocated"])' "$line") ;;
   esac
 }
-TORCH_ALLOCS="torch-default torch-expandable torch-async gpumem-classes gpumem-segments gpumem-vmm"
+TORCH_ALLOCS="torch-default torch-expandable torch-async gpumem-classes gpumem-segments gpumem-vmm torch-history"
 if [ "$BACKEND" = cuda ] && python3 -c 'import torch' 2>/dev/null; then
   for a in $TORCH_ALLOCS; do
     [ "$(left)" -gt 150 ] || { log "skip varlen $a: time"; continue; }

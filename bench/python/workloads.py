@@ -14,6 +14,10 @@ ALLOCATOR:
   torch-default, torch-expandable, torch-async      PyTorch's caching allocator, with
                                                     expandable_segments:True, or
                                                     backend:cudaMallocAsync (set before CUDA)
+  torch-history                                     the default one recording every
+                                                    allocation's Python stack
+                                                    (torch.cuda.memory._record_memory_history,
+                                                    stacks="python"): what that costs
   gpumem-vmm, gpumem-segments, gpumem-classes       gpumem.torch.use() (gpumem.cupy.use())
                                                     with GPUMEM_POOL_DESIGN set so
   cupy-default                                      CuPy's MemoryPool
@@ -41,6 +45,9 @@ def torch_setup(allocator):
     if allocator.startswith("gpumem-"):
         import gpumem
         gpumem.torch.use()
+    if allocator == "torch-history":
+        torch.cuda.memory._record_memory_history(enabled="all", stacks="python",
+                                                 max_entries=100000)
     return torch
 
 
