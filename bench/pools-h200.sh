@@ -3,8 +3,9 @@
 #   1. a variable-length PyTorch training loop (a transformer encoder layer, d_model 512,
 #      batches of 8 sequences of 16 to 1024 tokens, 300 steps) with each allocator side by
 #      side: PyTorch's caching allocator (default, expandable_segments:True,
-#      backend:cudaMallocAsync) and gpumem's device pool in each design (pages, segments, a
-#      block per class: the earlier design); steps a second, peak reserved, peak allocated;
+#      backend:cudaMallocAsync, and the default recording every allocation's Python stack, to
+#      see what that costs) and gpumem's device pool in each design (pages, segments, a block
+#      per class: the earlier design); steps a second, peak reserved, peak allocated;
 #   2. the fixed-shape pool rows: bench_pool_scale, 4 KiB and 1 MiB pairs, 1 and 16 threads;
 #   3. traces of real workloads recorded through gpumem (the variable-length loop, the same
 #      with fixed shapes, an inference server's loop, a CuPy program), kept as replay logs,
