@@ -367,19 +367,22 @@ static int seg_grow_plain(struct gpumem_pool *pool, gpumem__pstream *ps, gpumem_
     return 0;
 }
 
+/* A new address range for arena a, for a block of n bytes. A block larger than the device's
+ * memory cannot be mapped: out of memory, as cudaMalloc would say, without asking; and when
+ * no address range is left, that is out of memory too. */
 static int seg_grow_vmm(struct gpumem_pool *pool, gpumem__parena *a, size_t n)
 {
     size_t g = pool->granule;
     size_t want = a->small ? pool->va_bytes / 8 : pool->va_bytes;
+    if (n > pool->va_bytes)
+        return cudaErrorMemoryAllocation;
     if (want < n)
         want = n;
-    if (want > SIZE_MAX - g)
-        return cudaErrorMemoryAllocation;
     want = (want + g - 1) / g * g;
     void *va = NULL;
     int token, err = gpumem__pool_dev_enter(pool, &token);
-    if (!err)
-        err = gpumem__be->vmm_reserve(&va, want);
+    if (!err && gpumem__be->vmm_reserve(&va, want) != 0)
+        err = cudaErrorMemoryAllocation;
     if (!err && !seg_add(pool, a, (uintptr_t)va, want, want / g)) {
         gpumem__be->vmm_unreserve(va, want);
         err = cudaErrorMemoryAllocation;
