@@ -39,7 +39,7 @@
 
 atomic_int gpumem__trace_on;
 
-enum { EV_ALLOC = 1, EV_RELEASE, EV_CHECKPOINT, EV_FAILED };
+enum { EV_ALLOC = 1, EV_RELEASE, EV_CHECKPOINT, EV_FAILED, EV_POOL };
 
 /* One event as recorded: plain values only, strings are the caller's static literals (call
  * sites, CUDA call names), which outlive the writer. */
@@ -298,6 +298,27 @@ void gpumem__trace_checkpoint(uint64_t seq)
     e->type = EV_CHECKPOINT;
     e->ns = now_ns();
     e->id = seq;
+    e->thread = gpumem__thread_id();
+    ev_done(b);
+}
+
+void gpumem__trace_pool(const void *pool, int kind, int device, uint64_t reserved,
+                        uint64_t in_use)
+{
+    if (!gpumem__tracing())
+        return;
+    trace_buf *b;
+    trace_ev *e = ev_next(&b);
+    if (!e)
+        return;
+    memset(e, 0, sizeof *e);
+    e->type = EV_POOL;
+    e->ns = now_ns();
+    e->base = (uintptr_t)pool;
+    e->kind = (unsigned char)kind;
+    e->device = device;
+    e->bytes = reserved;
+    e->live = in_use;
     e->thread = gpumem__thread_id();
     ev_done(b);
 }
@@ -639,6 +660,20 @@ static void format_event(text *t, const trace_ev *e)
         put_head(t, e, "i");
         put(t, ",\"s\":\"g\",\"name\":\"checkpoint\",\"args\":{\"seq\":");
         put_u64(t, e->id);
+        put(t, "}},\n");
+        break;
+    case EV_POOL: /* a counter of its own per pool: Perfetto draws both values over time */
+        put_head(t, e, "C");
+        put(t, ",\"name\":\"");
+        put(t, gpumem_kind_name(e->kind));
+        put(t, " pool ");
+        put_hex(t, e->base);
+        put(t, " reserved, device ");
+        put_i64(t, e->device);
+        put(t, "\",\"args\":{\"reserved\":");
+        put_u64(t, e->bytes);
+        put(t, ",\"in_use\":");
+        put_u64(t, e->live);
         put(t, "}},\n");
         break;
     case EV_FAILED:

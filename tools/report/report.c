@@ -144,6 +144,7 @@ void report_summary(const report_trace *t, FILE *out, int top)
         }
     }
     free(rank);
+    report_pools_summary(t, out);
 }
 
 int gpumem_report_main(int argc, char **argv)
