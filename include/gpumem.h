@@ -780,8 +780,11 @@ GPUMEM_API size_t gpumem_scope_count(const gpumem_scope *s);
 
 /* ---- Pools ---- */
 /** @name Pools
- * Caching allocators for device memory (over CUDA's stream-ordered allocator) and pinned host
- * memory (size classes carved from large cudaMallocHost chunks). Every block is a gpumem
+ * Caching allocators for device memory and pinned host memory. Blocks are carved from the
+ * memory a pool holds and merge with free neighbours when released, so memory one size freed
+ * serves any other; a device pool maps physical pages into address ranges of its own where
+ * the device can, and holds pages only under blocks (pinned pools carve large cudaMallocHost
+ * chunks). Every block is a gpumem
  * allocation like any other: in the registry (gpumem_query(), leak reports, statistics), and
  * released with gpumem_free() (or, device pool, gpumem_free_async()), which gives it back to
  * its pool instead of to CUDA. docs/pools.md has the rules and the numbers. */
@@ -799,32 +802,74 @@ typedef struct gpumem_pool_options_t {
      *  (smaller when a limit is set below it). Requests above a quarter of a chunk get a
      *  cudaMallocHost of their own. Ignored by device pools. */
     uint64_t chunk_bytes;
+    /** How the pool holds memory: GPUMEM_POOL_DESIGN_AUTO (0, the default: the
+     *  GPUMEM_POOL_DESIGN variable, else pages for a device pool where the device can map
+     *  them, else segments), or one of the others; a design a pool cannot use falls back to
+     *  segments. docs/pools.md compares them. */
+    uint32_t design;
+    /** GPUMEM_POOL_* flags (0: none). */
+    uint32_t flags;
 } gpumem_pool_options_t;
 
-/** What a pool holds (gpumem_pool_stats()). Bytes are block (size-class) bytes unless said. */
+/** gpumem_pool_options_t.flags: the pool's blocks belong to a runtime that frees what it
+ *  holds at its own teardown, or never (an interpreter and the framework it runs: the Python
+ *  package's pools). Blocks of such a pool still live when the process exits are left out of
+ *  the exit report's summary (GPUMEM_LEAK_REPORT=summary, the default); the full report
+ *  (GPUMEM_LEAK_REPORT=full) and gpumem_report() list them as any others. */
+#define GPUMEM_POOL_RUNTIME_OWNED 1u
+
+/** Values of gpumem_pool_options_t.design. */
+enum {
+    GPUMEM_POOL_DESIGN_AUTO = 0,
+    /** Device pools: blocks carved from address ranges of the pool's own into which physical
+     *  pages are mapped while blocks lie on them (CUDA's virtual memory management). */
+    GPUMEM_POOL_DESIGN_VMM = 1,
+    /** Blocks carved from segments CUDA gives in one piece (2 MiB for small blocks, 20 MiB or
+     *  the block's size for large ones; pinned: the chunks), split and merged again. */
+    GPUMEM_POOL_DESIGN_SEGMENTS = 2,
+    /** A CUDA allocation per block, of its size class, cached by class and never split: for
+     *  comparison (it holds memory for every class a program ever had live at once). */
+    GPUMEM_POOL_DESIGN_CLASSES = 3
+};
+
+/** Size ranges of gpumem_pool_stats_t.cached_by_size: under 64 KiB, 64 KiB to 1 MiB, 1 to
+ *  16 MiB, 16 to 256 MiB, 256 MiB and over. */
+#define GPUMEM_POOL_SIZE_RANGES 5
+
+/** What a pool holds (gpumem_pool_stats()). Bytes are block bytes (requests rounded to their
+ *  class, or to 256 bytes above 4 MiB) unless said. */
 typedef struct gpumem_pool_stats_t {
-    uint64_t reserved;       /**< bytes held from CUDA: in use + cached (+ pinned chunk space
-                                  not yet carved) */
+    uint64_t reserved;       /**< bytes held from CUDA: segments, or mapped and spare pages */
     uint64_t in_use;         /**< block bytes of live blocks */
     uint64_t requested;      /**< bytes the live blocks were asked for (count * size) */
-    uint64_t cached;         /**< block bytes of released blocks kept for reuse */
+    uint64_t cached;         /**< reserved bytes not in live blocks: free blocks, blocks in
+                                  thread caches, the free rest of pages and segments */
     uint64_t peak_reserved;  /**< largest reserved so far */
     uint64_t peak_in_use;    /**< largest in_use so far */
     uint64_t blocks_in_use;
-    uint64_t blocks_cached;
-    uint64_t hits;           /**< allocations served from the pool's cache */
-    uint64_t misses;         /**< allocations that reached CUDA (its pool, or cudaMallocHost) */
+    uint64_t blocks_cached;  /**< free blocks holding memory, and blocks in thread caches */
+    uint64_t hits;           /**< allocations served without asking CUDA for memory */
+    uint64_t misses;         /**< allocations that asked CUDA for memory or a mapping */
     uint64_t oom_retries;    /**< out-of-memory answers retried after releasing cached blocks */
     /** Share of reserved bytes that hold no requested byte, (reserved - requested) / reserved,
      *  from 0 (every reserved byte is asked for) to 1; 0 when nothing is reserved. It counts
-     *  size-class rounding, cached blocks and uncarved chunk space alike: after
-     *  gpumem_pool_trim() of an idle phase it shows what stays pinned for nothing. */
+     *  rounding, cached blocks and free space in segments and pages alike: after
+     *  gpumem_pool_trim() of an idle phase it shows what stays held for nothing. */
     double fragmentation;
+    uint64_t peak_requested; /**< largest requested so far */
+    /** The largest block the pool could hand out now without asking CUDA for memory. */
+    uint64_t largest_free;
+    /** cached bytes by the size of the free block (or thread-cached block) they lie in; the
+     *  ranges are GPUMEM_POOL_SIZE_RANGES's. */
+    uint64_t cached_by_size[GPUMEM_POOL_SIZE_RANGES];
+    /** Share of cached bytes outside the largest free block, 1 - largest_free / cached: near 1
+     *  when memory is cached in pieces too small for a large request. */
+    double free_fragmentation;
+    uint64_t remaps;         /**< pages moved from where no block needed them to a new block */
 } gpumem_pool_stats_t;
 
 /**
- * Makes a pool. @p kind is GPUMEM_KIND_DEVICE (a device pool on device ordinal @p device,
- * built on a CUDA memory pool whose release threshold keeps freed memory cached) or
+ * Makes a pool. @p kind is GPUMEM_KIND_DEVICE (a device pool on device ordinal @p device) or
  * GPUMEM_KIND_PINNED (a pinned host pool; @p device is ignored). @p options may be NULL
  * (no limit, default chunk). Returns the pool, or NULL with the record set: GPUMEM_EINVAL
  * (another kind), GPUMEM_ENODEV, GPUMEM_ENOMEM, GPUMEM_ECUDA (e.g. no such device, or a
@@ -839,9 +884,9 @@ GPUMEM_API gpumem_pool *gpumem_pool_create_at(int kind, int device,
 /**
  * A block of at least count * size bytes (overflow-checked), aligned to GPUMEM_ALIGNMENT,
  * recorded at the caller's site, of kind GPUMEM_KIND_DEVICE or GPUMEM_KIND_PINNED. Device
- * pool: usable by work on @p stream once the call returns, as cudaMallocAsync; a block
- * cached for @p stream is reused at once, and any other request goes to CUDA's pool, which
- * reuses memory across streams only once the work that used it is done. Pinned pool:
+ * pool: usable by work on @p stream once the call returns, as cudaMallocAsync; memory
+ * released on @p stream is reused at once, memory released on another stream only once the
+ * work queued there before the release is done. Pinned pool:
  * @p stream is ignored. Returns NULL with the record set: GPUMEM_EOVERFLOW, GPUMEM_EINVAL
  * (NULL pool), GPUMEM_ENOMEM (after releasing cached blocks and retrying once; the message
  * says what the pool held), GPUMEM_ECUDA. Zero bytes: NULL and GPUMEM_OK. Thread-safe.
@@ -853,9 +898,9 @@ GPUMEM_API void *gpumem_pool_alloc_at(gpumem_pool *pool, size_t count, size_t si
     gpumem_pool_alloc_at((pool), (count), (size), (stream), GPUMEM_SITE_HERE)
 
 /**
- * Releases every cached block back to CUDA (device pool: after the device finished the work
- * that may still use them, then trims CUDA's pool; pinned pool: blocks of their own and
- * chunks none of whose blocks are live). Live blocks are untouched. Returns GPUMEM_OK,
+ * Releases what no live block needs back to CUDA, thread caches included (device pool: after
+ * the device finished the work that may still use it): pages no block lies on, segments no
+ * live block is carved from. Live blocks are untouched. Returns GPUMEM_OK,
  * GPUMEM_EINVAL (NULL pool) or the CUDA failure. Thread-safe; slow (it synchronizes).
  */
 GPUMEM_API int gpumem_pool_trim(gpumem_pool *pool);

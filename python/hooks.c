@@ -46,6 +46,10 @@ static gpumem_pool **slot_locked(int device)
     return NULL;
 }
 
+/* Tensors a program leaves to the interpreter's exit, and the framework's own caches (cuBLAS
+ * workspaces), are freed at its teardown or never: not leaks to report at exit. */
+static const gpumem_pool_options_t runtime_owned = {.flags = GPUMEM_POOL_RUNTIME_OWNED};
+
 /* The device's pool, made on first use. NULL with the record set as gpumem_pool_create()
  * sets it (no such device: its message names the device). */
 static gpumem_pool *pool_of(int device)
@@ -59,7 +63,7 @@ static gpumem_pool *pool_of(int device)
     gpumem_pool **slot = slot_locked(device);
     gpumem_pool *pool = slot ? *slot : NULL;
     if (!pool) {
-        pool = gpumem_pool_create(GPUMEM_KIND_DEVICE, device, NULL);
+        pool = gpumem_pool_create(GPUMEM_KIND_DEVICE, device, &runtime_owned);
         far_pool *f = NULL;
         if (pool && device >= 0 && device < GPUMEM_STATS_DEVICES) {
             atomic_store_explicit(&pools[device], pool, memory_order_release);

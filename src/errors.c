@@ -52,12 +52,23 @@ const char *gpumem_err_name(int code)
     return "GPUMEM_EUNKNOWN";
 }
 
+/* The kinds of kinds.def agree with gpumem.h's enum, value for value, and are all of it. */
+#define KIND(id, value, name) _Static_assert(GPUMEM_KIND_##id == value, "kinds.def: " #id);
+#include "kinds.def"
+enum {
+    kinds_listed = 1
+#define KIND(id, value, name) +1
+#include "kinds.def"
+};
+_Static_assert((int)kinds_listed == (int)GPUMEM_KIND_COUNT_, "kinds.def lists every gpumem_kind");
+
 const char *gpumem_kind_name(int kind)
 {
-    static const char *names[GPUMEM_KIND_COUNT_] = {"none",         "device",     "managed",
-                                                    "pinned",       "host",       "device-async",
-                                                    "registered",   "virtual",    "array",
-                                                    "mipmapped-array", "graph",   "reserved"};
+    static const char *names[GPUMEM_KIND_COUNT_] = {
+        [GPUMEM_KIND_NONE] = "none",
+#define KIND(id, value, name) [GPUMEM_KIND_##id] = name,
+#include "kinds.def"
+    };
     return kind >= 0 && kind < GPUMEM_KIND_COUNT_ ? names[kind] : "unknown";
 }
 

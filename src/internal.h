@@ -49,6 +49,9 @@
       "keep each allocation's stack, shown in reports and release errors (costs time)")          \
     X(POOL_THREAD_CACHE, BOOL, "", "1",                                                          \
       "pools keep released blocks in a cache per thread, in front of the pool's lock")           \
+    X(POOL_DESIGN, CHOICE, "auto|vmm|segments|classes", "auto",                                  \
+      "how pools hold memory: auto (device pools map pages where the device can), vmm, "        \
+      "segments (carved from pieces CUDA gives), classes (a piece per block, never split)")     \
     X(COPY_STAGE_MIN, SIZE, "", "16MiB",                                                         \
       "copies between pageable host and device memory this large go through pinned staging "    \
       "slots (0: never)")                                                                        \
@@ -171,12 +174,14 @@ gpumem__take_result gpumem__reg_take(const void *p, gpumem_site site, unsigned k
 void gpumem__reg_set_freed_stack(const void *p, uint32_t stack);
 /* Undoes a take whose CUDA release did not happen (the memory is still allocated). */
 void gpumem__reg_untake(const void *p);
-/* A pool block of bytes at base (its class size) joins (add) or leaves the registry: a pool
- * adds a block when it gets it from CUDA and removes it when it gives it back. While it is
- * there, the block has a record of its own, kept while the block is cached, which its
- * allocations (gpumem__reg_insert) and releases (gpumem__reg_take) flip between live and
- * released without the shards' locks; large blocks also join the table of large spans that
- * interior lookups search. Removal puts the block's last release into the quarantine. */
+/* A pool block at base is made (add) or goes. While it exists, the block has a record of its
+ * own, kept while the block is free or cached, which its allocations (gpumem__reg_insert)
+ * and releases (gpumem__reg_take) flip between live and released without the shards' locks.
+ * Removal puts the block's last release into the quarantine. */
+void gpumem__reg_pool_record(uintptr_t base, int add);
+/* A pool block of bytes at base, in use to its pool, joins (add) or leaves the table of large
+ * spans that interior lookups search (blocks over 64 KiB; smaller ones are found by walking
+ * down from the address). */
 void gpumem__reg_pool_span(uintptr_t base, size_t bytes, int add);
 /* Finds the live allocation containing p; copies it into *out. Returns 1 if found. */
 int gpumem__reg_find(const void *p, gpumem__rec *out);
@@ -218,6 +223,9 @@ void gpumem__reg_storage(void (*fn)(const void *p, size_t bytes, void *arg), voi
  * reports it and puts the record back. */
 int gpumem__pool_release(struct gpumem_pool *pool, const gpumem__rec *r, int async,
                          cudaStream_t stream);
+/* Whether the pool's blocks belong to a runtime (GPUMEM_POOL_RUNTIME_OWNED): the exit report
+ * leaves them out. Lock-free and signal-safe (a field set at creation). */
+int gpumem__pool_runtime_owned(const struct gpumem_pool *pool);
 /* The size-class bytes of the pool's block at base (0 when there is none). */
 size_t gpumem__pool_block_size(struct gpumem_pool *pool, uintptr_t base);
 /* Whether p lies in memory a pool holds to carve blocks from (not in a live block): its kind
@@ -228,11 +236,10 @@ int gpumem__pool_chunk_holding(const void *p, int *kind, gpumem_site *made);
  * blocks of class cls from a thread cache to the pool's cache of stream. */
 void gpumem__pool_tc_return(struct gpumem_pool *pool, cudaStream_t stream, unsigned cls,
                             const uintptr_t *bases, unsigned n);
-/* Moves up to max blocks of class cls cached by the pool for stream into out (a thread cache
- * takes them); returns how many. */
-unsigned gpumem__pool_tc_take(struct gpumem_pool *pool, cudaStream_t stream, unsigned cls,
-                              uintptr_t *out, unsigned max);
 size_t gpumem__pool_class_size(unsigned cls);
+/* Blocks cached by every thread cache of pool, by class (between gpumem__tc_sum_begin and
+ * gpumem__tc_sum_end). */
+void gpumem__tc_sum_classes(struct gpumem_pool *pool, uint64_t *per_class);
 
 /* ---- nvtx.c: pools described to compute-sanitizer through NVTX (docs/pools.md) ---- */
 /* 1 when pools register their memory with NVTX. Set once, by gpumem__nvtx_start, before the
@@ -270,8 +277,6 @@ uintptr_t gpumem__tc_pop(struct gpumem_pool *pool, cudaStream_t stream, unsigned
  * the caller after a pop. */
 int gpumem__tc_push(struct gpumem_pool *pool, cudaStream_t stream, unsigned cls, size_t size,
                     uintptr_t base, size_t bytes, int undo_hit);
-/* After a request the pool served: brings more of the pool's cached blocks of the class over. */
-void gpumem__tc_refill(struct gpumem_pool *pool, cudaStream_t stream, unsigned cls, size_t size);
 /* Gives every thread's cached blocks of pool back to it; forget: the pool is going away. Never
  * call with the pool's mutex held. */
 void gpumem__tc_drain(struct gpumem_pool *pool, int forget);
@@ -357,6 +362,10 @@ void gpumem__stats_alloc(int kind, int device, uint64_t bytes);
 void gpumem__stats_release(int kind, int device, uint64_t bytes);
 /* Peak bytes of a kind (0: every kind): one atomic load, safe in a signal handler. */
 uint64_t gpumem__stats_peak(int kind);
+/* The same with the calling thread's bytes not yet added to the shared counters added first,
+ * and never below the shared current total: for a report at the end, when no flush may come
+ * again. Atomics only: safe in a signal handler. */
+uint64_t gpumem__stats_peak_now(int kind);
 
 /* ---- report.c: live allocations grouped by call site ---- */
 typedef struct gpumem__group {

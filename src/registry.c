@@ -18,8 +18,8 @@
  * that contains p starts at one of the SMALL_MAX / 256 aligned addresses at or below p; those
  * are probed from p downwards. Larger allocations are few (each costs CUDA tens of
  * microseconds or more) and also sit in one sorted array searched by bisection. A large pool
- * block is in that array for as long as its pool owns it, not per allocation
- * (gpumem__reg_pool_span): its pairs, which cost no CUDA call, then take no global lock.
+ * block is in that array while it is in use to its pool, thread caches included, not per
+ * allocation (gpumem__reg_pool_span): pairs a thread cache serves then take no global lock.
  *
  * Each shard starts a cache line of its own and ends with a line of padding, so that threads
  * working in different shards never write a line another shard uses.
@@ -28,8 +28,9 @@
  * call, so the shard's lock, table probe and quarantine ring were most of it, and the shard
  * lines moved between cores: on an H200 machine 16 threads got 2.2x to 4.4x one thread's pairs
  * a second, with 57 % of samples in the shards' insert and take (docs/perf/). So each block a
- * pool owns has a record of its own (pblock), made when the pool gets the block from CUDA and
- * dropped when it gives it back (gpumem__reg_pool_span), and found by address through a radix
+ * pool owns has a record of its own (pblock), made when the pool makes the block (carves it
+ * from its memory) and dropped when the block goes (merges into a neighbour, or its memory
+ * goes back to CUDA: gpumem__reg_pool_record), and found by address through a radix
  * map that only those two events write. An allocation fills the record and marks it live; a
  * release marks it released and keeps it, with the release's site, while the block waits in a
  * thread cache or the pool's cache: that is the double-free record. Each flip takes only the
@@ -749,12 +750,16 @@ static void pm_remove(uintptr_t base)
         quarantine_record(&last);
 }
 
-void gpumem__reg_pool_span(uintptr_t base, size_t bytes, int add)
+void gpumem__reg_pool_record(uintptr_t base, int add)
 {
     if (add)
         pm_add(base);
     else
         pm_remove(base);
+}
+
+void gpumem__reg_pool_span(uintptr_t base, size_t bytes, int add)
+{
     if (bytes <= SMALL_MAX)
         return;
     if (add)

@@ -37,6 +37,8 @@ typedef struct {
     int oom;
     int mapped;       /* memory from mmap (signal-safe), else from malloc */
     int group;        /* 0: only count (a summary needs no groups) */
+    int at_exit;      /* leave out blocks of pools a runtime owns (GPUMEM_POOL_RUNTIME_OWNED):
+                         the exit report's summary; the full report lists them */
     gpumem_live live; /* counted from the same records, so totals and groups agree */
 } grouping;
 
@@ -136,7 +138,7 @@ static void note_seq(gpumem__group *g, uint64_t seq)
 static int add_record(const gpumem__rec *r, void *arg)
 {
     grouping *gr = arg;
-    if (r->seq <= gr->min_seq)
+    if (r->seq <= gr->min_seq || (gr->at_exit && r->pool && gpumem__pool_runtime_owned(r->pool)))
         return 0;
     gr->live.count[r->kind]++;
     gr->live.bytes[r->kind] += r->bytes;
@@ -481,6 +483,7 @@ static int report(gpumem__sink *o, unsigned flags, int try_only, const char *whe
     gr.mapped = try_only;
     gr.group = (flags & (GPUMEM_REPORT_FULL | GPUMEM_REPORT_JSON)) != 0;
     gr.min_seq = strcmp(when, "exit") == 0 ? inherited_below() : 0;
+    gr.at_exit = strcmp(when, "exit") == 0 && !(flags & GPUMEM_REPORT_FULL);
     int skipped = grouping_run(&gr, try_only);
     const gpumem_live *live = &gr.live;
     int oom = gr.oom;
@@ -692,6 +695,7 @@ static void report_at_exit(void)
     grouping probe;
     memset(&probe, 0, sizeof probe);
     probe.min_seq = inherited_below();
+    probe.at_exit = !(flags & GPUMEM_REPORT_FULL);
     int busy = grouping_run(&probe, 1);
     if (!probe.live.count[0] && !busy)
         return;

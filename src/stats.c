@@ -153,6 +153,17 @@ int gpumem_stats(gpumem_stats_t *out)
     return GPUMEM_OK;
 }
 
+uint64_t gpumem__stats_peak_now(int kind)
+{
+    if (kind < 0 || kind >= GPUMEM_KIND_COUNT_)
+        return 0;
+    /* Atomics only: the calling thread's pending bytes, as gpumem_stats would flush them. */
+    flush_one(&mine, kind);
+    uint64_t peak = atomic_load_explicit(&counters[kind].peak, memory_order_relaxed);
+    uint64_t now = atomic_load_explicit(&counters[kind].current, memory_order_relaxed);
+    return now > peak ? now : peak;
+}
+
 uint64_t gpumem__stats_peak(int kind)
 {
     return kind >= 0 && kind < GPUMEM_KIND_COUNT_

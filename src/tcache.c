@@ -19,14 +19,14 @@
  * in thread caches as in use (at most what the bounds below allow per thread).
  *
  * Bounds: only classes up to TC_MAX_BYTES are cached here; a class keeps at most
- * cap_of(size) blocks (32 small ones, 8 of 1 MiB, 2 of 4 MiB); when a push finds the stack
+ * cap_of(size) blocks (32 small ones, 2 of 1 MiB or more); when a push finds the stack
  * full, half of it goes back to the pool in one locked call. A thread's caches together hold
  * at most TC_THREAD_BYTES: a push past that empties the class's stack into the pool, and if
- * that is not enough, the block goes to the pool too. A thread has at most TC_BINS
- * bins; a pool or stream past that goes to the pool directly. When a pool's request misses
- * here and the pool has more cached blocks of that class for the stream, up to half a stack
- * of them comes over with the one asked for, so that a thread that only allocates (another
- * releases) takes the pool's lock once per batch.
+ * that is not enough, the block goes to the pool too. The bounds are small (2 MiB a class, 4
+ * MiB a thread) because a block in a thread cache does not merge with its free neighbours in
+ * the pool: with 32 MiB a thread, a replayed training loop with batches of random lengths held
+ * 70 MiB for 28 MiB requested; with 4 MiB, 36 MiB (30 MiB without thread caches). A thread
+ * has at most TC_BINS bins; a pool or stream past that goes to the pool directly.
  *
  * Exclusion without atomic instructions on the owner's side. A thread cache is used by its
  * own thread for every push and pop, and by other threads only to trim, destroy or read a
@@ -80,9 +80,9 @@
 
 #define TC_BINS 16
 #define TC_MAX_BYTES ((size_t)4 << 20)
-#define TC_STACK_BYTES ((size_t)8 << 20)
+#define TC_STACK_BYTES ((size_t)2 << 20)
 #define TC_STACK_MAX 32u
-#define TC_THREAD_BYTES ((int64_t)32 << 20) /* what one thread's caches hold at most */
+#define TC_THREAD_BYTES ((int64_t)4 << 20) /* what one thread's caches hold at most */
 
 typedef struct tc_stack {
     unsigned n, cap;
@@ -355,30 +355,6 @@ int gpumem__tc_push(struct gpumem_pool *pool, cudaStream_t stream, unsigned cls,
     return 1;
 }
 
-void gpumem__tc_refill(struct gpumem_pool *pool, cudaStream_t stream, unsigned cls, size_t size)
-{
-    if (size > TC_MAX_BYTES || cls >= GPUMEM__TC_CLASSES)
-        return;
-    tcache *t = my_cache();
-    if (GPUMEM__UNLIKELY(!t))
-        return;
-    enter(t);
-    tc_bin *bin = bin_of(t, pool, stream, 1);
-    tc_stack *s = bin ? stack_of(bin, cls, size) : NULL;
-    unsigned room = s && s->n < s->cap / 2 ? s->cap / 2 - s->n : 0;
-    int64_t fits = (TC_THREAD_BYTES - t->bytes) / (int64_t)size;
-    if (fits < (int64_t)room)
-        room = fits > 0 ? (unsigned)fits : 0;
-    if (room) {
-        unsigned got = gpumem__pool_tc_take(pool, stream, cls, s->base + s->n, room);
-        s->n += got;
-        t->bytes += (int64_t)got * (int64_t)size;
-        bin->counts.cached_bytes += (int64_t)got * (int64_t)size;
-        bin->counts.cached_blocks += got;
-    }
-    leave(t);
-}
-
 void gpumem__tc_drain(struct gpumem_pool *pool, int forget)
 {
     pthread_mutex_lock(&list_lock);
@@ -411,6 +387,19 @@ void gpumem__tc_sum_begin(struct gpumem_pool *pool, gpumem__tc_counts *out)
             out->cached_blocks += c->cached_blocks;
             out->requested += c->requested;
             out->hits += c->hits;
+        }
+    }
+}
+
+void gpumem__tc_sum_classes(struct gpumem_pool *pool, uint64_t *per_class)
+{
+    for (tcache *t = list_head; t; t = t->next) {
+        for (unsigned i = 0; i < TC_BINS; i++) {
+            if (t->bins[i].pool != pool)
+                continue;
+            for (unsigned k = 0; k < GPUMEM__TC_CLASSES; k++)
+                if (t->bins[i].cls[k])
+                    per_class[k] += t->bins[i].cls[k]->n;
         }
     }
 }

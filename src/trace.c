@@ -39,7 +39,7 @@
 
 atomic_int gpumem__trace_on;
 
-enum { EV_ALLOC = 1, EV_RELEASE, EV_CHECKPOINT, EV_FAILED };
+enum { EV_ALLOC = 1, EV_RELEASE, EV_CHECKPOINT, EV_FAILED, EV_POOL };
 
 /* One event as recorded: plain values only, strings are the caller's static literals (call
  * sites, CUDA call names), which outlive the writer. */
@@ -298,6 +298,27 @@ void gpumem__trace_checkpoint(uint64_t seq)
     e->type = EV_CHECKPOINT;
     e->ns = now_ns();
     e->id = seq;
+    e->thread = gpumem__thread_id();
+    ev_done(b);
+}
+
+void gpumem__trace_pool(const void *pool, int kind, int device, uint64_t reserved,
+                        uint64_t in_use)
+{
+    if (!gpumem__tracing())
+        return;
+    trace_buf *b;
+    trace_ev *e = ev_next(&b);
+    if (!e)
+        return;
+    memset(e, 0, sizeof *e);
+    e->type = EV_POOL;
+    e->ns = now_ns();
+    e->base = (uintptr_t)pool;
+    e->kind = (unsigned char)kind;
+    e->device = device;
+    e->bytes = reserved;
+    e->live = in_use;
     e->thread = gpumem__thread_id();
     ev_done(b);
 }
@@ -639,6 +660,20 @@ static void format_event(text *t, const trace_ev *e)
         put_head(t, e, "i");
         put(t, ",\"s\":\"g\",\"name\":\"checkpoint\",\"args\":{\"seq\":");
         put_u64(t, e->id);
+        put(t, "}},\n");
+        break;
+    case EV_POOL: /* a counter of its own per pool: Perfetto draws both values over time */
+        put_head(t, e, "C");
+        put(t, ",\"name\":\"");
+        put(t, gpumem_kind_name(e->kind));
+        put(t, " pool ");
+        put_hex(t, e->base);
+        put(t, " reserved, device ");
+        put_i64(t, e->device);
+        put(t, "\",\"args\":{\"reserved\":");
+        put_u64(t, e->bytes);
+        put(t, ",\"in_use\":");
+        put_u64(t, e->live);
         put(t, "}},\n");
         break;
     case EV_FAILED:
@@ -1175,6 +1210,14 @@ void gpumem__command_line(char *buf, size_t n)
             buf[i] = ' ';
 }
 
+/* The process's rank in a parallel job, for the head (gpumem__trace_set_rank), or -1. */
+static long trace_rank = -1;
+
+void gpumem__trace_set_rank(long rank)
+{
+    trace_rank = rank;
+}
+
 /* The first lines: the process's name and command line, the format, the clock. */
 static void write_head(const char *tool)
 {
@@ -1197,6 +1240,16 @@ static void write_head(const char *tool)
     put(&t, gpumem_version());
     put(&t, "\",\"clock\":\"CLOCK_MONOTONIC\",\"start_ts\":");
     put_ts(&t, now_ns());
+    /* The wall clock at the same moment: traces of several machines (a job's ranks) are put on
+     * one clock with it (gpumem report --merge). */
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    put(&t, ",\"realtime_ts\":");
+    put_ts(&t, (uint64_t)wall.tv_sec * 1000000000u + (uint64_t)wall.tv_nsec);
+    if (trace_rank >= 0) {
+        put(&t, ",\"rank\":");
+        put_i64(&t, trace_rank);
+    }
     put(&t, "}},\n");
     flush_text(&t);
     text_free(&t);

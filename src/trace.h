@@ -33,6 +33,9 @@ static inline int gpumem__tracing(void)
  * recorded). Never calls CUDA.
  */
 int gpumem__trace_open(const char *path, const char *tool, void (*writer_init)(void));
+/* The process's rank in a parallel job (-1: none), noted in the trace's head when it is
+ * opened after this: gpumem check's traces of a job's ranks are merged by it. */
+void gpumem__trace_set_rank(long rank);
 
 /* r just became live (its seq is the allocation's id in the trace). Thread-safe. */
 void gpumem__trace_alloc(const gpumem__rec *r);
@@ -41,6 +44,12 @@ void gpumem__trace_alloc(const gpumem__rec *r);
 void gpumem__trace_release(const gpumem__rec *r, gpumem_site site, const char *call);
 /* A checkpoint was taken: allocations with seq <= seq came before it. Thread-safe. */
 void gpumem__trace_checkpoint(uint64_t seq);
+/* A pool's reserved bytes changed (it got memory from CUDA or gave some back): a counter event
+ * "KIND pool 0xADDR reserved, device N" with the reserved bytes and the bytes of its blocks in
+ * use (thread caches' blocks included, as the pool counts them), which readers that know it
+ * draw over time and others skip, as every counter line. Thread-safe. */
+void gpumem__trace_pool(const void *pool, int kind, int device, uint64_t reserved,
+                        uint64_t in_use);
 /* An allocation of bytes of kind on device failed at site (stack: its stack id or 0) with
  * gpumem status code (and cuda_error, 0 when CUDA was not asked). Thread-safe. */
 void gpumem__trace_failed(int kind, uint64_t bytes, int device, gpumem_site site, uint32_t stack,

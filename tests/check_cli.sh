@@ -55,6 +55,11 @@ GPUMEM_LIBCUDA=$tmp/libcuda.so.1 expect 77 "no NVIDIA driver here ($tmp/libcuda.
 GPUMEM_LIBCUDA=$tmp/libcuda.so.1 expect 77 "without a GPU: gpumem lint works, and the library runs on its simulated device (GPUMEM_BACKEND=sim)" -- -- true
 expect 2 "--leak-check takes no, summary or full, not 'some'" -- --leak-check=some -- true
 expect 2 "--error-exitcode takes a number from 0 to 255, not '300'" -- --error-exitcode=300 -- true
+expect 2 "--failed-calls takes error, note or no, not 'maybe'" -- --failed-calls=maybe -- true
+expect 2 "--watch-calls takes most or all, not 'every'" -- --watch-calls=every -- true
+long=$(printf '%04080d' 0)
+expect 2 "--log-file: the name can be .* bytes long once %p and %r are expanded, more than a path may be (4095)" -- --log-file="/tmp/$long.%r.log" -- true
+expect 0 "true used no CUDA" -- --failed-calls=note -- true
 expect 2 "--error-exitcode takes a number from 0 to 255, not 'x'" -- --error-exitcode=x -- true
 expect 2 "--gen-suppressions takes no or yes" -- --gen-suppressions=maybe -- true
 expect 2 "--log-file needs a path" -- --log-file= -- true
@@ -104,8 +109,8 @@ else
 fi
 # An earlier run's clean report is removed before the program starts: a program killed before
 # it writes its own must not leave CI reading the earlier clean one.
-printf '{\n  "status": "clean",\n  "findings": []\n}\n' > "$tmp/stale.json"
-echo "ERROR SUMMARY: 0 errors" > "$tmp/stale.log"
+printf '{\n  "schema": "gpumem-check/1",\n  "status": "exited",\n  "findings": []\n}\n' > "$tmp/stale.json"
+echo "==123== ERROR SUMMARY: 0 errors" > "$tmp/stale.log"
 expect 137 "sh was killed by signal 9" -- --json="$tmp/stale.json" --log-file="$tmp/stale.log" -- sh -c 'kill -KILL $$'
 if grep -q '"status": "killed"' "$tmp/stale.json" && ! [ -e "$tmp/stale.log" ]; then
   echo "ok   an earlier run's reports are gone when the program was killed"

@@ -113,11 +113,29 @@ want '"rank": 1, "local_rank": 1, "rank_from": "OMPI_COMM_WORLD_RANK"' "$tmp/out
 
 # A rank killed by SIGKILL before its report (`mpirun gpumem check --json=k.%r.json -- ./app`):
 # an earlier run's k.4.json is removed first, and the one left says killed, with the rank.
-echo '{"status": "exited", "summary": {"errors": 0}}' >"$tmp/k.4.json"
+printf '{\n  "schema": "gpumem-check/1",\n  "status": "exited", "summary": {"errors": 0}}\n' >"$tmp/k.4.json"
 RANK=4 "$gpumem" check --json="$tmp/k.%r.json" -- sh -c 'kill -KILL $$' >/dev/null 2>&1
 rc=$?
 [ "$rc" -eq 137 ] || fail "a rank killed by SIGKILL: exit status $rc, not 137"
 want '"status": "killed"' "$tmp/k.4.json"
 want '"rank": 4,' "$tmp/k.4.json"
+
+# A job run again: every report an earlier run left under the run's names is gone before the
+# program starts (a rank that does not run this time, or is killed before its report, must not
+# leave an earlier clean report to be read as this run's), whatever rank or pid it was; a file
+# that only matches the name and is no report stays. A gpumem check that is one rank of a job
+# removes its own rank's files only: the others belong to other ranks' checks.
+report='{\n  "schema": "gpumem-check/1",\n  "status": "exited",\n  "summary": {"errors": 0}\n}\n'
+for r in 0 1 norank-77; do printf "$report" >"$tmp/again.$r.json"; done
+echo "==4242== ERROR SUMMARY of rank 1 (pid 4242): 0 errors (0 leaks), 0 suppressed" >"$tmp/again.1.log"
+printf "$report" >"$tmp/again.1.json.4243"
+echo "my notes" >"$tmp/again.notes.json"
+(unset RANK OMPI_COMM_WORLD_RANK PMI_RANK SLURM_PROCID
+ "$gpumem" check --json="$tmp/again.%r.json" --log-file="$tmp/again.%r.log" -- sh -c true) >/dev/null 2>&1
+left=$(cd "$tmp" && ls again.* | tr '\n' ' ')
+[ "$left" = "again.notes.json " ] || fail "an earlier run's reports left beside this run's: $left"
+printf "$report" >"$tmp/k.3.json"
+RANK=4 "$gpumem" check --json="$tmp/k.%r.json" -- sh -c true >/dev/null 2>&1
+[ -e "$tmp/k.3.json" ] || fail "rank 4's gpumem check removed rank 3's report"
 [ "$fails" -eq 0 ] && echo "check jobs: ok"
 [ "$fails" -eq 0 ]

@@ -32,7 +32,21 @@
     X(cuStreamSynchronize, CUstream a) X(cuEventCreate, CUevent *a, unsigned b)                  \
     X(cuEventRecord, CUevent a, CUstream b) X(cuEventSynchronize, CUevent a)                     \
     X(cuEventDestroy_v2, CUevent a) X(cuMemHostRegister_v2, void *a, size_t b, unsigned c)       \
-    X(cuMemHostUnregister, void *a)
+    X(cuMemHostUnregister, void *a)                                                              \
+    X(cuMemGetAllocationGranularity, size_t *a, const CUmemAllocationProp *b,                   \
+      CUmemAllocationGranularity_flags c)                                                        \
+    X(cuMemAddressReserve, CUdeviceptr *a, size_t b, size_t c, CUdeviceptr d,                    \
+      unsigned long long e)                                                                      \
+    X(cuMemAddressFree, CUdeviceptr a, size_t b)                                                 \
+    X(cuMemCreate, CUmemGenericAllocationHandle *a, size_t b, const CUmemAllocationProp *c,      \
+      unsigned long long d)                                                                      \
+    X(cuMemRelease, CUmemGenericAllocationHandle a)                                              \
+    X(cuMemMap, CUdeviceptr a, size_t b, size_t c, CUmemGenericAllocationHandle d,               \
+      unsigned long long e)                                                                      \
+    X(cuMemUnmap, CUdeviceptr a, size_t b)                                                       \
+    X(cuMemSetAccess, CUdeviceptr a, size_t b, const CUmemAccessDesc *c, size_t d)               \
+    X(cuEventQuery, CUevent a) X(cuStreamWaitEvent, CUstream a, CUevent b, unsigned c)           \
+    X(cuCtxSynchronize, void)
 
 #define DEFINE(name, ...)                                                                        \
     CUresult name(__VA_ARGS__);                                                                  \

@@ -7,12 +7,14 @@
 #define _GNU_SOURCE
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -256,7 +258,206 @@ static void test_host_free(void)
     expect_golden("host_free");
 }
 
-/* cudaDeviceReset takes the device's memory with it; registered host memory stays. */
+/* A process ended by a signal after allocating less than the statistics flush at once: its
+ * peak is still what it held (it read "no CUDA memory allocated" with 512 KiB live). */
+static void abort_peak(void)
+{
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEV, 512 << 10, 0, 0, 0);
+    check_alloc("cudaMallocHost", GPUMEM_KIND_PINNED, PIN, 64 << 10, 0, 0, 0);
+    EXPECT_EQ(check_release_begin("cudaFreeHost", 1u << GPUMEM_KIND_PINNED, PIN, 0), CHECK_GO);
+    check_release_end(PIN, 1);
+    check_finish("signaled", SIGABRT);
+}
+
+static void test_abort_peak(void)
+{
+    EXPECT_EQ(run_scenario("abort_peak", abort_peak, NULL), 1);
+    char *log = log_of("abort_peak");
+    EXPECT_CONTAINS(log, "signal 6 (SIGABRT)");
+    EXPECT_CONTAINS(log, "PEAK: device 512.0 KiB, pinned 64.0 KiB");
+    free(log);
+}
+
+/* _exit(): the report is the signal-safe one, with the exit status; exec: the report says the
+ * program was replaced, and a later program of the process writes files of its own. */
+static void underscore_exit(void)
+{
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEV, 512 << 10, 0, 0, 0);
+    check_finish("_exit", 3);
+}
+
+static void exec_replaced(void)
+{
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEV, 4096, 0, 0, 0);
+    check_finish("exec", 0);
+    EXPECT_STR_EQ(check_exec_env(), "GPUMEM_CHECK_IMAGE=1");
+}
+
+static void second_program(void)
+{
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEV, 8192, 0, 0, 0);
+    EXPECT_STR_EQ(check_exec_env(), "GPUMEM_CHECK_IMAGE=3");
+}
+
+static void test_ends_without_exit(void)
+{
+    EXPECT_EQ(run_scenario("uexit", underscore_exit, NULL), 1);
+    char *log = log_of("uexit");
+    EXPECT_CONTAINS(log, "Process ending by _exit(3), which runs no exit handlers");
+    EXPECT_CONTAINS(log, "524,288 bytes in 1 device allocation by cudaMalloc() still live at exit");
+    EXPECT_CONTAINS(log, "PEAK: device 512.0 KiB");
+    free(log);
+    EXPECT_EQ(run_scenario("exec", exec_replaced, NULL), 1);
+    log = log_of("exec");
+    EXPECT_CONTAINS(log, "Process replacing its program (exec)");
+    EXPECT_CONTAINS(log, "4,096 bytes in 1 device allocation by cudaMalloc() is definitely lost");
+    free(log);
+    /* The third program of a process: its own files, .exec2. */
+    EXPECT_EQ(run_scenario("image", second_program, "GPUMEM_CHECK_IMAGE=2"), 1);
+    char path[256];
+    snprintf(path, sizeof path, "%s/image.log.exec2", dir);
+    log = normalize(read_file(path));
+    EXPECT_CONTAINS(log, "8,192 bytes in 1 device allocation by cudaMalloc()");
+    free(log);
+    snprintf(path, sizeof path, "%s/image.log", dir);
+    EXPECT_EQ(access(path, F_OK) != 0, 1);
+#ifdef GPUMEM_HAVE_JANSSON
+    json_t *j = json_of("uexit");
+    EXPECT_STR_EQ(json_string_value(json_object_get(j, "status")), "exited");
+    EXPECT_EQ(json_integer_value(json_object_get(j, "exit_code")), 3);
+    EXPECT_STR_EQ(json_string_value(json_object_get(j, "ended_by")), "_exit");
+    json_decref(j);
+    j = json_of("exec");
+    EXPECT_STR_EQ(json_string_value(json_object_get(j, "ended_by")), "exec");
+    json_decref(j);
+#endif
+}
+
+/* The report's files: a FIFO no process reads is not waited on; a name too long once %r is
+ * expanded is not cut; a relative name set by hand is taken from the folder the process was
+ * in when the engine started, not from where the program went since. */
+static void one_leak_then_chdir(void)
+{
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEV, 4096, 0, 0, 0);
+    if (chdir("/") != 0)
+        perror("chdir");
+}
+
+static void start_in_dir(void)
+{
+    if (chdir(dir) != 0)
+        perror("chdir");
+    check_setup();
+    one_leak_then_chdir();
+}
+
+static void test_report_files(void)
+{
+    char fifo[300], env[4500];
+    snprintf(fifo, sizeof fifo, "%s/nobody-reads", dir);
+    EXPECT_EQ(mkfifo(fifo, 0600), 0);
+    snprintf(env, sizeof env, "GPUMEM_CHECK_LOG=%s;GPUMEM_CHECK_JSON=%s", fifo, fifo);
+    EXPECT_EQ(run_scenario("fifo", one_leak_then_chdir, env), 1); /* would hang before */
+    char *err = stderr_of("fifo");
+    EXPECT_CONTAINS(err, "cannot write the log to");
+    EXPECT_CONTAINS(err, "nobody-reads (it is a FIFO no process reads); writing it here");
+    EXPECT_CONTAINS(err, "ERROR SUMMARY: 1 error (1 leak)");
+    EXPECT_CONTAINS(err, "cannot write the JSON report to");
+    free(err);
+    /* 4,080 bytes of name and a 19-digit rank: no file of a cut name, said so. */
+    int o = snprintf(env, sizeof env, "RANK=1234567890123456789;GPUMEM_CHECK_LOG=%s/", dir);
+    memset(env + o, 'a', 4080 - (size_t)o);
+    snprintf(env + 4080, sizeof env - 4080, ".%%r.log");
+    EXPECT_EQ(run_scenario("longname", one_leak_then_chdir, env), 1);
+    err = stderr_of("longname");
+    EXPECT_CONTAINS(err, "(the name is too long once %p and %r are expanded); writing it here");
+    EXPECT_CONTAINS(err, "ERROR SUMMARY of rank 1234567890123456789");
+    free(err);
+    /* Relative, set by hand: where the process was when the engine started. */
+    EXPECT_EQ(run_scenario("relative", start_in_dir, "GPUMEM_CHECK_LOG=relative.log"), 1);
+    char path[300];
+    snprintf(path, sizeof path, "%s/relative.log", dir);
+    char *log = read_file(path);
+    EXPECT_CONTAINS(log, "ERROR SUMMARY: 1 error (1 leak)");
+    free(log);
+}
+
+/* Failed calls: grouped by call, status and stack; the documented probes are no finding. */
+static void failed_calls(void)
+{
+    for (int i = 0; i < 3; i++)
+        check_call_failed("cudaGraphLaunch", 1, "cudaErrorInvalidValue", "invalid argument", 0);
+    check_call_failed("cuMemAlloc_v2", 2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory", 0);
+    check_call_failed("cudaStreamQuery", 600, "cudaErrorNotReady", "device not ready", 0);
+    check_call_failed("cuEventQuery", 600, "CUDA_ERROR_NOT_READY", "device not ready", 0);
+    check_call_failed("cudaGetLastError", 1, "cudaErrorInvalidValue", "invalid argument", 0);
+    check_call_failed("cuGetProcAddress_v2", 500, "CUDA_ERROR_NOT_FOUND", "named symbol not found", 0);
+    check_call_failed("cudaFuncGetAttributes", 209, "cudaErrorNoKernelImageForDevice", "no kernel", 0);
+    check_call_failed("cudaDeviceEnablePeerAccess", 704, "cudaErrorPeerAccessAlreadyEnabled", "", 0);
+    EXPECT_EQ(check_call_probe("cudaMemcpyAsync", 600), 1);
+    EXPECT_EQ(check_call_probe("cudaMemcpyAsync", 1), 0);
+    EXPECT_EQ(check_call_probe("cudaGetDriverEntryPointByVersion", 500), 1);
+}
+
+static void test_failed_calls(void)
+{
+    EXPECT_EQ(run_scenario("calls", failed_calls, NULL), 2);
+    char *log = log_of("calls");
+    EXPECT_CONTAINS(log, "Failed call: cudaGraphLaunch() returned cudaErrorInvalidValue (invalid "
+                         "argument)");
+    EXPECT_CONTAINS(log, "Failed call: cuMemAlloc() returned CUDA_ERROR_OUT_OF_MEMORY (out of memory)");
+    EXPECT_CONTAINS(log, "FAILED CALLS: 4 failed CUDA calls at 2 call sites (each site shown once");
+    EXPECT_CONTAINS(log, "ERROR SUMMARY: 2 errors (0 leaks)");
+    EXPECT_EQ(strstr(log, "Query") == NULL && strstr(log, "GetLastError") == NULL &&
+                  strstr(log, "ProcAddress") == NULL && strstr(log, "FuncGetAttributes") == NULL &&
+                  strstr(log, "PeerAccess") == NULL,
+              1);
+    free(log);
+#ifdef GPUMEM_HAVE_JANSSON
+    json_t *j = json_of("calls");
+    json_t *f0 = json_array_get(json_object_get(j, "findings"), 0);
+    EXPECT_STR_EQ(json_string_value(json_object_get(f0, "kind")), "failed-call");
+    EXPECT_STR_EQ(json_string_value(json_object_get(f0, "call")), "cudaGraphLaunch");
+    EXPECT_STR_EQ(json_string_value(json_object_get(f0, "error")), "cudaErrorInvalidValue");
+    EXPECT_EQ(json_integer_value(json_object_get(f0, "count")), 3);
+    EXPECT_EQ(json_integer_value(json_object_get(f0, "status")), 1);
+    /* The probes passed over are on record (not ready, every query's answer, is not). */
+    json_t *probes = json_object_get(j, "probes");
+    EXPECT_EQ(json_array_size(probes), 4);
+    json_t *p0 = json_array_get(probes, 0);
+    EXPECT_STR_EQ(json_string_value(json_object_get(p0, "call")), "cudaGetLastError");
+    EXPECT_EQ(json_integer_value(json_object_get(p0, "count")), 1);
+    json_decref(j);
+#endif
+    /* Notes: shown, not counted; no: not even shown. */
+    EXPECT_EQ(run_scenario("calls_note", failed_calls, "GPUMEM_CHECK_FAILED_CALLS=note"), 0);
+    log = log_of("calls_note");
+    EXPECT_CONTAINS(log, "Failed call: cudaGraphLaunch() returned cudaErrorInvalidValue (invalid "
+                         "argument); a note, not counted (--failed-calls=note)");
+    free(log);
+    EXPECT_EQ(run_scenario("calls_no", failed_calls, "GPUMEM_CHECK_FAILED_CALLS=no"), 0);
+    log = log_of("calls_no");
+    EXPECT_EQ(strstr(log, "Failed call") == NULL, 1);
+    free(log);
+    /* A suppression names them as any other finding. */
+    char supp[300], env[400];
+    snprintf(supp, sizeof supp, "%s/calls.supp", dir);
+    FILE *f = fopen(supp, "w");
+    fputs("{\n   graph launches\n   gpumem:failed-call\n   call:cudaGraph*\n}\n", f);
+    fclose(f);
+    snprintf(env, sizeof env, "GPUMEM_CHECK_SUPPRESSIONS=%s", supp);
+    EXPECT_EQ(run_scenario("calls_supp", failed_calls, env), 1);
+    log = log_of("calls_supp");
+    EXPECT_EQ(strstr(log, "cudaGraphLaunch") == NULL, 1);
+    EXPECT_CONTAINS(log, "ERROR SUMMARY: 1 error (0 leaks), 1 suppressed");
+    free(log);
+}
+
+#define BIT(k) (1u << GPUMEM_KIND_##k)
+static const unsigned cudafree_mask = BIT(DEVICE) | BIT(DEVICE_ASYNC) | BIT(MANAGED) | BIT(GRAPH);
+
+/* cudaDeviceReset takes the device's memory with it: what is live then is reported as leaked
+ * at the reset, with the reset's call; registered host memory and other devices' memory stay. */
 static void device_reset(void)
 {
     check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEV, 4096, 0, 0, 0);
@@ -266,45 +467,159 @@ static void device_reset(void)
     for (int i = 0; i < 600; i++) /* more than one batch of the reset's walk */
         check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEV + 0x100000 + (uintptr_t)i * 512, 256,
                     0, 0, 0);
-    check_device_reset(0);
+    check_vmm_handle("cuMemCreate", 0x42, 2 << 20, 0, 0);
+    check_vmm_map(DEV + 0x10000000, 2 << 20, 0x42, 0);
+    check_device_reset("cudaDeviceReset", 0, 0);
+    /* Gone with the context: releasing one now is a release of released memory. */
+    EXPECT_EQ(check_release_begin("cudaFree", 1u << GPUMEM_KIND_DEVICE, DEV, 0), CHECK_REPORTED);
+    EXPECT_EQ(check_vmm_release_begin("cuMemRelease", 0x42, 0), CHECK_REPORTED);
 }
 
 static void test_device_reset(void)
 {
-    EXPECT_EQ(run_scenario("reset", device_reset, NULL), 2);
+    /* At the reset: device 0's cudaMalloc (601 allocations, one call site), its pinned block
+     * and its cuMemCreate handle; at exit: device 1's block and the registered memory; and the
+     * two releases after the reset. */
+    EXPECT_EQ(run_scenario("reset", device_reset, NULL), 7);
     char *log = log_of("reset");
-    /* Two devices were used: each leak names its own. */
+    EXPECT_CONTAINS(log, "157,696 bytes in 601 device allocations on device 0 by cudaMalloc() are "
+                         "definitely lost");
+    EXPECT_CONTAINS(log, "They were still allocated when cudaDeviceReset() destroyed the device's "
+                         "context, which released them:");
+    EXPECT_CONTAINS(log, "4,096 bytes in 1 pinned allocation on device 0 by cudaMallocHost() is "
+                         "definitely lost");
+    EXPECT_CONTAINS(log, "2,097,152 bytes in 1 virtual allocation on device 0 by cuMemCreate()");
     EXPECT_CONTAINS(log, "4,096 bytes in 1 device allocation on device 1 by cudaMalloc()");
     EXPECT_CONTAINS(log, "4,096 bytes in 1 registered allocation on device 0 by cudaHostRegister()");
-    EXPECT_CONTAINS(log, "LEAK SUMMARY: definitely lost: 8,192 bytes in 2 allocations from 2 call sites");
-    EXPECT_CONTAINS(log, "DEVICE 1: 4,096 bytes left in 1 allocation");
+    /* The summary counts the leaks of both moments. */
+    EXPECT_CONTAINS(log, "LEAK SUMMARY: definitely lost: 2,267,136 bytes in 605 allocations from 5 "
+                         "call sites");
+    EXPECT_CONTAINS(log, "ERROR SUMMARY: 7 errors (5 leaks)");
+    EXPECT_CONTAINS(log, "Double release: cudaFree() of 4,096 bytes of device memory at "
+                         "0x7f0000000000, already released by cudaDeviceReset");
+#ifdef GPUMEM_HAVE_JANSSON
+    json_t *j = json_of("reset");
+    json_t *f0 = json_array_get(json_object_get(j, "findings"), 0);
+    EXPECT_STR_EQ(json_string_value(json_object_get(f0, "kind")), "leak");
+    EXPECT_STR_EQ(json_string_value(json_object_get(f0, "reset_call")), "cudaDeviceReset");
+    EXPECT_EQ(json_is_array(json_object_get(f0, "reset_stack")), 1);
+    json_decref(j);
+#endif
+    EXPECT_CONTAINS(log, "Double release: cuMemRelease() of 2,097,152 bytes of virtual memory at "
+                         "0x42, already released by cudaDeviceReset");
     free(log);
 }
 
-/* One cuMemUnmap over two mappings releases both; a mapping outside the range stays. */
-static void unmap_range(void)
+/* Virtual memory as CUDA defines it: references and mappings hold a handle's memory. */
+#define VA 0x7b0000000000ull
+#define H(n) (0x5a5a00000000ull + (n) * 0x1000ull) /* handles, as a driver's would look */
+#define MB2 ((size_t)2 << 20)
+static void vmm_release(unsigned long long h, int want)
 {
-    check_alloc("cuMemMap", GPUMEM_KIND_VIRTUAL, DEV, 2 << 20, 0, 0, 0);
-    check_alloc("cuMemMap", GPUMEM_KIND_VIRTUAL, DEV + (2 << 20), 2 << 20, 0, 0, 0);
-    check_alloc("cuMemMap", GPUMEM_KIND_VIRTUAL, DEV + (4 << 20), 2 << 20, 0, 0, 0);
-    EXPECT_EQ(check_release_begin("cuMemUnmap", 1u << GPUMEM_KIND_VIRTUAL, DEV, 0), CHECK_GO);
-    check_release_end(DEV, 1);
-    check_unmap_rest(DEV, 4 << 20);
+    EXPECT_EQ(check_vmm_release_begin("cuMemRelease", h, 0), want);
+    if (want == CHECK_GO)
+        check_vmm_release_end("cuMemRelease", h, 1, 0);
+    else if (want == CHECK_UNKNOWN)
+        check_release_unknown_end("cuMemRelease", check_handle_key(h), 0, 0);
+}
+static void vmm_unmap(uintptr_t base, size_t bytes)
+{
+    EXPECT_EQ(check_vmm_unmap_begin(base, bytes), CHECK_GO);
+    check_vmm_unmap_end("cuMemUnmap", base, bytes, 0);
 }
 
-static void test_unmap_range(void)
+static void vmm_model(void)
 {
-    EXPECT_EQ(run_scenario("unmap", unmap_range, NULL), 1);
-    char *log = log_of("unmap");
-    EXPECT_CONTAINS(log, "2,097,152 bytes in 1 virtual allocation by cuMemMap() is definitely lost");
+    /* NCCL's allocation and free: create, reserve, map; retain, release, unmap, release. */
+    check_vmm_handle("cuMemCreate", H(0x11), MB2, 0, 0);
+    check_alloc("cuMemAddressReserve", GPUMEM_KIND_RESERVED, check_reserve_key(VA), MB2, 0, 0, 0);
+    check_vmm_map(VA, MB2, H(0x11), 0);
+    check_vmm_retain(H(0x11));
+    vmm_release(H(0x11), CHECK_GO);
+    vmm_unmap(VA, MB2);
+    vmm_release(H(0x11), CHECK_GO);
+    EXPECT_EQ(check_release_begin("cuMemAddressFree", 1u << GPUMEM_KIND_RESERVED,
+                                  check_reserve_key(VA), 0), CHECK_GO);
+    check_release_end(check_reserve_key(VA), 1);
+    /* Released right after mapping (the mapping keeps the memory): a second release is one too
+     * many; the unmap then frees it. */
+    check_vmm_handle("cuMemCreate", H(0x12), MB2, 0, 0);
+    check_vmm_map(VA + MB2, MB2, H(0x12), 0);
+    vmm_release(H(0x12), CHECK_GO);
+    vmm_release(H(0x12), CHECK_REPORTED);
+    vmm_unmap(VA + MB2, MB2);
+    /* Never released, mapped: a leak. Released, never unmapped: a leak too (the mapping holds
+     * it). Created and retained, released once: a leak. */
+    check_vmm_handle("cuMemCreate", H(0x13), MB2, 0, 0);
+    check_vmm_map(VA + 2 * MB2, MB2, H(0x13), 0);
+    check_vmm_handle("cuMemCreate", H(0x14), 2 * MB2, 0, 0);
+    check_vmm_map(VA + 3 * MB2, 2 * MB2, H(0x14), 0);
+    vmm_release(H(0x14), CHECK_GO);
+    EXPECT_EQ(check_vmm_release_held(H(0x14)), 1);
+    check_vmm_handle("cuMemCreate", H(0x15), 3 * MB2, 0, 0);
+    check_vmm_retain(H(0x15));
+    vmm_release(H(0x15), CHECK_GO);
+    /* Released when nothing held it any more: the next release is a double release. */
+    check_vmm_handle("cuMemCreate", H(0x16), MB2, 0, 0);
+    vmm_release(H(0x16), CHECK_GO);
+    vmm_release(H(0x16), CHECK_REPORTED);
+    /* cudaFree of a mapping: a mismatch CUDA refuses. */
+    EXPECT_EQ(check_release_begin("cudaFree", cudafree_mask, VA + 2 * MB2, 0), CHECK_REPORTED);
+    /* One cuMemUnmap over two mappings of one handle; a third mapping outside stays. */
+    check_vmm_handle("cuMemCreate", H(0x17), MB2, 0, 0);
+    check_vmm_handle("cuMemCreate", H(0x18), MB2, 0, 0);
+    check_vmm_map(VA + 8 * MB2, MB2, H(0x17), 0);
+    check_vmm_map(VA + 9 * MB2, MB2, H(0x17), 0);
+    check_vmm_map(VA + 10 * MB2, MB2, H(0x18), 0);
+    vmm_release(H(0x17), CHECK_GO);
+    vmm_release(H(0x18), CHECK_GO);
+    vmm_unmap(VA + 8 * MB2, 2 * MB2);
+    EXPECT_EQ(check_vmm_release_held(H(0x18)), 1);
+    vmm_unmap(VA + 10 * MB2, MB2);
+    /* An import: its size comes with its first mapping; never released, a leak. */
+    check_vmm_handle("cuMemImportFromShareableHandle", H(0x19), 0, 0, 0);
+    check_vmm_map(VA + 12 * MB2, 4 * MB2, H(0x19), 0);
+    /* A multicast object holds the memory bound to it until it goes. */
+    check_vmm_handle("cuMemCreate", H(0x1a), MB2, 0, 0);
+    check_vmm_handle("cuMulticastCreate", H(0x1b), MB2, 0, 0);
+    check_vmm_bind(H(0x1b), 0, MB2, H(0x1a));
+    vmm_release(H(0x1a), CHECK_GO);
+    EXPECT_EQ(check_vmm_release_held(H(0x1a)), 1);
+    vmm_release(H(0x1b), CHECK_GO);
+    EXPECT_EQ(check_vmm_release_held(H(0x1a)), 0);
+    /* A handle never seen, which CUDA refuses too. */
+    vmm_release(0xdead, CHECK_UNKNOWN);
+}
+
+static void test_vmm_model(void)
+{
+    /* 2 double releases, 1 mismatch, 1 invalid release; 4 leaks (0x13, 0x14 and 0x15 from one
+     * call site, as there are no stacks here; 0x19). */
+    EXPECT_EQ(run_scenario("vmm", vmm_model, NULL), 6);
+    char *log = log_of("vmm");
+    EXPECT_CONTAINS(log, "Double release: cuMemRelease() of 2,097,152 bytes of virtual memory at "
+                         "0x5a5a00012000,");
+    EXPECT_CONTAINS(log, "Double release: cuMemRelease() of 2,097,152 bytes of virtual memory at "
+                         "0x5a5a00016000,");
+    EXPECT_CONTAINS(log, "Mismatched release: cudaFree() of 2,097,152 bytes of virtual memory "
+                         "allocated by cuMemMap");
+    EXPECT_CONTAINS(log, "virtual memory is released with cuMemUnmap()");
+    EXPECT_CONTAINS(log, "Invalid release: cuMemRelease() of 0xdead");
+    EXPECT_CONTAINS(log, "8,388,608 bytes in 1 virtual allocation by cuMemImportFromShareableHandle() "
+                         "is definitely lost");
+    EXPECT_CONTAINS(log, "12,582,912 bytes in 3 virtual allocations by cuMemCreate() are "
+                         "definitely lost");
+    EXPECT_CONTAINS(log, "LEAK SUMMARY: definitely lost: 20,971,520 bytes in 4 allocations from 2 "
+                         "call sites");
+    /* Physical memory counted once, not once more per mapping: at most 0x13, 0x14, 0x15, 0x17,
+     * 0x18 and 0x19 (2 + 4 + 6 + 2 + 2 + 8 MiB) lived at one time. */
+    EXPECT_CONTAINS(log, "PEAK: virtual 24.0 MiB, reserved 2.0 MiB");
     free(log);
 }
 
 /* CUDA arrays, kept under their handles: released right, leaked, and released with cudaFree
  * (a mismatch CUDA refuses) or with the other array call. */
 #define ARR 0x55550000ull
-#define BIT(k) (1u << GPUMEM_KIND_##k)
-static const unsigned cudafree_mask = BIT(DEVICE) | BIT(DEVICE_ASYNC) | BIT(MANAGED) | BIT(GRAPH);
 
 static void arrays(void)
 {
@@ -369,10 +684,12 @@ static void graphs_and_reservations(void)
     check_alloc("cuMemAddressReserve", GPUMEM_KIND_RESERVED, check_reserve_key(va), 64 << 20, 0, 0, 0);
     check_alloc("cuMemAddressReserve", GPUMEM_KIND_RESERVED, check_reserve_key(va + (64 << 20)),
                 32 << 20, 0, 0, 0);
-    check_alloc("cuMemMap", GPUMEM_KIND_VIRTUAL, va, 2 << 20, 0, 0, 0);
-    EXPECT_EQ(check_release_begin("cuMemUnmap", BIT(VIRTUAL), va, 0), CHECK_GO);
-    check_release_end(va, 1);
-    check_unmap_rest(va, 2 << 20);
+    check_vmm_handle("cuMemCreate", 0x77, 2 << 20, 0, 0);
+    check_vmm_map(va, 2 << 20, 0x77, 0);
+    EXPECT_EQ(check_vmm_unmap_begin(va, 2 << 20), CHECK_GO);
+    check_vmm_unmap_end("cuMemUnmap", va, 2 << 20, 0);
+    EXPECT_EQ(check_vmm_release_begin("cuMemRelease", 0x77, 0), CHECK_GO);
+    check_vmm_release_end("cuMemRelease", 0x77, 1, 0);
     EXPECT_EQ(check_release_begin("cuMemAddressFree", BIT(RESERVED), check_reserve_key(va), 0),
               CHECK_GO);
     check_release_end(check_reserve_key(va), 1);
@@ -975,6 +1292,24 @@ static void test_kind_names(void)
     EXPECT_STR_EQ(gpumem_kind_name(GPUMEM_KIND_VIRTUAL), "virtual");
     /* Handles never meet addresses. */
     EXPECT_NE(check_handle_key(0x7f0000000000ull >> 8), (uintptr_t)0x7f0000000000ull);
+    /* The release pairing, from src/kinds.def. */
+    EXPECT_EQ(check_release_kinds("cudaFree"), BIT(DEVICE) | BIT(MANAGED) | BIT(DEVICE_ASYNC) | BIT(GRAPH));
+    EXPECT_EQ(check_release_kinds("cudaFreeAsync"), BIT(DEVICE) | BIT(DEVICE_ASYNC) | BIT(GRAPH));
+    EXPECT_EQ(check_release_kinds("cuMemFreeHost"), BIT(PINNED) | BIT(HOST));
+    EXPECT_EQ(check_release_kinds("cuMemRelease"), BIT(VIRTUAL));
+    EXPECT_EQ(check_release_kinds("free"), 0u);
+    EXPECT_STR_EQ(check_right_release(GPUMEM_KIND_PINNED, "cuMemAllocHost"), "cuMemFreeHost");
+    EXPECT_STR_EQ(check_right_release(GPUMEM_KIND_PINNED, "cudaHostAlloc"), "cudaFreeHost");
+    EXPECT_STR_EQ(check_right_release(GPUMEM_KIND_DEVICE_ASYNC, "cudaMallocAsync"), "cudaFreeAsync");
+    EXPECT_STR_EQ(check_right_release(GPUMEM_KIND_VIRTUAL, "cuMemImportFromShareableHandle"),
+                  "cuMemRelease");
+    EXPECT_STR_EQ(check_right_release(GPUMEM_KIND_VIRTUAL, "cuMemMap"), "cuMemUnmap");
+    EXPECT_STR_EQ(check_right_release(GPUMEM_KIND_RESERVED, "cuMemAddressReserve"), "cuMemAddressFree");
+    EXPECT_STR_EQ(check_right_release(GPUMEM_KIND_GRAPH, "cuGraphAddMemAllocNode"),
+                  "cuGraphAddMemFreeNode");
+    EXPECT_STR_EQ(check_right_release(GPUMEM_KIND_ARRAY, "cudaMalloc3DArray"), "cudaFreeArray");
+    EXPECT_STR_EQ(check_right_release(GPUMEM_KIND_DEVICE, "cuMemAlloc"), "cuMemFree");
+    EXPECT_STR_EQ(check_right_release(GPUMEM_KIND_MANAGED, "cudaMallocManaged"), "cudaFree");
 }
 
 static void test_leak_check_modes(void)
@@ -1314,7 +1649,11 @@ int main(void)
     RUN(test_refused_release);
     RUN(test_host_free);
     RUN(test_device_reset);
-    RUN(test_unmap_range);
+    RUN(test_vmm_model);
+    RUN(test_failed_calls);
+    RUN(test_abort_peak);
+    RUN(test_ends_without_exit);
+    RUN(test_report_files);
     RUN(test_arrays);
     RUN(test_graphs_and_reservations);
     RUN(test_host_realloc);

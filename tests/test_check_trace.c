@@ -48,7 +48,7 @@ static void stream(void)
     /* Out of memory. */
     check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, 0, (size_t)1 << 50, 0, 2, st);
     /* The device's context goes: what it held is released with it. */
-    check_device_reset(0);
+    check_device_reset("cudaDeviceReset", 0, 0);
     check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEV + 0x20000, 512, 0, 0, st); /* leaked */
 }
 

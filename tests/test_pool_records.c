@@ -186,8 +186,9 @@ static void test_double_free_of_cached_block(void)
     EXPECT_EQ(s.count[0].total, s0.count[0].total + 1);
     gpumem_pool_stats_t ps;
     EXPECT_EQ(gpumem_pool_stats(pool, &ps), GPUMEM_OK);
-    EXPECT_EQ(ps.blocks_cached, 1);
+    EXPECT_GE(ps.blocks_cached, 1); /* with the free rest of its page or segment, 2 */
     EXPECT_EQ(ps.blocks_in_use, 0);
+    EXPECT_EQ(ps.cached, ps.reserved);
     /* In the pool's own cache: trim drains the thread caches into the pool first... */
     void *q = gpumem_pool_alloc_at(pool, 1, 4096, S1, alloc_site);
     EXPECT_PTR_EQ(q, p);

@@ -85,25 +85,26 @@ def document(width, height, title, parts):
 
 
 def pools():
-    """docs/pools.md: an allocation's way through a thread cache, the pool and CUDA, and back."""
+    """docs/pools.md: an allocation's way through a thread cache, the pool's arena and CUDA."""
     b = {x.key: x for x in [
         Box("call", 215, 20, 370, "gpumem_pool_alloc(pool, n, stream)", kind="api",
             lines=["gpumem_free(p) releases a block like any allocation"]),
-        Box("tc", 215, 135, 370, "thread cache", file="src/tcache.c",
+        Box("tc", 215, 130, 370, "thread cache", file="src/tcache.c",
             lines=["a bin per (pool, stream) of the calling thread:",
                    "a stack of free blocks per size class; no lock"]),
-        Box("pool", 215, 285, 370, "the pool", file="src/pool.c",
-            lines=["one mutex; a cache per stream and size class",
-                   "(8 classes per doubling: under 12.5 % waste);",
-                   "a hash of every block it owns, by address"]),
-        Box("dev", 40, 455, 350, "device pool: CUDA's memory pool", kind="cuda",
-            lines=["cuMemAllocFromPoolAsync on the block's stream;",
-                   "release threshold: CUDA keeps what is freed"],
-            file="src/cuda/backend_cuda.c"),
-        Box("pin", 410, 455, 350, "pinned pool: cudaMallocHost chunks", kind="cuda",
-            lines=["16 MiB chunks carved into blocks (a call",
-                   "costs about 1 ms); large requests: their own"],
-            file="src/cuda/backend_cuda.c"),
+        Box("arena", 215, 270, 370, "the pool: an arena per stream", file="src/pool.c, src/pool_arena.c",
+            lines=["small (up to 1 MiB) and large; one mutex;",
+                   "free blocks in bins by size class: a block is",
+                   "carved at the start of one, the rest stays free;",
+                   "a released block merges with free neighbours"]),
+        Box("pages", 40, 475, 350, "device pool: pages", kind="cuda", file="src/pool_pages.c",
+            lines=["an address range as large as the device;",
+                   "2 MiB pages mapped (cuMemCreate, cuMemMap)",
+                   "only under blocks in use; a spare page moves"]),
+        Box("segs", 410, 475, 350, "segments", kind="cuda", file="src/pool_arena.c",
+            lines=["where pages cannot be mapped, and pinned:",
+                   "2 MiB, 20 MiB or the block's size from CUDA;",
+                   "pinned: cudaMallocHost chunks (16 MiB)"]),
         Box("reg", 615, 20, 165, "the registry", file="src/registry.c",
             lines=["a record per block:", "reports, leak and", "double-free checks"]),
     ]}
@@ -114,17 +115,17 @@ def pools():
     back = dict(dx=80, label_dx=8, dashed=True)
     parts += arrow(b, "call", "tc", "1. pop from the\nthread's bin", **down)
     parts += arrow(b, "call", "tc", "release: push onto the\nreleasing thread's bin", **back)
-    parts += arrow(b, "tc", "pool", "2. empty: take a batch\n(one lock for several)", **down)
-    parts += arrow(b, "tc", "pool", "stack full: half goes\nback, one locked call", **back)
-    parts += arrow(b, "pool", "dev", "3. none cached\nfor the stream", sides=("bottom", "top"),
-                   dx=-60, label_dx=-10, anchor="end", label_at=0.45)
-    parts += arrow(b, "pool", "pin", "3. none cached", sides=("bottom", "top"), dx=60,
-                   label_dx=10, label_at=0.45)
+    parts += arrow(b, "tc", "arena", "2. empty: take a batch\n(one lock for several)", **down)
+    parts += arrow(b, "tc", "arena", "stack full: half goes\nback, one locked call", **back)
+    parts += arrow(b, "arena", "pages", "3. no free block fits:\nmap pages under it",
+                   sides=("bottom", "top"), dx=-60, label_dx=-18, anchor="end", label_at=0.45)
+    parts += arrow(b, "arena", "segs", "3. no free block fits:\na new segment",
+                   sides=("bottom", "top"), dx=60, label_dx=18, label_at=0.45)
     parts += arrow(b, "call", "reg", "", sides=("right", "left"), dashed=True)
-    parts += ['<text x="400" y="565" text-anchor="middle" font-family="%s" font-size="11.5" '
-              'fill="#5f6368">A device block is reused only on the stream it was released on; '
-              'gpumem_pool_trim gives cached blocks back to CUDA</text>' % FONT]
-    return document(800, 580, "How a pool allocation is served (docs/pools.md)", parts)
+    parts += ['<text x="400" y="610" text-anchor="middle" font-family="%s" font-size="11.5" '
+              'fill="#5f6368">A block is reused on the stream it was released on; '
+              'gpumem_pool_trim gives what no block needs back to CUDA</text>' % FONT]
+    return document(800, 625, "How a pool allocation is served (docs/pools.md)", parts)
 
 
 def copies():
@@ -206,7 +207,7 @@ def check():
     return document(800, 555, "How gpumem check attaches to a program (docs/check.md)", parts)
 
 
-DIAGRAMS = {"pools.svg": pools, "copies.svg": copies, "check.svg": check}
+DIAGRAMS = {"pools-flow.svg": pools, "copies.svg": copies, "check.svg": check}
 
 
 def main(argv):

@@ -67,7 +67,8 @@ def pool_stats(device=0):
     before the first allocation on that device)."""
     s = PoolStats()
     lib.gpumem_python_pool_stats(device, ctypes.byref(s))
-    return {name: getattr(s, name) for name, _ in PoolStats._fields_}
+    return {name: (list(v) if isinstance(v, ctypes.Array) else v)
+            for name, v in ((name, getattr(s, name)) for name, _ in PoolStats._fields_)}
 
 
 def report(full=True, json=False, file=None):

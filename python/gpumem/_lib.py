@@ -41,12 +41,17 @@ class Stats(ctypes.Structure):
                 ("device_count", _Count * STATS_DEVICES)]
 
 
+POOL_SIZE_RANGES = 5  # GPUMEM_POOL_SIZE_RANGES
+
+
 class PoolStats(ctypes.Structure):
     """gpumem_pool_stats_t."""
     _fields_ = [(name, ctypes.c_uint64) for name in (
         "reserved", "in_use", "requested", "cached", "peak_reserved", "peak_in_use",
         "blocks_in_use", "blocks_cached", "hits", "misses", "oom_retries")] + [
-        ("fragmentation", ctypes.c_double)]
+        ("fragmentation", ctypes.c_double), ("peak_requested", ctypes.c_uint64),
+        ("largest_free", ctypes.c_uint64), ("cached_by_size", ctypes.c_uint64 * POOL_SIZE_RANGES),
+        ("free_fragmentation", ctypes.c_double), ("remaps", ctypes.c_uint64)]
 
 
 class Checkpoint(ctypes.Structure):

@@ -77,6 +77,27 @@ typedef struct gpumem__backend {
     /* fork(): takes (GPUMEM__FORK_PREPARE) and releases (PARENT, CHILD) the backend's own
      * locks, so that a child never finds one held by a thread it does not have (fork.c). */
     void (*at_fork)(int phase);
+    /* Virtual memory management, for the device pools' segments that grow and shrink by
+     * pages (pool_arena.c). The granularity of device ordinal's physical memory
+     * (cuMemGetAllocationGranularity, recommended), or 0 when the device cannot map memory
+     * into reserved address ranges (CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED). */
+    int (*vmm_granularity)(int ordinal, size_t *granularity);
+    int (*vmm_reserve)(void **va, size_t bytes);            /* cuMemAddressReserve */
+    int (*vmm_unreserve)(void *va, size_t bytes);           /* cuMemAddressFree */
+    /* cuMemCreate of bytes of device ordinal's memory; the handle is released by vmm_release,
+     * and the memory goes once the handle is released and its last mapping unmapped. */
+    int (*vmm_create)(unsigned long long *handle, size_t bytes, int ordinal);
+    int (*vmm_release)(unsigned long long handle);          /* cuMemRelease */
+    /* cuMemMap of the whole handle at va, then cuMemSetAccess: read and write for ordinal and
+     * every device that can reach ordinal's memory directly (as cudaMalloc's memory is, once
+     * peer access is enabled). A handle may be mapped at several addresses at once. */
+    int (*vmm_map)(void *va, size_t bytes, unsigned long long handle, int ordinal);
+    int (*vmm_unmap)(void *va, size_t bytes);               /* cuMemUnmap */
+    /* cuEventQuery: 0 when the work recorded before the event is done, else
+     * cudaErrorNotReady or an error. */
+    int (*event_query)(void *event);
+    int (*stream_wait_event)(cudaStream_t stream, void *event); /* cuStreamWaitEvent */
+    int (*device_sync)(void); /* cuCtxSynchronize: the current context's work is done */
 } gpumem__backend;
 
 extern const gpumem__backend gpumem__backend_cuda;

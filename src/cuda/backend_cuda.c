@@ -62,7 +62,20 @@
     X(cuEventSynchronize, (CUevent))                                                             \
     X(cuEventDestroy_v2, (CUevent))                                                              \
     X(cuMemHostRegister_v2, (void *, size_t, unsigned))                                          \
-    X(cuMemHostUnregister, (void *))
+    X(cuMemHostUnregister, (void *))                                                            \
+    X(cuMemGetAllocationGranularity,                                                             \
+      (size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags))                 \
+    X(cuMemAddressReserve, (CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long))     \
+    X(cuMemAddressFree, (CUdeviceptr, size_t))                                                   \
+    X(cuMemCreate, (CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *,         \
+                    unsigned long long))                                                         \
+    X(cuMemRelease, (CUmemGenericAllocationHandle))                                              \
+    X(cuMemMap, (CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long)) \
+    X(cuMemUnmap, (CUdeviceptr, size_t))                                                         \
+    X(cuMemSetAccess, (CUdeviceptr, size_t, const CUmemAccessDesc *, size_t))                    \
+    X(cuEventQuery, (CUevent))                                                                   \
+    X(cuStreamWaitEvent, (CUstream, CUevent, unsigned))                                          \
+    X(cuCtxSynchronize, (void))
 
 static struct {
 #define GPUMEM__DRIVER_FIELD(name, args) CUresult(*name) args;
@@ -509,6 +522,129 @@ static int cuda_host_unregister(void *p)
     return (int)(r == CUDA_SUCCESS ? drv.cuMemHostUnregister(p) : r);
 }
 
+/* ---- virtual memory management (the device pools' page-mapped segments) ---- */
+
+static CUmemAllocationProp device_memory_prop(int ordinal)
+{
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = ordinal;
+    return prop;
+}
+
+static int cuda_vmm_granularity(int ordinal, size_t *granularity)
+{
+    CUdevice dev;
+    int supported = 0;
+    *granularity = 0;
+    CUresult r = drv.cuDeviceGet(&dev, ordinal);
+    if (r == CUDA_SUCCESS)
+        r = drv.cuDeviceGetAttribute(
+            &supported, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev);
+    if (r != CUDA_SUCCESS || !supported)
+        return (int)r;
+    CUmemAllocationProp prop = device_memory_prop(ordinal);
+    return (int)drv.cuMemGetAllocationGranularity(granularity, &prop,
+                                                  CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
+}
+
+static int cuda_vmm_reserve(void **va, size_t bytes)
+{
+    CUdeviceptr d = 0;
+    CUresult r = ensure_ctx();
+    if (r == CUDA_SUCCESS)
+        r = drv.cuMemAddressReserve(&d, bytes, 0, 0, 0);
+    *va = (void *)(uintptr_t)d;
+    return (int)r;
+}
+
+static int cuda_vmm_unreserve(void *va, size_t bytes)
+{
+    return (int)drv.cuMemAddressFree((CUdeviceptr)(uintptr_t)va, bytes);
+}
+
+static int cuda_vmm_create(unsigned long long *handle, size_t bytes, int ordinal)
+{
+    CUmemGenericAllocationHandle h = 0;
+    CUmemAllocationProp prop = device_memory_prop(ordinal);
+    CUresult r = ensure_ctx();
+    if (r == CUDA_SUCCESS)
+        r = drv.cuMemCreate(&h, bytes, &prop, 0);
+    *handle = (unsigned long long)h;
+    return (int)r;
+}
+
+static int cuda_vmm_release(unsigned long long handle)
+{
+    return (int)drv.cuMemRelease((CUmemGenericAllocationHandle)handle);
+}
+
+/* Mapped memory is reachable only by the devices given access. cudaMalloc's is reachable by
+ * every peer that enables peer access, so the pages get the same: the owner and each device
+ * that can reach it directly (PyTorch's expandable segments do the same for their peers). */
+static size_t access_list(int ordinal, CUmemAccessDesc *desc, size_t max)
+{
+    int count = 0;
+    size_t n = 0;
+    CUdevice owner;
+    memset(desc, 0, max * sizeof *desc);
+    if (drv.cuDeviceGetCount(&count) != CUDA_SUCCESS || drv.cuDeviceGet(&owner, ordinal) != CUDA_SUCCESS)
+        count = 0;
+    for (int d = -1; d < count && n < max; d++) { /* -1: the owner first */
+        int can = d < 0;
+        CUdevice peer;
+        if (d == ordinal || (!can && (drv.cuDeviceGet(&peer, d) != CUDA_SUCCESS ||
+                                      drv.cuDeviceCanAccessPeer(&can, peer, owner) != CUDA_SUCCESS)))
+            continue;
+        if (!can)
+            continue;
+        desc[n].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        desc[n].location.id = d < 0 ? ordinal : d;
+        desc[n].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        n++;
+    }
+    return n;
+}
+
+static int cuda_vmm_map(void *va, size_t bytes, unsigned long long handle, int ordinal)
+{
+    CUdeviceptr d = (CUdeviceptr)(uintptr_t)va;
+    CUresult r = drv.cuMemMap(d, bytes, 0, (CUmemGenericAllocationHandle)handle, 0);
+    if (r != CUDA_SUCCESS)
+        return (int)r;
+    CUmemAccessDesc access[MAX_DEVICES];
+    r = drv.cuMemSetAccess(d, bytes, access, access_list(ordinal, access, MAX_DEVICES));
+    if (r != CUDA_SUCCESS)
+        (void)drv.cuMemUnmap(d, bytes); /* r, the first failure, is what is reported */
+    return (int)r;
+}
+
+static int cuda_vmm_unmap(void *va, size_t bytes)
+{
+    return (int)drv.cuMemUnmap((CUdeviceptr)(uintptr_t)va, bytes);
+}
+
+static int cuda_event_query(void *event)
+{
+    return (int)drv.cuEventQuery((CUevent)event);
+}
+
+static int cuda_stream_wait_event(cudaStream_t stream, void *event)
+{
+    CUresult r = ensure_ctx();
+    if (r == CUDA_SUCCESS)
+        r = drv.cuStreamWaitEvent((CUstream)stream, (CUevent)event, 0);
+    return (int)r;
+}
+
+static int cuda_device_sync(void)
+{
+    CUresult r = ensure_ctx();
+    return (int)(r == CUDA_SUCCESS ? drv.cuCtxSynchronize() : r);
+}
+
 const gpumem__backend gpumem__backend_cuda = {
     "cuda",
     cuda_init,
@@ -546,4 +682,14 @@ const gpumem__backend gpumem__backend_cuda = {
     cuda_host_register,
     cuda_host_unregister,
     cuda_at_fork,
+    cuda_vmm_granularity,
+    cuda_vmm_reserve,
+    cuda_vmm_unreserve,
+    cuda_vmm_create,
+    cuda_vmm_release,
+    cuda_vmm_map,
+    cuda_vmm_unmap,
+    cuda_event_query,
+    cuda_stream_wait_event,
+    cuda_device_sync,
 };

@@ -80,13 +80,15 @@ static atomic_int poisoned; /* a sticky error: while set, every call returns it 
 
 /* The device whose range holds a, or -1. The ranges are written once, before span is stored
  * (release), so a thread that sees span sees them. */
+static int vmm_device_of(uintptr_t a);
+
 static int sim_device_of(uintptr_t a)
 {
     uintptr_t span = atomic_load_explicit(&sim.span, memory_order_acquire);
     if (!span || a < sim.range)
-        return -1;
+        return vmm_device_of(a);
     uintptr_t i = (a - sim.range) / span;
-    return i < (uintptr_t)sim.ndev && a < sim.dev[i].arena_end ? (int)i : -1;
+    return i < (uintptr_t)sim.ndev && a < sim.dev[i].arena_end ? (int)i : vmm_device_of(a);
 }
 
 static size_t sim_bucket(uintptr_t a)
@@ -441,6 +443,8 @@ static int sim_pointer_type(const void *p, int *type)
         return atomic_load(&poisoned);
     if (gpumem__sim_registered(p))
         *type = GPUMEM__PTR_HOST;
+    else if (vmm_device_of((uintptr_t)p) >= 0)
+        *type = GPUMEM__PTR_DEVICE;
     else if (!sim_find(p, &b))
         *type = GPUMEM__PTR_UNREGISTERED;
     else if (b.type == SIM_HOST)
@@ -727,6 +731,170 @@ static int sim_host_unregister(void *p)
     return cudaErrorHostMemoryNotRegistered;
 }
 
+/* Virtual memory management, simulated. An address range is reserved with mmap without
+ * access (PROT_NONE, no swap reserved), away from the devices' ranges; physical memory is a
+ * handle that counts against its device's capacity from creation to release; a mapping
+ * makes the handle's bytes of the range readable and writable, and unmapping gives the pages
+ * back to the system (madvise) and takes the access away, so that a stray access faults as
+ * on a GPU. The contents do not follow a handle mapped at two addresses: nothing gpumem does
+ * reads memory through a second mapping. Granularity 2 MiB, as on an H200. */
+#define SIM_VMM_GRANULE ((size_t)2 << 20)
+#define SIM_VMM_RANGES 256
+
+typedef struct sim_handle {
+    size_t bytes;
+    int device;
+} sim_handle;
+
+static struct {
+    pthread_mutex_t lock;
+    atomic_uintptr_t base[SIM_VMM_RANGES], end[SIM_VMM_RANGES]; /* end 0: a free slot */
+    int device[SIM_VMM_RANGES];
+    uintptr_t raw[SIM_VMM_RANGES];
+    size_t raw_bytes[SIM_VMM_RANGES];
+} vmm = {PTHREAD_MUTEX_INITIALIZER, {0}, {0}, {0}, {0}, {0}};
+
+/* The device of the reserved range holding a, or -1; lock-free (copies ask it). */
+static int vmm_device_of(uintptr_t a)
+{
+    for (int i = 0; i < SIM_VMM_RANGES; i++) {
+        uintptr_t end = atomic_load_explicit(&vmm.end[i], memory_order_acquire);
+        if (end && a < end && a >= atomic_load_explicit(&vmm.base[i], memory_order_relaxed))
+            return vmm.device[i];
+    }
+    return -1;
+}
+
+static int sim_vmm_granularity(int ordinal, size_t *granularity)
+{
+    *granularity = 0;
+    if (ordinal < 0 || ordinal >= sim.ndev)
+        return cudaErrorInvalidDevice;
+    *granularity = SIM_VMM_GRANULE;
+    return atomic_load(&poisoned);
+}
+
+static int sim_vmm_reserve(void **va, size_t bytes)
+{
+    *va = NULL;
+    int err = atomic_load(&poisoned);
+    if (err)
+        return err;
+    if (!bytes || bytes % SIM_VMM_GRANULE || bytes > SIZE_MAX - SIM_VMM_GRANULE)
+        return cudaErrorInvalidValue;
+    void *r = mmap(NULL, bytes + SIM_VMM_GRANULE, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (r == MAP_FAILED)
+        return cudaErrorMemoryAllocation;
+    uintptr_t base = ((uintptr_t)r + SIM_VMM_GRANULE - 1) & ~(SIM_VMM_GRANULE - 1);
+    pthread_mutex_lock(&vmm.lock);
+    for (int i = 0; i < SIM_VMM_RANGES; i++) {
+        if (atomic_load_explicit(&vmm.end[i], memory_order_relaxed))
+            continue;
+        vmm.raw[i] = (uintptr_t)r;
+        vmm.raw_bytes[i] = bytes + SIM_VMM_GRANULE;
+        vmm.device[i] = sim_current;
+        atomic_store_explicit(&vmm.base[i], base, memory_order_relaxed);
+        atomic_store_explicit(&vmm.end[i], base + bytes, memory_order_release);
+        pthread_mutex_unlock(&vmm.lock);
+        *va = (void *)base;
+        return 0;
+    }
+    pthread_mutex_unlock(&vmm.lock);
+    munmap(r, bytes + SIM_VMM_GRANULE);
+    return cudaErrorMemoryAllocation;
+}
+
+static int sim_vmm_unreserve(void *va, size_t bytes)
+{
+    pthread_mutex_lock(&vmm.lock);
+    for (int i = 0; i < SIM_VMM_RANGES; i++) {
+        if (atomic_load_explicit(&vmm.base[i], memory_order_relaxed) != (uintptr_t)va ||
+            atomic_load_explicit(&vmm.end[i], memory_order_relaxed) != (uintptr_t)va + bytes)
+            continue;
+        atomic_store_explicit(&vmm.end[i], 0, memory_order_release);
+        munmap((void *)vmm.raw[i], vmm.raw_bytes[i]);
+        pthread_mutex_unlock(&vmm.lock);
+        return 0;
+    }
+    pthread_mutex_unlock(&vmm.lock);
+    return cudaErrorInvalidValue;
+}
+
+static int sim_vmm_create(unsigned long long *handle, size_t bytes, int ordinal)
+{
+    *handle = 0;
+    if (ordinal < 0 || ordinal >= sim.ndev || !bytes || bytes % SIM_VMM_GRANULE)
+        return cudaErrorInvalidValue;
+    sim_handle *h = malloc(sizeof *h);
+    if (!h)
+        return cudaErrorMemoryAllocation;
+    pthread_mutex_lock(&sim.lock);
+    int err = atomic_load(&poisoned);
+    sim_dev *d = &sim.dev[ordinal];
+    if (!err && bytes > d->capacity - d->used)
+        err = cudaErrorMemoryAllocation;
+    if (!err)
+        d->used += bytes;
+    pthread_mutex_unlock(&sim.lock);
+    if (err) {
+        free(h);
+        return err;
+    }
+    h->bytes = bytes;
+    h->device = ordinal;
+    *handle = (unsigned long long)(uintptr_t)h;
+    return 0;
+}
+
+static int sim_vmm_release(unsigned long long handle)
+{
+    sim_handle *h = (sim_handle *)(uintptr_t)handle;
+    if (!h)
+        return cudaErrorInvalidValue;
+    pthread_mutex_lock(&sim.lock);
+    sim.dev[h->device].used -= h->bytes;
+    pthread_mutex_unlock(&sim.lock);
+    free(h);
+    return 0;
+}
+
+static int sim_vmm_map(void *va, size_t bytes, unsigned long long handle, int ordinal)
+{
+    sim_handle *h = (sim_handle *)(uintptr_t)handle;
+    int err = atomic_load(&poisoned);
+    if (err)
+        return err;
+    if (!h || h->bytes != bytes || ordinal != h->device || vmm_device_of((uintptr_t)va) < 0 ||
+        (uintptr_t)va % SIM_VMM_GRANULE)
+        return cudaErrorInvalidValue;
+    return mprotect(va, bytes, PROT_READ | PROT_WRITE) == 0 ? 0 : cudaErrorInvalidValue;
+}
+
+static int sim_vmm_unmap(void *va, size_t bytes)
+{
+    if (vmm_device_of((uintptr_t)va) < 0 || (uintptr_t)va % SIM_VMM_GRANULE)
+        return cudaErrorInvalidValue;
+    madvise(va, bytes, MADV_DONTNEED);
+    return mprotect(va, bytes, PROT_NONE) == 0 ? 0 : cudaErrorInvalidValue;
+}
+
+static int sim_event_query(void *event)
+{
+    return event ? atomic_load(&poisoned) : cudaErrorInvalidResourceHandle;
+}
+
+static int sim_stream_wait_event(cudaStream_t stream, void *event)
+{
+    (void)stream;
+    return event ? atomic_load(&poisoned) : cudaErrorInvalidResourceHandle;
+}
+
+static int sim_device_sync(void)
+{
+    return atomic_load(&poisoned);
+}
+
 /* fork(): a child gets the simulated device as the parent left it, with no allocation half
  * made (fork.c). The two locks never nest. */
 static void sim_at_fork(int phase)
@@ -734,7 +902,9 @@ static void sim_at_fork(int phase)
     if (phase == GPUMEM__FORK_PREPARE) {
         pthread_mutex_lock(&sim.lock);
         pthread_mutex_lock(&reg.lock);
+        pthread_mutex_lock(&vmm.lock);
     } else {
+        pthread_mutex_unlock(&vmm.lock);
         pthread_mutex_unlock(&reg.lock);
         pthread_mutex_unlock(&sim.lock);
     }
@@ -777,4 +947,14 @@ const gpumem__backend gpumem__backend_sim = {
     sim_host_register,
     sim_host_unregister,
     sim_at_fork,
+    sim_vmm_granularity,
+    sim_vmm_reserve,
+    sim_vmm_unreserve,
+    sim_vmm_create,
+    sim_vmm_release,
+    sim_vmm_map,
+    sim_vmm_unmap,
+    sim_event_query,
+    sim_stream_wait_event,
+    sim_device_sync,
 };

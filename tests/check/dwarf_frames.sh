@@ -39,8 +39,13 @@ def run(*cmd):
 
 def same_function(name, func):
     """As run_one.sh: name is func, but for C++ parameters or a compiler's clone suffix."""
-    return re.fullmatch(re.escape(func) + r"(\(.*\))?( \[clone [^]]*\])*"
+    return re.fullmatch(re.escape(func) + r"(\(.*\))?( const)?( \[clone [^]]*\])*"
                         r"(\.(constprop|isra|part|cold|localalias)(\.\d+)?)*", name) is not None
+
+def may_hold(current, func):
+    """Whether function current (objdump's name) may hold func's calls: func itself, or, for a
+    lambda, the function it is inlined into, whose name names it (std::thread's _M_run)."""
+    return same_function(current, func) or ("{lambda" in func and func in current)
 
 def chains_of(src):
     """The (key, text, [(func, line, inlined into the next)], call) of src's expect lines."""
@@ -90,7 +95,7 @@ def call_sites(exe, funcs, base):
             current = m.group(1)
             continue
         m = re.match(r"\s*([0-9a-f]+):\s+call\s+\S+(?:\s+<(.*)>)?", l)
-        if not m or current is None or not any(same_function(current, f) for f in funcs):
+        if not m or current is None or not any(may_hold(current, f) for f in funcs):
             continue
         nxt = next((int(n.group(1), 16) for n in (re.match(r"\s*([0-9a-f]+):", x)
                                                    for x in lines[i + 1:i + 4]) if n), None)

@@ -197,7 +197,7 @@ def triple(finding):
 
 def same_function(name, func):
     """name (as the JSON has it) is func, but for C++ parameters or a clone suffix."""
-    return re.fullmatch(re.escape(func) + r"(\(.*\))?( \[clone [^]]*\])*"
+    return re.fullmatch(re.escape(func) + r"(\(.*\))?( const)?( \[clone [^]]*\])*"
                         r"(\.(constprop|isra|part|cold|localalias)(\.\d+)?)*", str(name)) is not None
 
 def fmt_frame(fr):

@@ -118,6 +118,16 @@ class StatsAndReport(unittest.TestCase):
         self.assertIn("1 allocation (12.1 KiB) still live at exit", r.stderr)
         self.assertIn("12.1 KiB in 1 device allocation at <string>:4 (keep)", r.stderr)
 
+    def test_no_leak_summary_for_what_exit_frees(self):
+        # What a program leaves to the interpreter's exit (module globals, the framework's
+        # caches) is not a leak: the default summary says nothing of it.
+        r = run_python("""
+            import gpumem
+            kept = gpumem.alloc(12345)
+        """)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("still live at exit", r.stderr)
+
 
     def test_trace_names_the_python_line(self):
         with tempfile.TemporaryDirectory() as d:

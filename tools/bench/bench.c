@@ -13,8 +13,12 @@
 #include "../tool.h"
 #include "bench.h"
 #include "gpumem.h"
+#include "replay.h"
 
-#define BENCH_USAGE "usage: gpumem bench [--quick] [--json PATH] [--device N]\n"
+#define BENCH_USAGE                                                                              \
+    "usage: gpumem bench [--quick] [--json PATH] [--device N]\n"                                 \
+    "       gpumem bench --replay FILE [--limit BYTES] [--json PATH] [--device N]\n"            \
+    "       gpumem bench --replay FILE --write-log OUT\n"
 
 static void bench_usage(FILE *out)
 {
@@ -27,6 +31,21 @@ static void bench_usage(FILE *out)
             "  --quick      about 10x fewer repetitions and smaller sizes (seconds, not minutes)\n"
             "  --json PATH  also write every result to PATH as JSON\n"
             "  --device N   measure CUDA device N (default 0)\n"
+            "  --replay FILE\n"
+            "               replay the allocations FILE recorded (a trace of GPUMEM_TRACE or\n"
+            "               gpumem check --trace, or a replay log) into every allocator here:\n"
+            "               gpumem's device pool in each design, cudaMallocAsync (threshold 0 and\n"
+            "               UINT64_MAX), cudaMalloc, and PyTorch's caching allocator (default and\n"
+            "               expandable segments) where python3 -m gpumem.replay finds torch; per\n"
+            "               allocator: peak reserved, fragmentation at that peak, time an\n"
+            "               operation, and where it ran out of memory under --limit. With\n"
+            "               GPUMEM_BACKEND=sim, gpumem's pools alone, on the simulated device\n"
+            "  --limit BYTES\n"
+            "               with --replay: the most each allocator may reserve (1073741824, 1GiB,\n"
+            "               512MiB)\n"
+            "  --write-log OUT\n"
+            "               with --replay: write FILE's allocations as a replay log to OUT (about\n"
+            "               a tenth of a trace's size) and replay nothing; needs no GPU\n"
             "  --help, --version\n"
             "Options take their value as --json PATH or --json=PATH.\n"
             "\n"
@@ -130,6 +149,33 @@ int bench_fail(bench_ctx *c, bench_row *row, const char *call, int status)
     return -1;
 }
 
+/* A byte count: digits and an optional unit (K, M, G or T, then nothing, B or iB). */
+static int parse_bytes(const char *s, uint64_t *out)
+{
+    static const char units[] = "KMGT";
+    char *end;
+    errno = 0;
+    if (*s < '0' || *s > '9')
+        return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s)
+        return -1;
+    unsigned shift = 0;
+    if (*end) {
+        const char *u = strchr(units, *end);
+        if (!u)
+            return -1;
+        shift = 10u * (unsigned)(u - units + 1);
+        end++;
+        if (*end && strcmp(end, "iB") != 0 && strcmp(end, "B") != 0)
+            return -1;
+    }
+    if (shift && v > (UINT64_MAX >> shift))
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
 static int parse_int(const char *s, int *out)
 {
     char *end;
@@ -168,15 +214,36 @@ static int device_setup(bench_ctx *c, bench_report *r)
     return 0;
 }
 
+/* --replay: on the simulated device when GPUMEM_BACKEND=sim says so (gpumem's pools alone),
+ * else on the real one. */
+static int bench_replay(const char *path, uint64_t limit, const char *json_path, int device)
+{
+    const char *be = getenv("GPUMEM_BACKEND");
+    int sim = be && strcmp(be, "sim") == 0;
+    if (!sim && !cli_have_driver("bench", "gpumem bench --replay needs a GPU, or "
+                                          "GPUMEM_BACKEND=sim for gpumem's pools alone"))
+        return CLI_EXIT_UNAVAILABLE;
+    if (gpumem_backend_select(sim ? "sim" : "cuda") != GPUMEM_OK || gpumem_init() != GPUMEM_OK) {
+        fprintf(stderr, "gpumem bench: error: gpumem cannot use the device: %s\n",
+                gpumem_last_error()->message);
+        return sim ? 1 : CLI_EXIT_UNAVAILABLE;
+    }
+    return replay_main(path, limit, json_path, device);
+}
+
 int gpumem_bench_main(int argc, char **argv)
 {
     bench_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
-    const char *json_path = NULL;
-    enum { OPT_QUICK, OPT_JSON, OPT_DEVICE };
+    const char *json_path = NULL, *replay = NULL, *write_log = NULL;
+    uint64_t limit = 0;
+    enum { OPT_QUICK, OPT_JSON, OPT_DEVICE, OPT_REPLAY, OPT_LIMIT, OPT_WRITE_LOG };
     static const cli_opt opts[] = {{"--quick", 0, CLI_FLAG, OPT_QUICK},
                                    {"--json", 0, CLI_VALUE, OPT_JSON},
-                                   {"--device", 0, CLI_VALUE, OPT_DEVICE}};
+                                   {"--device", 0, CLI_VALUE, OPT_DEVICE},
+                                   {"--replay", 0, CLI_VALUE, OPT_REPLAY},
+                                   {"--limit", 0, CLI_VALUE, OPT_LIMIT},
+                                   {"--write-log", 0, CLI_VALUE, OPT_WRITE_LOG}};
     static const cli_cmd cmd = {"bench", opts, CLI_COUNT(opts), bench_usage, CLI_NO_OPERANDS};
     cli c;
     cli_start(&c, &cmd, argc, argv);
@@ -189,6 +256,19 @@ int gpumem_bench_main(int argc, char **argv)
             return cli_usage_error(&c, "--json needs a path");
         else if (id == OPT_JSON)
             json_path = c.value;
+        else if (id == OPT_REPLAY && !*c.value)
+            return cli_usage_error(&c, "--replay needs a file");
+        else if (id == OPT_REPLAY)
+            replay = c.value;
+        else if (id == OPT_LIMIT && (parse_bytes(c.value, &limit) != 0 || !limit))
+            return cli_usage_error(&c, "--limit takes a byte count (1073741824, 1GiB), not '%s'",
+                                   c.value);
+        else if (id == OPT_LIMIT)
+            continue;
+        else if (id == OPT_WRITE_LOG && !*c.value)
+            return cli_usage_error(&c, "--write-log needs a path");
+        else if (id == OPT_WRITE_LOG)
+            write_log = c.value;
         else if (parse_int(c.value, &ctx.device) != 0)
             return cli_usage_error(&c, "--device takes a device number, not '%s'", c.value);
     }
@@ -198,6 +278,12 @@ int gpumem_bench_main(int argc, char **argv)
         return 2;
     }
 
+    if ((limit || write_log) && !replay)
+        return cli_usage_error(&c, "%s goes with --replay", limit ? "--limit" : "--write-log");
+    if (write_log)
+        return replay_convert(replay, write_log);
+    if (replay)
+        return bench_replay(replay, limit, json_path, ctx.device);
     if (!cli_have_driver("bench", "gpumem bench needs a GPU to measure"))
         return CLI_EXIT_UNAVAILABLE;
     int ndev = 0;

@@ -22,7 +22,7 @@ static void writer_is_ours(void)
 
 void check_trace_setup(void)
 {
-    const char *path = check_setting_get(CHECK_SET_TRACE, NULL);
+    const char *path = check_setting_path(CHECK_SET_TRACE);
     if (!path)
         return;
     /* %p and %r as in the other files' names (rank.h); a child of the program without either
@@ -31,6 +31,12 @@ void check_trace_setup(void)
     long root = strtol(check_setting_get(CHECK_SET_ROOT, "0"), NULL, 10), pid = (long)getpid();
     check_rank r;
     check_rank_read(&r);
-    check_path_expand(path, pid, r.rank, root && root != pid, full, sizeof full);
+    int image = atoi(check_setting_get(CHECK_SET_IMAGE, "0"));
+    if (check_path_expand(path, pid, r.rank, root && root != pid, image, full, sizeof full) != 0) {
+        fprintf(stderr, "gpumem check: warning: --trace=%s is too long a name once %%p and %%r are "
+                        "expanded; no trace is written\n", path);
+        return;
+    }
+    gpumem__trace_set_rank(r.rank);
     gpumem__trace_open(full, "gpumem check", writer_is_ours);
 }

@@ -33,12 +33,7 @@
 static int crash_open(const char *pattern)
 {
     char path[4096];
-    check__expand_path(pattern, path, sizeof path);
-    int fd;
-    do
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    while (fd < 0 && errno == EINTR);
-    return fd;
+    return check__open_output(pattern, path, sizeof path);
 }
 
 /* ---- stacks symbolized in a child for the crash-time report ----
@@ -237,7 +232,35 @@ static void crash_syms_unmap(crash_syms *cs)
 /* The JSON report of a process ended by signal sig (render_json.c, as at exit): no pointer
  * scan, so no leak kinds, and no "devices" (the statistics cannot be read safely), but
  * "complete" says whether every finding is in it. */
-static void crash_json(int sig, const gpumem__group *g, long ng, const crash_syms *cs,
+/* The peaks by kind: the statistics' (this thread's bytes not yet added to the shared
+ * counters added first), and never less than what is live now, which the groups hold: a
+ * program that ends by a signal after allocating less than the statistics' flush threshold
+ * has a peak no counter has seen yet. Async-signal-safe. */
+static void crash_peaks(const gpumem__group *g, long ng, uint64_t *peak)
+{
+    uint64_t live[GPUMEM_KIND_COUNT_] = {0};
+    for (long i = 0; i < ng; i++)
+        if (g[i].kind > 0 && g[i].kind < GPUMEM_KIND_COUNT_)
+            live[g[i].kind] += g[i].bytes;
+    peak[0] = 0;
+    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
+        peak[k] = gpumem__stats_peak_now(k);
+        if (live[k] > peak[k])
+            peak[k] = live[k];
+    }
+}
+
+/* How the process ends: by signal sig, or (sig 0) by _exit(code). */
+typedef struct {
+    int sig, code;
+} crash_end;
+
+static const char *crash_status_word(crash_end e)
+{
+    return check__unchecked() ? "unchecked" : e.sig ? "signaled" : "exited";
+}
+
+static void crash_json(crash_end e, const gpumem__group *g, long ng, const crash_syms *cs,
                        int skipped, uint64_t leaks, uint64_t leaked_bytes)
 {
     int fd = crash_open(check__opt.json);
@@ -245,7 +268,8 @@ static void crash_json(int sig, const gpumem__group *g, long ng, const crash_sym
         return;
     gpumem__sink o;
     gpumem__sink_fd(&o, fd);
-    check__json_head(&o, check__unchecked() ? "unchecked" : "signaled", "signal", sig);
+    check__json_head(&o, crash_status_word(e), e.sig ? "signal" : "exit_code",
+                     e.sig ? e.sig : e.code, e.sig ? NULL : "_exit");
     long budget = 20 * 1000 * 1000;
     size_t nfindings = 0, shown = 0;
     const finding *findings = NULL;
@@ -265,9 +289,8 @@ static void crash_json(int sig, const gpumem__group *g, long ng, const crash_sym
         check__json_next_finding(&o, shown);
         check__json_finding(&o, &f, c ? c->json : NULL, 1);
     }
-    uint64_t peak[GPUMEM_KIND_COUNT_] = {0};
-    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++)
-        peak[k] = gpumem__stats_peak(k);
+    uint64_t peak[GPUMEM_KIND_COUNT_];
+    crash_peaks(g, ng, peak);
     check__json_sums sum = {.leaks = leaks, .leaked_bytes = leaked_bytes,
                             .complete = !skipped && have};
     check__json_tail(&o, shown, peak, &sum);
@@ -276,16 +299,13 @@ static void crash_json(int sig, const gpumem__group *g, long ng, const crash_sym
 }
 
 /* The status file for `gpumem check`'s summary of many processes (as write_status at exit,
- * engine.c): errors, the signal, the leaks and whose process this is. */
-static void crash_status(int sig, uint64_t leaks, uint64_t leaked_bytes)
+ * engine.c): errors, the signal or exit status, the leaks and whose process this is. */
+static void crash_status(crash_end e, uint64_t leaks, uint64_t leaked_bytes)
 {
     char path[4096];
-    size_t n = strlen(check__opt.status);
-    if (n + 24 > sizeof path)
+    check__status_path(path, sizeof path);
+    if (!path[0])
         return;
-    memcpy(path, check__opt.status, n);
-    path[n++] = '/';
-    gpumem__fmt_u64((uint64_t)getpid(), path + n);
     int fd;
     do
         fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
@@ -294,8 +314,8 @@ static void crash_status(int sig, uint64_t leaks, uint64_t leaked_bytes)
         return;
     gpumem__sink o;
     gpumem__sink_fd(&o, fd);
-    check__status_lines(&o, check__unchecked() ? "unchecked" : "signaled", sig, leaks,
-                        leaked_bytes, -1);
+    check__status_lines(&o, crash_status_word(e), e.sig ? e.sig : e.code, leaks, leaked_bytes,
+                        -1);
     gpumem__sink_flush(&o);
     close(fd);
 }
@@ -379,18 +399,18 @@ static void crash_leak_summary(gpumem__sink *o, const crash_sums *s, long ng, in
 }
 
 /* The PEAK line, the suppressions used and the ERROR SUMMARY line. */
-static void crash_report_end(gpumem__sink *o, uint64_t leaks)
+static void crash_report_end(gpumem__sink *o, const gpumem__group *g, long ng, uint64_t leaks)
 {
-    uint64_t peak[GPUMEM_KIND_COUNT_] = {0};
-    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++)
-        peak[k] = gpumem__stats_peak(k);
+    uint64_t peak[GPUMEM_KIND_COUNT_];
+    crash_peaks(g, ng, peak);
     check__text_peak(o, peak);
     check_supp_sink_used(o, check__prefix);
     check__text_errors(o, check_error_count(), leaks, check__suppressed_count());
 }
 
-void check__finish_signaled(int sig)
+void check__finish_safe(int sig, int code)
 {
+    crash_end end = {sig, code};
     int fd = check__crash_log_fd(), opened = 0;
     if (fd < 0) { /* --log-file, not opened yet */
         fd = crash_open(check__opt.log);
@@ -402,12 +422,19 @@ void check__finish_signaled(int sig)
     gpumem__sink_fd(&o, fd);
     if (!check__report_started && !check__opt.quiet) /* the report starts here: whose it is */
         check__text_rank_header(&o);
-    const char *abbrev = sigabbrev_np(sig);
-    check__text_line(&o, "Process terminating with the default action of signal ");
-    gpumem__sink_i64(&o, sig);
-    gpumem__sink_str(&o, " (SIG");
-    gpumem__sink_str(&o, abbrev ? abbrev : "?");
-    gpumem__sink_str(&o, ")\n");
+    if (sig) {
+        const char *abbrev = sigabbrev_np(sig);
+        check__text_line(&o, "Process terminating with the default action of signal ");
+        gpumem__sink_i64(&o, sig);
+        gpumem__sink_str(&o, " (SIG");
+        gpumem__sink_str(&o, abbrev ? abbrev : "?");
+        gpumem__sink_str(&o, ")\n");
+    } else {
+        check__text_line(&o, "Process ending by _exit(");
+        gpumem__sink_i64(&o, code);
+        gpumem__sink_str(&o, "), which runs no exit handlers: the report is made as after a "
+                             "signal (no pointer scan)\n");
+    }
 
     gpumem__group *g = NULL;
     size_t map_bytes = 0;
@@ -425,14 +452,14 @@ void check__finish_signaled(int sig)
         crash_leaks(&o, g, ng, &cs, indent, &sums);
         crash_leak_summary(&o, &sums, ng, skipped);
     }
-    crash_report_end(&o, sums.leaks);
+    crash_report_end(&o, g, ng, sums.leaks);
     gpumem__sink_flush(&o);
     if (opened)
         close(fd);
     if (check__opt.json)
-        crash_json(sig, g, ng, &cs, skipped, sums.leaks, sums.leaked_bytes);
+        crash_json(end, g, ng, &cs, skipped, sums.leaks, sums.leaked_bytes);
     if (check__opt.status)
-        crash_status(sig, sums.leaks, sums.leaked_bytes);
+        crash_status(end, sums.leaks, sums.leaked_bytes);
     crash_syms_unmap(&cs);
     gpumem__group_unmap(g, map_bytes);
 }

@@ -34,6 +34,7 @@
 #include "suppress.h"
 
 _Thread_local int check_tls_busy __attribute__((tls_model("initial-exec")));
+_Thread_local unsigned check_tls_reports __attribute__((tls_model("initial-exec")));
 
 /* ---- options (settings.def, set by `gpumem check`, launch.c) ---- */
 
@@ -64,9 +65,10 @@ static void setup(void)
     check__opt.stacks = strcmp(check_setting_get(CHECK_SET_STACKS, "1"), "0") != 0;
     check__opt.quiet = strcmp(check_setting_get(CHECK_SET_QUIET, "0"), "1") == 0;
     check__opt.root = strtol(check_setting_get(CHECK_SET_ROOT, "0"), NULL, 10);
-    check__opt.log = check_setting_get(CHECK_SET_LOG, NULL);
-    check__opt.json = check_setting_get(CHECK_SET_JSON, NULL);
-    check__opt.status = check_setting_get(CHECK_SET_STATUS, NULL);
+    check__opt.log = check_setting_path(CHECK_SET_LOG);
+    check__opt.json = check_setting_path(CHECK_SET_JSON);
+    check__opt.status = check_setting_path(CHECK_SET_STATUS);
+    check__opt.image = atoi(check_setting_get(CHECK_SET_IMAGE, "0"));
     check_rank_read(&check__opt.rank);
     gpumem__command_line(check__opt.command, sizeof check__opt.command);
     /* Suppression files, separated by newlines (the launcher checked them already). */
@@ -91,11 +93,63 @@ void check_setup(void)
 /* PATTERN with %p replaced by the pid and %r by the rank; a child of the checked program (pid
  * other than the root's) gets ".PID" appended when PATTERN has neither, so that it writes its
  * own file. */
-void check__expand_path(const char *pattern, char *path, size_t n)
+int check__expand_path(const char *pattern, char *path, size_t n)
 {
     long pid = (long)getpid();
-    check_path_expand(pattern, pid, check__opt.rank.rank, check__opt.root && check__opt.root != pid,
-                      path, n);
+    return check_path_expand(pattern, pid, check__opt.rank.rank,
+                             check__opt.root && check__opt.root != pid, check__opt.image, path, n);
+}
+
+/* Opens one of the report's files for writing, never blocking: a FIFO no process reads is
+ * refused (ENXIO) rather than waited on for ever. Returns the descriptor, or -1 with why in
+ * errno (ENAMETOOLONG: the name does not fit once %p and %r are expanded; path is then the
+ * pattern). */
+int check__open_output(const char *pattern, char *path, size_t n)
+{
+    if (check__expand_path(pattern, path, n) != 0) {
+        snprintf(path, n, "%s", pattern);
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    int fd;
+    do
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0666);
+    while (fd < 0 && errno == EINTR);
+    if (fd >= 0) {
+        int flags = fcntl(fd, F_GETFL);
+        if (flags >= 0)
+            fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    }
+    return fd;
+}
+
+void check__status_path(char *path, size_t n)
+{
+    /* By hand: the crash-time report names it too. */
+    char digits[21];
+    size_t len = strlen(check__opt.status), o = 0;
+    if (len + 48 > n) {
+        path[0] = '\0';
+        return;
+    }
+    memcpy(path, check__opt.status, len);
+    o = len;
+    path[o++] = '/';
+    gpumem__fmt_u64((uint64_t)getpid(), digits);
+    memcpy(path + o, digits, strlen(digits) + 1);
+    o += strlen(digits);
+    if (check__opt.image > 0) {
+        memcpy(path + o, ".exec", 6);
+        gpumem__fmt_u64((uint64_t)check__opt.image, path + o + 5);
+    }
+}
+
+/* Why check__open_output failed, in words. */
+static const char *open_failure(int e)
+{
+    return e == ENXIO          ? "it is a FIFO no process reads"
+           : e == ENAMETOOLONG ? "the name is too long once %p and %r are expanded"
+                               : strerror(e);
 }
 
 /* The log, opened at the first output; under out_lock. */
@@ -106,15 +160,18 @@ static FILE *out(void)
     out_file = stderr;
     if (check__opt.log) {
         char path[4096];
-        check__expand_path(check__opt.log, path, sizeof path);
-        FILE *f = fopen(path, "w");
+        int fd = check__open_output(check__opt.log, path, sizeof path);
+        FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
         if (f) {
             out_file = f;
-            out_fd = fileno(f);
-        }
-        else
+            out_fd = fd;
+        } else {
+            int e = errno;
+            if (fd >= 0)
+                close(fd);
             fprintf(stderr, "%sgpumem check: warning: cannot write the log to %s (%s); writing "
-                            "it here\n", check__prefix, path, strerror(errno));
+                            "it here\n", check__prefix, path, open_failure(e));
+        }
     }
     check__report_started = 1;
     if (!check__opt.quiet) { /* a rank's report says whose it is, before anything else */
@@ -200,35 +257,6 @@ static void say_stack(uint32_t stack)
         check__say("   (no stack)");
 }
 
-/* The call that releases memory of a kind (the record's site.func names how it was made). */
-static const char *right_release(int kind, const char *made_by)
-{
-    switch (kind) {
-    case GPUMEM_KIND_PINNED:
-    case GPUMEM_KIND_HOST:
-        return made_by && strncmp(made_by, "cuMem", 5) == 0 ? "cuMemFreeHost" : "cudaFreeHost";
-    case GPUMEM_KIND_DEVICE_ASYNC:
-        return made_by && strncmp(made_by, "cuMem", 5) == 0 ? "cuMemFreeAsync" : "cudaFreeAsync";
-    case GPUMEM_KIND_REGISTERED:
-        return made_by && strncmp(made_by, "cuMem", 5) == 0 ? "cuMemHostUnregister"
-                                                             : "cudaHostUnregister";
-    case GPUMEM_KIND_VIRTUAL:
-        return made_by && strcmp(made_by, "cuMemCreate") == 0 ? "cuMemRelease" : "cuMemUnmap";
-    case GPUMEM_KIND_ARRAY:
-        return made_by && strncmp(made_by, "cuArray", 7) == 0 ? "cuArrayDestroy" : "cudaFreeArray";
-    case GPUMEM_KIND_MIPMAPPED:
-        return made_by && strncmp(made_by, "cuMipmapped", 11) == 0 ? "cuMipmappedArrayDestroy"
-                                                                   : "cudaFreeMipmappedArray";
-    case GPUMEM_KIND_GRAPH:
-        return made_by && strncmp(made_by, "cuGraph", 7) == 0 ? "cuGraphAddMemFreeNode"
-                                                              : "cudaGraphAddMemFreeNode";
-    case GPUMEM_KIND_RESERVED:
-        return "cuMemAddressFree";
-    default:
-        return made_by && strncmp(made_by, "cuMem", 5) == 0 ? "cuMemFree" : "cudaFree";
-    }
-}
-
 /* ---- findings (kept and counted by findings.c) ---- */
 
 static void gen_suppression(const finding *f)
@@ -273,13 +301,13 @@ static void print_finding(const finding *f)
         if (strcmp(f->call, "realloc") == 0)
             check__say(" %s memory is released with %s(); gpumem check gave realloc() new memory with "
                 "the old contents and released the old so, and the program runs on", mem,
-                right_release(f->memory, f->alloc_call));
+                check_right_release(f->memory, f->alloc_call));
         else if (strcmp(f->call, "free") == 0 || strncmp(f->call, "operator delete", 15) == 0)
             check__say(" %s memory is released with %s(); gpumem check released it so, and the program "
-                "runs on", mem, right_release(f->memory, f->alloc_call));
+                "runs on", mem, check_right_release(f->memory, f->alloc_call));
         else
             check__say(" %s memory is released with %s(); CUDA refuses this call and the memory stays "
-                "allocated", mem, right_release(f->memory, f->alloc_call));
+                "allocated", mem, check_right_release(f->memory, f->alloc_call));
         break;
     case CHECK_DOUBLE:
         check__say("Double release: %s() of %s bytes of %s memory at %p, already released by %s%s",
@@ -322,6 +350,12 @@ static void print_finding(const finding *f)
         check__say(" Live then (seen by gpumem check): %s", *live ? live : "nothing");
         break;
     }
+    case CHECK_FAILED_CALL:
+        check__say("Failed call: %s() returned %s (%s)%s", f->call,
+            f->error_name ? f->error_name : "an error", f->error_text ? f->error_text : "?",
+            f->note ? "; a note, not counted (--failed-calls=note)" : "");
+        say_stack(f->stack);
+        break;
     default:
         break;
     }
@@ -330,15 +364,16 @@ static void print_finding(const finding *f)
 }
 
 /* Reports f (unless suppressed) and keeps it for the JSON report. */
-void check__report(finding *f)
+long check__report(finding *f)
 {
+    check_tls_reports++;
     if (!check__suppress(f)) {
         pthread_mutex_lock(&out_lock);
         print_finding(f);
         fflush(out());
         pthread_mutex_unlock(&out_lock);
     }
-    check__keep(f);
+    return check__keep(f);
 }
 
 uint32_t check__capture(void)
@@ -372,6 +407,18 @@ static void say_devices(const gpumem_stats_t *st, const check__device_sums *dev)
 static atomic_int finished;
 static const char *unchecked_why;
 
+const char *check_exec_env(void)
+{
+    static char env[48];
+    snprintf(env, sizeof env, "%s=%d", check_setting_name(CHECK_SET_IMAGE), check__opt.image + 1);
+    return env;
+}
+
+void check_exec_failed(void)
+{
+    atomic_store(&finished, 0);
+}
+
 void check_forked(void)
 {
     atomic_store(&finished, 1);
@@ -404,11 +451,10 @@ static void write_json(const char *status, int code, const gpumem_stats_t *st,
                        const check__device_sums *dev, uint64_t leaks, uint64_t leaked_bytes)
 {
     char path[4096];
-    check__expand_path(check__opt.json, path, sizeof path);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    int fd = check__open_output(check__opt.json, path, sizeof path);
     if (fd < 0) {
         say_both("gpumem check: error: cannot write the JSON report to %s (%s)", path,
-                 strerror(errno));
+                 open_failure(errno));
         return;
     }
     gpumem__sink o;
@@ -416,7 +462,9 @@ static void write_json(const char *status, int code, const gpumem_stats_t *st,
     const char *code_key = strcmp(status, "exited") == 0     ? "exit_code"
                            : strcmp(status, "signaled") == 0 ? "signal"
                                                              : NULL;
-    check__json_head(&o, status, code_key, code);
+    int exec = strcmp(status, "exec") == 0;
+    check__json_head(&o, exec ? "exited" : status, exec ? "exit_code" : code_key, code,
+                     exec ? "exec" : NULL);
     size_t nfindings;
     const finding *findings = check__findings_all(&nfindings);
     for (size_t i = 0; i < nfindings; i++) {
@@ -443,7 +491,7 @@ void check_started(void)
     if (!check__opt.status || atomic_load(&finished))
         return;
     char path[4096];
-    snprintf(path, sizeof path, "%s/%ld", check__opt.status, (long)getpid());
+    check__status_path(path, sizeof path);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (fd < 0)
         return; /* said at the end, when the report's status cannot be written either */
@@ -460,7 +508,7 @@ static void write_status(const char *status, int code, const gpumem_stats_t *st,
                          const check__device_sums *dev, uint64_t leaks, uint64_t leaked_bytes)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/%ld", check__opt.status, (long)getpid());
+    check__status_path(path, sizeof path);
     FILE *f = fopen(path, "w");
     if (!f) {
         say_both("gpumem check: warning: cannot write %s (%s): gpumem check's exit status will "
@@ -509,6 +557,9 @@ static void add_leak(leak_sums *s, const leak_group *g)
     s->by_kind_count[lk][g->memory] += g->count;
 }
 
+/* Leaks reported when a context was destroyed (cudaDeviceReset): added to the sums at exit. */
+static leak_sums reset_sums;
+
 /* One leak, with its stack and, for still reachable memory, where a pointer to it is. */
 static void say_leak(const leak_group *g, const finding *f, int per_device)
 {
@@ -524,19 +575,28 @@ static void say_leak(const leak_group *g, const finding *f, int per_device)
     if (f->reached_from)
         check__say(" %s referenced from %s", g->count == 1 ? "It is" : "The first of them is",
             f->reached_from);
+    if (f->reset_call) {
+        check__say(" %s still allocated when %s() destroyed the device's context, which "
+            "released %s:", g->count == 1 ? "It was" : "They were", f->reset_call,
+            g->count == 1 ? "it" : "them");
+        say_stack(f->reset_stack);
+    }
     gen_suppression(f);
     check__say("%s", "");
 }
 
-/* Reports each leak group (unless suppressed) and adds them up. */
-static void report_leaks(const leak_group *g, long ng, int per_device, leak_sums *s)
+/* Reports each leak group (unless suppressed) and adds them up; reset_call and reset_stack
+ * name the call that destroyed the groups' context, for leaks found then (else NULL, 0). */
+static void report_leaks(const leak_group *g, long ng, int per_device, leak_sums *s,
+                         const char *reset_call, uint32_t reset_stack)
 {
     for (long i = 0; i < ng; i++) {
         int lk = g[i].leak_kind;
         finding f = {.kind = CHECK_LEAK, .call = g[i].call ? g[i].call : "?",
                      .memory = g[i].memory, .bytes = g[i].bytes, .count = g[i].count,
                      .stack = g[i].stack, .leak_kind = lk,
-                     .counted = (check__opt.error_kinds & (unsigned)lk) != 0, .device = g[i].device};
+                     .counted = (check__opt.error_kinds & (unsigned)lk) != 0, .device = g[i].device,
+                     .reset_call = reset_call, .reset_stack = reset_stack};
         int shown = (check__opt.show_kinds & (unsigned)lk) != 0;
         if (!shown && !f.counted) {
             add_leak(s, &g[i]); /* neither listed nor an error: only the summary counts it */
@@ -592,20 +652,51 @@ static void say_leak_summary(const leak_sums *s, long ng, long long scanned, int
         check__say("   (incomplete: %d registry shards were held by a thread)", skipped);
 }
 
+/* How many devices the program allocated on: with more than one, leaks name their device and
+ * each device gets a line. */
+static int devices_used(const gpumem_stats_t *st)
+{
+    int n = 0;
+    for (int d = 0; d < GPUMEM_STATS_DEVICES; d++)
+        n += st->device_count[d].total != 0;
+    return n;
+}
+
+void check_device_reset(const char *call, int device, uint32_t stack)
+{
+    check_setup();
+    check_tls_busy++;
+    if (check__opt.leak != LEAK_NO && !atomic_load(&finished)) {
+        leak_group *g = NULL;
+        int skipped = 0;
+        long long scanned = -1;
+        long ng = check__leak_groups(1, device, &g, &skipped, &scanned);
+        if (ng > 0) {
+            gpumem_stats_t st;
+            gpumem_stats(&st);
+            pthread_mutex_lock(&out_lock);
+            report_leaks(g, ng, devices_used(&st) > 1, &reset_sums, call, stack);
+            fflush(out());
+            pthread_mutex_unlock(&out_lock);
+        }
+        free(g);
+    }
+    check__take_device(device, call);
+    check_vmm_device_reset(device);
+    check_tls_busy--;
+}
+
 /* The leak report: each leak, the summary and, with several devices, a line for each. */
 static void finish_leaks(const gpumem_stats_t *st, leak_sums *s)
 {
     leak_group *g = NULL;
     int skipped = 0;
     long long scanned = -1;
-    long ng = check__opt.leak == LEAK_NO ? 0 : check__leak_groups(1, &g, &skipped, &scanned);
-    /* With more than one device, leaks name their device and each device gets a line. */
-    int devices_used = 0;
-    for (int d = 0; d < GPUMEM_STATS_DEVICES; d++)
-        devices_used += st->device_count[d].total != 0;
-    int per_device = devices_used > 1;
-    memset(s, 0, sizeof *s);
-    report_leaks(g, ng, per_device, s);
+    long ng = check__opt.leak == LEAK_NO ? 0
+                                          : check__leak_groups(1, -1, &g, &skipped, &scanned);
+    int per_device = devices_used(st) > 1;
+    *s = reset_sums; /* the leaks reported at a reset are in the summary too */
+    report_leaks(g, ng, per_device, s, NULL, 0);
     if (check__opt.leak != LEAK_NO)
         say_leak_summary(s, ng, scanned, skipped);
     free(g);
@@ -643,13 +734,16 @@ void check_finish(const char *status, int code)
         return;
     check_setup();
     check_tls_busy++;
-    if (strcmp(status, "signaled") == 0) {
-        check__finish_signaled(code);
+    if (strcmp(status, "signaled") == 0 || strcmp(status, "_exit") == 0) {
+        check__finish_safe(strcmp(status, "signaled") == 0 ? code : 0, code);
         check_tls_busy--;
         return;
     }
     int locked = pthread_mutex_lock(&out_lock) == 0;
     fflush(NULL);
+    if (strcmp(status, "exec") == 0)
+        check__say("Process replacing its program (exec): what it did with CUDA until then; "
+            "its CUDA memory goes with the program");
     if (unchecked_why)
         status = "unchecked";
     gpumem_stats_t st;
@@ -660,6 +754,14 @@ void check_finish(const char *status, int code)
     for (int k = 1; k < GPUMEM_KIND_COUNT_; k++)
         peak[k] = st.count[k].total ? st.bytes[k].peak : 0;
     long errors = check_error_count(), supp = check__suppressed_count();
+    uint64_t calls, call_sites;
+    check__calls_summary(&calls, &call_sites);
+    if (calls && !check__opt.quiet)
+        check__say("FAILED CALLS: %llu failed CUDA call%s at %llu call site%s%s",
+            (unsigned long long)calls, calls == 1 ? "" : "s", (unsigned long long)call_sites,
+            call_sites == 1 ? "" : "s",
+            calls > call_sites ? " (each site shown once above; the JSON report has the counts)"
+                               : "");
     gpumem__sink o;
     gpumem__sink_file(&o, out());
     if (!check__opt.quiet) {

@@ -25,6 +25,7 @@ typedef struct {
     int quiet; /* -q: findings only */
     long root;
     const char *log, *json, *status;
+    int image;        /* how many programs the process ran before this one (exec) */
     check_rank rank;  /* the process's rank in a parallel job, from its launcher's variables */
     char command[256]; /* the command line, read at setup (the crash-time report cannot) */
 } check__options;
@@ -44,12 +45,16 @@ typedef struct {
     uint32_t alloc_stack;
     const char *first_call; /* double free: the first release */
     uint32_t first_stack;
-    int error;              /* failed-alloc: the CUDA error */
+    int error;              /* failed-alloc, failed-call: the CUDA error (its status) */
+    const char *error_name, *error_text; /* failed-call: the status's name and text */
+    int note;               /* failed-call with --failed-calls=note: shown, not counted */
     const char *suppressed; /* the matching suppression's name */
     int leak_kind;          /* a leak's: LEAK_DEFINITE or LEAK_REACHABLE */
     int counted;            /* a leak: an error (its kind is in --errors-for-leak-kinds) */
     int device;             /* a leak's or failed allocation's device (the context's) */
     const char *reached_from; /* a still reachable leak: where a pointer to it was found */
+    const char *reset_call;   /* a leak found when a context was destroyed: the call that did */
+    uint32_t reset_stack;     /* ... and its stack */
 } finding;
 
 /* What was left on each device at exit (statistics slots), for the per-device lines. */
@@ -58,8 +63,16 @@ typedef struct {
     uint64_t leaks[GPUMEM_STATS_DEVICES], leaked_bytes[GPUMEM_STATS_DEVICES]; /* counted ones */
 } check__device_sums;
 
-/* Reports f unless a suppression matches it, and keeps it for the JSON report (engine.c). */
-void check__report(finding *f);
+/* Reports f unless a suppression matches it, and keeps it for the JSON report (engine.c).
+ * Returns its index in the findings' list (-1 when it could not be kept). */
+long check__report(finding *f);
+/* Failed calls so far, and their groups (call, status, stack), for the summary (calls.c). */
+void check__calls_summary(uint64_t *calls, uint64_t *sites);
+/* The probes seen, up to max: call, status and how often. Returns how many. */
+size_t check__calls_probes(const char **call, int *status, uint64_t *count, size_t max);
+/* Takes every record of the device but registered host memory out of the registry, as
+ * released by call: its context is gone (events.c). */
+void check__take_device(int device, const char *call);
 /* The calling code's stack, or 0 when stacks are off (GPUMEM_CHECK_STACKS=0). */
 uint32_t check__capture(void);
 /* What the program passed: the handle or address a registry key stands for (events.c). */
@@ -75,9 +88,11 @@ typedef struct {
     check_reach_found from; /* still reachable: where the first allocation was reached from */
 } leak_group;
 
-/* The live allocations, grouped and sorted largest first, into *out (malloc'd); scan: run the
- * pointer scan that tells the leak kinds. Returns the number of groups, or -1. */
-long check__leak_groups(int scan, leak_group **out, int *skipped, long long *scanned);
+/* The live allocations (of device, registered host memory excepted, when device >= 0; all of
+ * them with -1), grouped and sorted largest first, into *out (malloc'd); scan: run the pointer
+ * scan that tells the leak kinds. Returns the number of groups, or -1. */
+long check__leak_groups(int scan, int device, leak_group **out, int *skipped,
+                        long long *scanned);
 /* Where a still reachable allocation's reference was found, in words. */
 void check__describe_reach(const check_reach_found *f, char *buf, size_t n);
 
@@ -88,8 +103,17 @@ void check__say(const char *fmt, ...) GPUMEM__FORMAT(1, 2);
 void check__findings_storage(const void **p, size_t *bytes);
 
 /* PATTERN with %p replaced by the pid and %r by the rank; a child of the checked program (pid
- * other than the root's) gets ".PID" appended when PATTERN has neither. Async-signal-safe. */
-void check__expand_path(const char *pattern, char *path, size_t n);
+ * other than the root's) gets ".PID" appended when PATTERN has neither, a later program of the
+ * process (after exec) ".execN". Returns 0, or -1 when it does not fit ("" then).
+ * Async-signal-safe. */
+int check__expand_path(const char *pattern, char *path, size_t n);
+/* The status file's name: STATUS_DIR/PID, or STATUS_DIR/PID.execN for a later program of the
+ * process; "" when it does not fit. Async-signal-safe. */
+void check__status_path(char *path, size_t n);
+/* Opens a report file named by PATTERN for writing without ever blocking (a FIFO no process
+ * reads is refused with ENXIO); the expanded name in path. Returns the descriptor, or -1 and
+ * errno (ENAMETOOLONG when the name does not fit). Async-signal-safe. */
+int check__open_output(const char *pattern, char *path, size_t n);
 /* Set once the report's first line is written (engine.c's log opened). */
 extern int check__report_started;
 /* Why this process runs unchecked (check_unchecked), or NULL. */
@@ -98,8 +122,11 @@ const char *check__unchecked(void);
  * --log-file was asked for and is not open yet, else stderr's. */
 int check__crash_log_fd(void);
 /* ---- findings (findings.c) */
-/* Keeps f for the JSON report (a copy; its strings must outlive the report). */
-void check__keep(const finding *f);
+/* Keeps f for the JSON report (a copy; its strings must outlive the report); returns its index,
+ * or -1 when it could not be kept. */
+long check__keep(const finding *f);
+/* n more failures of the kept failed-call finding at index. */
+void check__findings_count_add(long index, uint64_t n);
 /* Matches the suppressions and counts f as suppressed or, unless it is a leak that is no
  * error, as an error. Returns 1 when it is suppressed. */
 int check__suppress(finding *f);
@@ -122,8 +149,10 @@ typedef struct {
     const check__device_sums *dev;
     int complete;                   /* after a signal: 1 or 0; -1 at exit (always complete) */
 } check__json_sums;
-/* code_key: "exit_code", "signal" or NULL (none). */
-void check__json_head(struct gpumem__sink *o, const char *status, const char *code_key, int code);
+/* code_key: "exit_code", "signal" or NULL (none); ended_by: how the process ended, when that
+ * is not exit() nor a signal ("_exit", "exec"), or NULL. */
+void check__json_head(struct gpumem__sink *o, const char *status, const char *code_key, int code,
+                      const char *ended_by);
 void check__json_next_finding(struct gpumem__sink *o, size_t shown);
 /* leak_stack: the leak's stack as JSON already (from crash.c's symbolizing child), or NULL.
  * cached: only stacks symbolized before are shown (after a signal). */
@@ -173,7 +202,8 @@ void check__text_rank_header(struct gpumem__sink *o);
 void check__status_lines(struct gpumem__sink *o, const char *status, int code, uint64_t leaks,
                          uint64_t leaked_bytes, int64_t allocations);
 
-/* The report of a process that signal sig ends (crash.c): async-signal-safe. */
-void check__finish_signaled(int sig);
+/* The report of a process that signal sig ends, or (sig 0) that ends by _exit(code), which runs
+ * no exit handlers and may be called in a signal handler (crash.c): async-signal-safe. */
+void check__finish_safe(int sig, int code);
 
 #endif

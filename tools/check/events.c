@@ -145,6 +145,18 @@ int check_release_begin(const char *call, unsigned kind_mask, uintptr_t p, uint3
     if (res == CHECK_UNKNOWN && !(p >> 54) && gpumem__reg_find((const void *)check_array_key(p), &r) &&
         r.base == check_array_key(p))
         res = classify(call, kind_mask ? kind_mask : ~0u, check_array_key(p), stack, &r, 1);
+    /* cudaFree of virtual memory a cuMemMap mapped: a mismatched release CUDA refuses. */
+    uintptr_t map_base;
+    size_t map_bytes;
+    uint32_t map_stack;
+    if (res == CHECK_UNKNOWN && !(p >> 54) && check_vmm_mapping_at(p, &map_base, &map_bytes, &map_stack)) {
+        finding f = {.kind = p == map_base ? CHECK_MISMATCHED : CHECK_INTERIOR, .call = call,
+                     .address = p, .stack = stack, .memory = GPUMEM_KIND_VIRTUAL,
+                     .bytes = map_bytes, .offset = p - map_base, .alloc_call = "cuMemMap",
+                     .alloc_stack = map_stack};
+        check__report(&f);
+        res = CHECK_REPORTED;
+    }
     check_tls_busy--;
     return res;
 }
@@ -261,19 +273,6 @@ static void take_all(int (*chosen)(const gpumem__rec *, const void *), const voi
     check_tls_busy--;
 }
 
-/* Mappings strictly inside (p, p + bytes): the one at p went through check_release_begin. */
-static int in_unmapped_range(const gpumem__rec *r, const void *arg)
-{
-    const uintptr_t *range = arg;
-    return r->kind == GPUMEM_KIND_VIRTUAL && r->base > range[0] && r->base < range[1];
-}
-
-void check_unmap_rest(uintptr_t p, size_t bytes)
-{
-    const uintptr_t range[2] = {p, p + bytes};
-    take_all(in_unmapped_range, range, "cuMemUnmap");
-}
-
 /* What a device's context held: everything of it but registered host memory, which is the
  * program's own memory and stays registered until it says otherwise. */
 static int of_device(const gpumem__rec *r, const void *arg)
@@ -281,8 +280,7 @@ static int of_device(const gpumem__rec *r, const void *arg)
     return r->device == *(const int *)arg && r->kind != GPUMEM_KIND_REGISTERED;
 }
 
-void check_device_reset(int device)
+void check__take_device(int device, const char *call)
 {
-    check_setup();
-    take_all(of_device, &device, "cudaDeviceReset");
+    take_all(of_device, &device, call);
 }

@@ -23,8 +23,9 @@ long check_error_count(void)
     return atomic_load(&error_count);
 }
 
-void check__keep(const finding *f)
+long check__keep(const finding *f)
 {
+    long index = -1;
     pthread_mutex_lock(&findings_lock);
     if (nfindings == findings_cap) {
         /* Not realloc: the old array is wiped before it is freed, so that the leak scan finds
@@ -41,8 +42,19 @@ void check__keep(const finding *f)
             findings_cap = cap;
         }
     }
-    if (nfindings < findings_cap)
+    if (nfindings < findings_cap) {
+        index = (long)nfindings;
         findings[nfindings++] = *f;
+    }
+    pthread_mutex_unlock(&findings_lock);
+    return index;
+}
+
+void check__findings_count_add(long index, uint64_t n)
+{
+    pthread_mutex_lock(&findings_lock);
+    if (index >= 0 && (size_t)index < nfindings)
+        findings[index].count += n;
     pthread_mutex_unlock(&findings_lock);
 }
 
@@ -55,7 +67,7 @@ int check__suppress(finding *f)
         atomic_fetch_add(&suppressed_count, 1);
         return 1;
     }
-    if (f->kind != CHECK_LEAK || f->counted)
+    if ((f->kind != CHECK_LEAK || f->counted) && !f->note)
         atomic_fetch_add(&error_count, 1);
     return 0;
 }

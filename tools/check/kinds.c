@@ -1,10 +1,51 @@
-/* Names of gpumem check's finding kinds: the reports', the JSON's and the suppression files'. */
+/* gpumem check's vocabularies: the names of its finding kinds (the reports', the JSON's and the
+ * suppression files'), and which CUDA call releases which memory kind (src/kinds.def, the
+ * library's and gpumem lint's too). */
 #include <string.h>
 
 #include "engine.h"
+#include "gpumem.h"
+
+enum { RUNTIME, DRIVER };
+static const struct {
+    const char *call;
+    int kind, api, right;
+} releases[] = {
+#define RELEASE(call, kind, api, right) {#call, GPUMEM_KIND_##kind, api, right},
+#include "kinds.def"
+};
+
+unsigned check_release_kinds(const char *call)
+{
+    unsigned mask = 0;
+    for (size_t i = 0; i < sizeof releases / sizeof *releases; i++)
+        if (strcmp(releases[i].call, call) == 0)
+            mask |= 1u << releases[i].kind;
+    return mask;
+}
+
+const char *check_right_release(int kind, const char *made_by)
+{
+    /* A mapping is released by undoing it; everything else by its kind's release, in the API
+     * (runtime "cuda...", driver "cu...") of the call that made it. */
+    if (made_by && strcmp(made_by, "cuMemMap") == 0)
+        return "cuMemUnmap";
+    int api = made_by && strncmp(made_by, "cuda", 4) != 0 && strncmp(made_by, "cu", 2) == 0
+                  ? DRIVER : RUNTIME;
+    const char *other = NULL;
+    for (size_t i = 0; i < sizeof releases / sizeof *releases; i++) {
+        if (releases[i].kind != kind || !releases[i].right)
+            continue;
+        if (releases[i].api == api)
+            return releases[i].call;
+        other = other ? other : releases[i].call;
+    }
+    return other ? other : "cudaFree";
+}
 
 static const char *const kind_names[CHECK_KIND_COUNT] = {
-    "leak", "mismatched-release", "double-free", "invalid-free", "interior-free", "failed-alloc"};
+    "leak", "mismatched-release", "double-free", "invalid-free", "interior-free", "failed-alloc",
+    "failed-call"};
 
 const char *check_kind_name(int kind)
 {

@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -34,13 +35,15 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: gpumem check [options] -- PROGRAM [ARGS...]\n"
             "\n"
-            "Runs PROGRAM, unmodified, and reports what it does wrong with CUDA memory: leaks,\n"
-            "mismatched releases (cudaFree of pinned memory, free() of cudaMallocHost memory,\n"
-            "...), double, invalid and interior releases, and failed allocations, each with the\n"
-            "stacks of the calls involved; then peak usage by memory kind. Only the memory API is\n"
-            "watched: CUDA's calls through CUPTI (CUDA_INJECTION64_PATH), and free, delete and\n"
-            "friends through LD_PRELOAD; so PROGRAM runs at native speed. Build it with -g or\n"
-            "-lineinfo for file:line in the stacks. It needs a GPU and its driver.\n"
+            "Runs PROGRAM, unmodified, and reports what it does wrong with CUDA memory: leaks\n"
+            "(at exit, and at cudaDeviceReset), mismatched releases (cudaFree of pinned memory,\n"
+            "free() of cudaMallocHost memory, ...), double, invalid and interior releases\n"
+            "(virtual memory handles by their references and mappings), failed allocations and\n"
+            "every other CUDA call that failed, each with the stacks of the calls involved; then\n"
+            "peak usage by memory kind. CUDA's calls are watched through CUPTI\n"
+            "(CUDA_INJECTION64_PATH), free, delete and friends through LD_PRELOAD; kernels are\n"
+            "not instrumented, so PROGRAM runs at native speed. Build it with -g for file:line\n"
+            "in the stacks. It needs a GPU and its driver.\n"
             "\n"
             "options (each as --opt VALUE or --opt=VALUE):\n"
             "  --leak-check=no|summary|full  leaks at exit: none, one summary line, or each\n"
@@ -50,6 +53,14 @@ static void usage(FILE *out)
             "                                all, none; comma-separated (default: all)\n"
             "  --errors-for-leak-kinds=KINDS leaks that count as errors (default: all; definite\n"
             "                                for valgrind's rule, reachable memory no error)\n"
+            "  --failed-calls=error|note|no  CUDA calls that returned an error (but for queries\n"
+            "                                whose failure is their answer, such as\n"
+            "                                cudaStreamQuery's not ready): errors, notes (shown,\n"
+            "                                not counted), or not watched (default: error)\n"
+            "  --watch-calls=most|all        all: watch the failures of the calls frameworks make\n"
+            "                                for every operation too (launches through the\n"
+            "                                driver API, context and stream queries), at a\n"
+            "                                cost on every call (default: most)\n"
             "  --error-exitcode=N            exit with N when errors were found (default: exit\n"
             "                                as PROGRAM did)\n"
             "  --log-file=PATH               write the report to PATH instead of stderr; %%p is the\n"
@@ -211,6 +222,8 @@ static const char *how_ended(const proc_status *p, char *buf, size_t n)
     if (strcmp(p->status, "signaled") == 0) {
         const char *abbrev = sigabbrev_np((int)p->code);
         snprintf(buf, n, "killed by SIG%s", abbrev ? abbrev : "?");
+    } else if (strcmp(p->status, "exec") == 0) {
+        snprintf(buf, n, "replaced its program (exec)");
     } else {
         snprintf(buf, n, "%sexited %ld",
                  strcmp(p->status, "unchecked") == 0 ? "unchecked, " : "", p->code);
@@ -325,14 +338,17 @@ static void expand_pid(const char *pattern, pid_t pid, char *path, size_t size)
 {
     check_rank r;
     check_rank_read(&r);
-    check_path_expand(pattern, (long)pid, r.rank, 0, path, size);
+    check_path_expand(pattern, (long)pid, r.rank, 0, 0, path, size);
 }
 
-/* The JSON report of a program that was killed before it could write its own: PATH with %p
- * as the program's pid; an existing file is the program's own report (an earlier run's was
- * removed before the program started: remove_stale_reports) and is left alone. */
-static void write_killed_json(const char *pattern, pid_t pid, int sig, const char *program)
+/* The JSON report of a program that ended without writing its own (status "killed", code its
+ * signal; or "exited", code its exit status): PATH with %p as the program's pid; an existing
+ * file is the program's own report (an earlier run's was removed before the program started:
+ * remove_stale_reports) and is left alone. */
+static void write_unreported_json(const char *pattern, pid_t pid, const char *status, int code,
+                                  const char *program)
 {
+    int sig = code;
     char path[4096];
     expand_pid(pattern, pid, path, sizeof path);
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
@@ -343,9 +359,14 @@ static void write_killed_json(const char *pattern, pid_t pid, int sig, const cha
         close(fd);
         return;
     }
+    int killed = strcmp(status, "killed") == 0;
     char why[4200];
-    snprintf(why, sizeof why, "%s was killed by signal %d before its report could be written",
-             program, sig);
+    if (killed)
+        snprintf(why, sizeof why, "%s was killed by signal %d before its report could be written",
+                 program, sig);
+    else
+        snprintf(why, sizeof why, "%s started CUDA and exited %d without writing its report",
+                 program, code);
     fprintf(f, "{\n  \"schema\": \"gpumem-check/1\",\n  \"tool\": \"gpumem check\",\n"
                "  \"version\": \"%s\",\n  \"pid\": %ld,\n", gpumem_version(), (long)pid);
     check_rank r; /* the program's own process inherits gpumem check's rank */
@@ -356,8 +377,9 @@ static void write_killed_json(const char *pattern, pid_t pid, int sig, const cha
             fprintf(f, "  \"local_rank\": %ld,\n", r.local_rank);
         fprintf(f, "  \"rank_from\": \"%s\",\n", r.from);
     }
-    fprintf(f, "  \"status\": \"killed\",\n  \"signal\": %d,\n  \"complete\": false,\n"
-               "  \"killed_because\": ", sig);
+    fprintf(f, "  \"status\": \"%s\",\n  \"%s\": %d,\n  \"complete\": false,\n"
+               "  \"%s\": ", killed ? "killed" : "unreported", killed ? "signal" : "exit_code",
+            code, killed ? "killed_because" : "unreported_because");
     json_puts(f, why);
     fprintf(f, ",\n  \"findings\": []\n}\n");
     if (fclose(f) != 0)
@@ -394,16 +416,17 @@ static void read_one(const char *path, proc_status *ps)
 
 /* Sums the status files, and lists the processes when there were several or one left no
  * report; returns the number of processes that reported, in *root_reported whether the
- * program's own process (root) was one of them, and in *missing how many others started
- * CUDA and left no report (SIGKILL). */
+ * program's own process (root) was one of them, in *missing how many others started CUDA and
+ * left no report (SIGKILL), and in *root_started whether the program's own process started
+ * CUDA (whether or not it reported). */
 static int read_status(const char *dir, long root, long *errors, int *unchecked,
-                       int *root_reported, int *missing)
+                       int *root_reported, int *missing, int *root_started)
 {
     DIR *d = opendir(dir);
     int n = 0, cap = 0, reported = 0;
     proc_status *procs = NULL;
     *errors = 0;
-    *unchecked = *root_reported = *missing = 0;
+    *unchecked = *root_reported = *missing = *root_started = 0;
     if (!d)
         return 0;
     struct dirent *e;
@@ -418,6 +441,7 @@ static int read_status(const char *dir, long root, long *errors, int *unchecked,
         unlink(path);
         if (ps.errors < 0) {
             /* The program's own process: finish() says what its wait status tells. */
+            *root_started |= ps.pid == root && strcmp(ps.status, "running") == 0;
             if (strcmp(ps.status, "running") != 0 || ps.pid == root)
                 continue;
             ps.missing = 1;
@@ -461,7 +485,7 @@ static int set_env(const char *name, const char *value)
 
 /* What the command line asked for. */
 typedef struct {
-    const char *leak, *log, *json, *gen, *trace, *show_kinds, *error_kinds;
+    const char *leak, *log, *json, *gen, *trace, *show_kinds, *error_kinds, *failed_calls, *watch_calls;
     char log_abs[PATH_MAX * 2], json_abs[PATH_MAX * 2], trace_abs[PATH_MAX * 2];
     int default_supp, quiet;
     long error_exitcode;
@@ -470,7 +494,7 @@ typedef struct {
 } check_opts;
 
 enum { OPT_LEAK, OPT_EXITCODE, OPT_LOG, OPT_JSON, OPT_SUPP, OPT_GEN, OPT_QUIET, OPT_TRACE,
-       OPT_SHOW_KINDS, OPT_ERROR_KINDS, OPT_DEFAULT_SUPP };
+       OPT_SHOW_KINDS, OPT_ERROR_KINDS, OPT_DEFAULT_SUPP, OPT_FAILED_CALLS, OPT_WATCH_CALLS };
 
 static const cli_opt check_opt_table[] = {
     {"--leak-check", 0, CLI_VALUE, OPT_LEAK},     {"--error-exitcode", 0, CLI_VALUE, OPT_EXITCODE},
@@ -479,7 +503,9 @@ static const cli_opt check_opt_table[] = {
     {"--quiet", 'q', CLI_FLAG, OPT_QUIET},        {"--trace", 0, CLI_VALUE, OPT_TRACE},
     {"--show-leak-kinds", 0, CLI_VALUE, OPT_SHOW_KINDS},
     {"--errors-for-leak-kinds", 0, CLI_VALUE, OPT_ERROR_KINDS},
-    {"--default-suppressions", 0, CLI_VALUE, OPT_DEFAULT_SUPP}};
+    {"--default-suppressions", 0, CLI_VALUE, OPT_DEFAULT_SUPP},
+    {"--failed-calls", 0, CLI_VALUE, OPT_FAILED_CALLS},
+    {"--watch-calls", 0, CLI_VALUE, OPT_WATCH_CALLS}};
 
 /* Appends path and a newline to the suppression files passed on. Returns 0, or -1 without
  * memory. */
@@ -520,6 +546,17 @@ static int option_path(cli *c, const char **dst, char *abs, const char *v)
         snprintf(abs, PATH_MAX * 2, "%s/%s", cwd, v);
     else
         snprintf(abs, PATH_MAX * 2, "%s", v);
+    /* The longest name it can become: %p a pid (10 digits at most), %r a rank (20) or
+     * norank-PID, and the suffixes of a child (.PID) and of a later program (.execN). A name is
+     * never cut: one that would not fit is refused here rather than lost later. */
+    size_t longest = strlen(abs) + 12 + 8;
+    for (const char *p = abs; (p = strchr(p, '%')) != NULL; p++)
+        if (p[1] == 'p' || p[1] == 'r')
+            longest += p[1] == 'p' ? 8 : 25;
+    if (longest >= PATH_MAX)
+        return cli_usage_error(c, "%s: the name can be %zu bytes long once %%p and %%r are "
+                                  "expanded, more than a path may be (%d)", c->opt, longest,
+                               PATH_MAX - 1);
     *dst = abs;
     return 0;
 }
@@ -567,6 +604,16 @@ static int option(cli *c, int id, check_opts *o)
         o->default_supp = strcmp(v, "yes") == 0;
         if (strcmp(v, "yes") && strcmp(v, "no"))
             return cli_usage_error(c, "--default-suppressions takes yes or no, not '%s'", v);
+        return 0;
+    case OPT_FAILED_CALLS:
+        o->failed_calls = v;
+        if (strcmp(v, "error") && strcmp(v, "note") && strcmp(v, "no"))
+            return cli_usage_error(c, "--failed-calls takes error, note or no, not '%s'", v);
+        return 0;
+    case OPT_WATCH_CALLS:
+        o->watch_calls = v;
+        if (strcmp(v, "most") && strcmp(v, "all"))
+            return cli_usage_error(c, "--watch-calls takes most or all, not '%s'", v);
         return 0;
     case OPT_QUIET:
         o->quiet = 1;
@@ -639,6 +686,8 @@ static int set_program_env(const check_opts *o, const char *lib, const char *sta
                     {CHECK_SET_GEN_SUPPRESSIONS, o->gen},
                     {CHECK_SET_SHOW_LEAK_KINDS, o->show_kinds},
                     {CHECK_SET_ERRORS_FOR_LEAK_KINDS, o->error_kinds},
+                    {CHECK_SET_FAILED_CALLS, o->failed_calls},
+                    {CHECK_SET_WATCH_CALLS, o->watch_calls},
                     {CHECK_SET_STATUS, status_dir},
                     {CHECK_SET_QUIET, o->quiet ? "1" : NULL},
                     {CHECK_SET_LOG, o->log},
@@ -651,27 +700,77 @@ static int set_program_env(const check_opts *o, const char *lib, const char *sta
     return 0;
 }
 
-/* Removes an earlier run's report files of the program's own process (pid: the process, before
- * its exec), so that a program killed before it writes its report (SIGKILL) leaves no clean
- * report of an earlier run for a CI job to read. Only regular files: --log-file=/dev/stderr
- * stays. */
-static void remove_stale_reports(const check_opts *o, pid_t pid)
+/* Whether path is a report gpumem check wrote: a JSON report opens with its schema, a log
+ * with valgrind's "==PID== " prefix (or the line of a rank's header). */
+static int is_check_report(const char *path)
 {
+    char head[64] = {0};
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, head, sizeof head - 1);
+    close(fd);
+    if (n <= 0)
+        return n == 0; /* empty: a report begun and cut, or nothing at all */
+    static const char schema[] = "{\n  \"schema\": \"gpumem-check/";
+    if (strncmp(head, schema, sizeof schema - 1) == 0)
+        return 1;
+    size_t digits = head[0] == '=' && head[1] == '=' ? strspn(head + 2, "0123456789") : 0;
+    return digits && strncmp(head + 2 + digits, "== ", 3) == 0;
+}
+
+/* Removes the report files an earlier run left under the names this run's --log-file and
+ * --json patterns give (every pid and rank, and children's .PID and .execN suffixes), so that
+ * no report of an earlier run survives to be read as this run's: a process killed before it
+ * writes its report (SIGKILL), or a rank that does not run this time, leaves no clean report
+ * behind. Only regular files that read as gpumem check's reports. A gpumem check that is
+ * itself one rank of a job (mpirun gpumem check ...) removes only its own rank's files: the
+ * others are other ranks' checks, running now. */
+static void remove_stale_reports(const check_opts *o)
+{
+    check_rank r;
+    check_rank_read(&r);
     const char *patterns[] = {o->log, o->json};
     for (size_t i = 0; i < sizeof patterns / sizeof *patterns; i++) {
-        char path[4096];
-        struct stat sb;
         if (!patterns[i])
             continue;
-        expand_pid(patterns[i], pid, path, sizeof path);
-        if (lstat(path, &sb) == 0 && S_ISREG(sb.st_mode))
-            unlink(path);
+        char glob_pattern[4096 + 8];
+        size_t g = 0;
+        for (const char *c = patterns[i]; *c && g + 24 < sizeof glob_pattern; c++) {
+            if (c[0] == '%' && (c[1] == 'p' || c[1] == 'r')) {
+                g += (size_t)(c[1] == 'r' && r.rank >= 0
+                                  ? snprintf(glob_pattern + g, sizeof glob_pattern - g, "%ld", r.rank)
+                                  : snprintf(glob_pattern + g, sizeof glob_pattern - g, "*"));
+                c++;
+            } else if (strchr("*?[\\", *c)) {
+                glob_pattern[g++] = '\\';
+                glob_pattern[g++] = *c;
+            } else {
+                glob_pattern[g++] = *c;
+            }
+        }
+        for (int suffixed = 0; suffixed < 2; suffixed++) {
+            glob_pattern[g] = '\0';
+            if (suffixed)
+                snprintf(glob_pattern + g, sizeof glob_pattern - g, ".*");
+            glob_t found;
+            if (glob(glob_pattern, GLOB_NOSORT, NULL, &found) != 0)
+                continue;
+            for (size_t k = 0; k < found.gl_pathc; k++) {
+                struct stat sb;
+                if (lstat(found.gl_pathv[k], &sb) == 0 && S_ISREG(sb.st_mode) &&
+                    is_check_report(found.gl_pathv[k]))
+                    unlink(found.gl_pathv[k]);
+            }
+            globfree(&found);
+        }
     }
 }
 
 /* Runs the program, signals forwarded to it; its wait status in *st. Returns 0, or 1. */
 static int run_program(const check_opts *o, char **argv, int *st)
 {
+    remove_stale_reports(o);
     fflush(NULL);
     child = fork();
     if (child < 0) {
@@ -682,7 +781,6 @@ static int run_program(const check_opts *o, char **argv, int *st)
         char root[32];
         snprintf(root, sizeof root, "%ld", (long)getpid());
         setenv("GPUMEM_CHECK_ROOT", root, 1);
-        remove_stale_reports(o, getpid());
         execvp(argv[0], argv);
         fprintf(stderr, "gpumem check: error: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
@@ -708,12 +806,24 @@ static int run_program(const check_opts *o, char **argv, int *st)
 static int finish(const check_opts *o, const char *status_dir, const char *program, int st)
 {
     long errors;
-    int unchecked, root_reported, missing;
+    int unchecked, root_reported, missing, root_started;
     int reported = read_status(status_dir, (long)child, &errors, &unchecked, &root_reported,
-                               &missing);
+                               &missing, &root_started);
     if (WIFEXITED(st) && WEXITSTATUS(st) == 127 && reported == 0)
         return 127;
-    if (reported == 0 && WIFSIGNALED(st)) {
+    if (root_started && !root_reported && !WIFSIGNALED(st)) {
+        /* It started CUDA and ended without the report its exit, _exit, exec or crash would
+         * have written (a static program's raw exit system call, say): what it did with CUDA
+         * is unknown, which is no clean run. */
+        fprintf(stderr, "gpumem check: %s (pid %ld) started CUDA and ended without writing its "
+                        "report (it exited %d by a way gpumem check does not see); what it did "
+                        "with CUDA is unknown%s\n",
+                program, (long)child, WEXITSTATUS(st),
+                o->error_exitcode ? ": counted as an error" : "");
+        if (o->json)
+            write_unreported_json(o->json, child, "exited", WEXITSTATUS(st), program);
+        errors++;
+    } else if (reported == 0 && WIFSIGNALED(st)) {
         /* SIGKILL (and a signal the program handles itself) ends it before its report is
          * written: say so rather than that it used no CUDA, and leave a JSON report that says
          * the same, so that a CI job reading it does not see a clean run. */
@@ -726,7 +836,7 @@ static int finish(const check_opts *o, const char *status_dir, const char *progr
                 sig == SIGKILL ? " (SIGKILL cannot be caught); what it did with CUDA is unknown"
                                : "");
         if (o->json)
-            write_killed_json(o->json, child, sig, program);
+            write_unreported_json(o->json, child, "killed", sig, program);
     } else if (reported == 0 && !missing && !o->quiet) {
         fprintf(stderr, "gpumem check: %s used no CUDA, so there was nothing to check\n", program);
     } else if (!root_reported && !o->quiet) {

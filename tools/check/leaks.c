@@ -62,11 +62,14 @@ typedef struct {
     gpumem__rec *r;
     size_t n, cap;
     int oom;
+    int device; /* only this device's records (not registered memory), or -1 for all */
 } rec_list;
 
 static int collect_rec(const gpumem__rec *r, void *arg)
 {
     rec_list *l = arg;
+    if (l->device >= 0 && (r->device != l->device || r->kind == GPUMEM_KIND_REGISTERED))
+        return 0;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 4096;
         gpumem__rec *grown = grow_mapping(l->r, l->cap * sizeof *grown, cap * sizeof *grown);
@@ -265,12 +268,14 @@ static long group_records(rec_kind *rk, size_t n, leak_group *g)
     return ng;
 }
 
-/* The live allocations, grouped by call, memory kind, stack and leak kind, largest first.
- * With scan, the process's memory is scanned for pointers into them (reach.c); without (after a
- * signal), or when the scan cannot run, every one is definitely lost (*scanned is then -1). */
-long check__leak_groups(int scan, leak_group **out, int *skipped, long long *scanned)
+/* The live allocations (of one device, but for registered host memory, when device >= 0),
+ * grouped by call, memory kind, stack and leak kind, largest first. With scan, the process's
+ * memory is scanned for pointers into them (reach.c); without (after a signal), or when the
+ * scan cannot run, every one is definitely lost (*scanned is then -1). */
+long check__leak_groups(int scan, int device, leak_group **out, int *skipped,
+                        long long *scanned)
 {
-    rec_list l = {0};
+    rec_list l = {.device = device};
     *out = NULL;
     *scanned = -1;
     int failed = leak_records(&l, skipped);

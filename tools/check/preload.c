@@ -1,5 +1,6 @@
 /* gpumem check's host front end, in LD_PRELOAD: free(), realloc() and operator delete of CUDA
- * memory.
+ * memory, and the ways a process ends without its exit handlers (_exit, _Exit, quick_exit) or
+ * replaces its program (the exec family): a process that used CUDA writes its report first.
  *
  * Pinned or managed memory handed to free() or delete would crash the allocator or corrupt
  * its heap. Here it is reported as a mismatched release and released with the CUDA call that
@@ -10,9 +11,12 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "engine.h"
 #include "front.h"
@@ -176,4 +180,160 @@ void _ZdlPvm(void *p, size_t n)
 void _ZdaPvm(void *p, size_t n)
 {
     pass_sized_delete("operator delete[]", p, n, real_delete_array_sized);
+}
+
+/* ---- the ends exit handlers do not see ----
+ *
+ * _exit and _Exit end the process without exit handlers, and may be called in a signal
+ * handler: the report is the async-signal-safe one made after a fatal signal (engine.h).
+ * quick_exit runs its own handlers only. An exec replaces the program, and the CUDA memory
+ * goes with it: the report is made first, and the next program, if it uses CUDA, writes its
+ * own to files of its own (GPUMEM_CHECK_IMAGE). glibc's own exit() ends in its internal _exit,
+ * which no preloaded library sees: exit() is reported by its exit handler. */
+EXPORT void _exit(int status);
+EXPORT void _Exit(int status);
+EXPORT void quick_exit(int status);
+
+__attribute__((noreturn)) static void end_now(int status)
+{
+    check_front_ending("_exit", status);
+    syscall(SYS_exit_group, status);
+    for (;;)
+        ;
+}
+
+void _exit(int status)
+{
+    end_now(status);
+}
+
+void _Exit(int status)
+{
+    end_now(status);
+}
+
+void quick_exit(int status)
+{
+    check_front_ending("exited", status);
+    void (*real)(int);
+    *(void **)(&real) = dlsym(RTLD_NEXT, "quick_exit");
+    if (real)
+        real(status);
+    end_now(status);
+}
+
+/* The environment for the next program: envp with GPUMEM_CHECK_IMAGE replaced (malloc'd; the
+ * strings are envp's), or envp itself when there is no memory. */
+static char **next_env(char *const envp[])
+{
+    const char *image = check_exec_env();
+    size_t n = 0, name = (size_t)(strchr(image, '=') - image) + 1;
+    while (envp && envp[n])
+        n++;
+    char **env = malloc((n + 2) * sizeof *env);
+    if (!env)
+        return (char **)envp;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(envp[i], image, name) != 0)
+            env[o++] = envp[i];
+    env[o++] = (char *)image;
+    env[o] = NULL;
+    return env;
+}
+
+typedef int (*execve_fn)(const char *, char *const[], char *const[]);
+typedef int (*execvpe_fn)(const char *, char *const[], char *const[]);
+typedef int (*fexecve_fn)(int, char *const[], char *const[]);
+
+/* Each exec: report first (when CUDA was used here), then the real call with the next
+ * program's environment; if it fails, the process goes on. */
+#define EXEC_BODY(real_type, name, call_real)                                                    \
+    int ended = check_front_ending("exec", 0);                                               \
+    char **env = ended ? next_env(envp) : (char **)envp;                                     \
+    real_type real;                                                                          \
+    *(void **)(&real) = dlsym(RTLD_NEXT, name);                                              \
+    int rc = real ? (call_real) : (errno = ENOSYS, -1);                                      \
+    int e = errno;                                                                           \
+    if (env != (char **)envp)                                                                \
+        free(env);                                                                           \
+    if (ended)                                                                               \
+        check_front_exec_failed();                                                           \
+    errno = e;                                                                               \
+    return rc;
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[]);
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]);
+EXPORT int fexecve(int fd, char *const argv[], char *const envp[]);
+EXPORT int execv(const char *path, char *const argv[]);
+EXPORT int execvp(const char *file, char *const argv[]);
+EXPORT int execl(const char *path, const char *arg, ...);
+EXPORT int execlp(const char *file, const char *arg, ...);
+EXPORT int execle(const char *path, const char *arg, ...);
+
+int execve(const char *path, char *const argv[], char *const envp[])
+{
+    EXEC_BODY(execve_fn, "execve", real(path, argv, env))
+}
+
+int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    EXEC_BODY(execvpe_fn, "execvpe", real(file, argv, env))
+}
+
+int fexecve(int fd, char *const argv[], char *const envp[])
+{
+    EXEC_BODY(fexecve_fn, "fexecve", real(fd, argv, env))
+}
+
+int execv(const char *path, char *const argv[])
+{
+    return execve(path, argv, environ);
+}
+
+int execvp(const char *file, char *const argv[])
+{
+    return execvpe(file, argv, environ);
+}
+
+/* The list forms: their arguments, up to the NULL, as an array on the stack. */
+#define EXEC_LIST_MAX 4096
+#define COLLECT_ARGS(first, argv, ap)                                                            \
+    const char *argv[EXEC_LIST_MAX];                                                         \
+    size_t argc_ = 0;                                                                        \
+    argv[argc_++] = (first);                                                                 \
+    while (argv[argc_ - 1] && argc_ < EXEC_LIST_MAX)                                         \
+        argv[argc_++] = va_arg(ap, const char *);                                            \
+    if (argv[argc_ - 1]) {                                                                   \
+        va_end(ap);                                                                          \
+        errno = E2BIG;                                                                       \
+        return -1;                                                                           \
+    }
+
+int execl(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    COLLECT_ARGS(arg, argv, ap)
+    va_end(ap);
+    return execve(path, (char *const *)argv, environ);
+}
+
+int execlp(const char *file, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    COLLECT_ARGS(arg, argv, ap)
+    va_end(ap);
+    return execvpe(file, (char *const *)argv, environ);
+}
+
+int execle(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    COLLECT_ARGS(arg, argv, ap)
+    char *const *envp = va_arg(ap, char *const *);
+    va_end(ap);
+    return execve(path, (char *const *)argv, envp);
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sigsafe.h"
 
@@ -45,8 +46,8 @@ void check_rank_read(check_rank *r)
     }
 }
 
-void check_path_expand(const char *pattern, long pid, long rank, int suffix, char *path,
-                       size_t n)
+int check_path_expand(const char *pattern, long pid, long rank, int suffix, int image,
+                      char *path, size_t n)
 {
     /* %r first (with a rank, its digits; without, "norank-%p"), then the library's own %p
      * expansion (format.c), which appends ".PID" when asked and the name has no %p. */
@@ -54,20 +55,33 @@ void check_path_expand(const char *pattern, long pid, long rank, int suffix, cha
     size_t o = 0;
     int had_rank = 0;
     if (!n)
-        return;
+        return -1;
+    path[0] = '\0';
     gpumem__fmt_u64((uint64_t)(rank < 0 ? 0 : rank), digits);
     const char *rank_text = rank >= 0 ? digits : "norank-%p";
-    for (const char *c = pattern; *c && o + 1 < sizeof with_rank; c++) {
-        if (c[0] != '%' || c[1] != 'r') {
-            with_rank[o++] = *c;
-            continue;
-        }
-        for (const char *d = rank_text; *d && o + 1 < sizeof with_rank; d++)
-            with_rank[o++] = *d;
-        had_rank = 1;
-        c++;
+    for (const char *c = pattern; *c; c++) {
+        const char *piece = c[0] == '%' && c[1] == 'r' ? rank_text : NULL;
+        size_t len = piece ? strlen(piece) : 1;
+        if (o + len >= sizeof with_rank)
+            return -1; /* never cut: a name that does not fit is no name */
+        memcpy(with_rank + o, piece ? piece : c, len);
+        o += len;
+        had_rank |= piece != NULL;
+        c += piece != NULL;
     }
     with_rank[o] = '\0';
-    if (gpumem__path_expand(with_rank, pid, suffix && !had_rank, path, n) >= n)
-        path[0] = '\0';
+    size_t need = gpumem__path_expand(with_rank, pid, suffix && !had_rank, path, n);
+    if (need >= n)
+        return -1;
+    if (image > 0) { /* a later program of the same process (after exec): a file of its own */
+        gpumem__fmt_u64((uint64_t)image, digits);
+        size_t dn = strlen(digits);
+        if (need + 5 + dn >= n) {
+            path[0] = '\0';
+            return -1;
+        }
+        memcpy(path + need, ".exec", 5);
+        memcpy(path + need + 5, digits, dn + 1);
+    }
+    return 0;
 }

@@ -16,10 +16,12 @@ typedef struct {
 void check_rank_read(check_rank *r);
 
 /* PATTERN with %p replaced by pid and %r by rank (a process without one: "norank-PID"), into
- * path (n bytes; "" when the name does not fit). suffix: a process whose files would otherwise
- * clash with the program's own (a child of it), so ".PID" is appended when PATTERN has neither
- * %p nor %r. Async-signal-safe (the crash-time report names its files with it). */
-void check_path_expand(const char *pattern, long pid, long rank, int suffix, char *path,
-                       size_t n);
+ * path (n bytes). suffix: a process whose files would otherwise clash with the program's own
+ * (a child of it), so ".PID" is appended when PATTERN has neither %p nor %r. image > 0: the
+ * image-th program the process runs after exec, ".execN" appended. Returns 0, or -1 when the
+ * name does not fit (path is then "": a name is never cut). Async-signal-safe (the
+ * crash-time report names its files with it). */
+int check_path_expand(const char *pattern, long pid, long rank, int suffix, int image, char *path,
+                      size_t n);
 
 #endif

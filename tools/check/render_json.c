@@ -63,6 +63,8 @@ static void leak_fields(gpumem__sink *o, const finding *f)
         gpumem__sink_str(o, ", \"error\": false"); /* listed, not counted */
     if (f->reached_from)
         key_str(o, "reachable_from", f->reached_from);
+    if (f->reset_call) /* found when the device's context was destroyed */
+        key_str(o, "reset_call", f->reset_call);
 }
 
 /* What concerns the allocation a release or failure was about, and the kinds' extras. */
@@ -72,6 +74,10 @@ static void release_fields(gpumem__sink *o, const finding *f, int cached)
         key_str(o, "alloc_call", f->alloc_call);
         gpumem__sink_str(o, ", \"alloc_stack\": ");
         check__json_stack(o, f->alloc_stack, cached);
+    }
+    if (f->kind == CHECK_LEAK && f->reset_call) {
+        gpumem__sink_str(o, ", \"reset_stack\": ");
+        check__json_stack(o, f->reset_stack, cached);
     }
     if (f->kind == CHECK_DOUBLE) {
         key_str(o, "first_release_call", f->first_call);
@@ -83,6 +89,13 @@ static void release_fields(gpumem__sink *o, const finding *f, int cached)
     if (f->kind == CHECK_FAILED_ALLOC) {
         const char *name = gpumem__cuda_error_name(f->error);
         key_str(o, "error", name ? name : "unknown");
+    }
+    if (f->kind == CHECK_FAILED_CALL) {
+        key_str(o, "error", f->error_name ? f->error_name : "unknown");
+        key_u64(o, "status", (uint64_t)(unsigned)f->error);
+        key_u64(o, "count", f->count);
+        if (f->note)
+            gpumem__sink_str(o, ", \"note\": true"); /* listed, not counted */
     }
 }
 
@@ -100,7 +113,7 @@ void check__json_finding(gpumem__sink *o, const finding *f, const char *leak_sta
         gpumem__sink_str(o, ", \"device\": ");
         gpumem__sink_i64(o, f->device);
     }
-    if (f->kind != CHECK_INVALID)
+    if (f->kind != CHECK_INVALID && f->kind != CHECK_FAILED_CALL)
         key_u64(o, "bytes", f->bytes);
     if (f->address) {
         gpumem__sink_str(o, ", \"address\": \"");
@@ -147,7 +160,8 @@ static void command(gpumem__sink *o)
     close(cmd);
 }
 
-void check__json_head(gpumem__sink *o, const char *status, const char *code_key, int code)
+void check__json_head(gpumem__sink *o, const char *status, const char *code_key, int code,
+                      const char *ended_by)
 {
     gpumem__sink_str(o, "{\n  \"schema\": \"gpumem-check/1\",\n  \"tool\": \"gpumem check\", "
                         "\"version\": ");
@@ -170,6 +184,8 @@ void check__json_head(gpumem__sink *o, const char *status, const char *code_key,
         gpumem__sink_str(o, "\": ");
         gpumem__sink_i64(o, code);
     }
+    if (ended_by)
+        key_str(o, "ended_by", ended_by);
     if (check__unchecked())
         key_str(o, "unchecked_because", check__unchecked());
     gpumem__sink_str(o, ",\n  \"findings\": [");
@@ -178,6 +194,24 @@ void check__json_head(gpumem__sink *o, const char *status, const char *code_key,
 void check__json_next_finding(gpumem__sink *o, size_t shown)
 {
     gpumem__sink_str(o, shown ? ",\n    " : "\n    ");
+}
+
+/* The failed calls passed over as the answers of queries (probes.def), at exit. */
+static void probes(gpumem__sink *o)
+{
+    const char *call[64];
+    int status[64];
+    uint64_t count[64];
+    size_t n = check__calls_probes(call, status, count, 64);
+    gpumem__sink_str(o, "  \"probes\": [");
+    for (size_t i = 0; i < n; i++) {
+        gpumem__sink_str(o, i ? ", {\"call\": " : "{\"call\": ");
+        gpumem__sink_json_str(o, call[i]);
+        key_u64(o, "status", (uint64_t)(unsigned)status[i]);
+        key_u64(o, "count", count[i]);
+        gpumem__sink_str(o, "}");
+    }
+    gpumem__sink_str(o, "],\n");
 }
 
 /* One entry per device the program allocated on; "summary" is all of them merged. */
@@ -219,8 +253,10 @@ void check__json_tail(gpumem__sink *o, size_t shown, const uint64_t *peak,
         first = 0;
     }
     gpumem__sink_str(o, "},\n");
-    if (sum->st)
+    if (sum->st) {
         devices(o, sum->st, sum->dev);
+        probes(o);
+    }
     gpumem__sink_str(o, "  \"summary\": {\"errors\": ");
     gpumem__sink_i64(o, check_error_count());
     key_u64(o, "leaks", sum->leaks);

@@ -16,4 +16,13 @@ const char *check_setting_meaning(check_setting s);
 /* Its value in this process's environment, or fallback when it is unset or empty. */
 const char *check_setting_get(check_setting s, const char *fallback);
 
+/* A path setting (GPUMEM_CHECK_LOG, _JSON, _TRACE, _STATUS) made absolute: a relative one is
+ * taken from the folder the process started in (check_settings_start_dir), or, in a process
+ * that never called it, the folder it is in at the first call; NULL when unset. `gpumem check`
+ * gives absolute paths; a relative one comes from setting the variables by hand. */
+const char *check_setting_path(check_setting s);
+/* Notes the folder the process is in now as its start folder (the preloaded library's
+ * constructor, before the program runs). */
+void check_settings_start_dir(void);
+
 #endif

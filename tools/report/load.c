@@ -529,6 +529,8 @@ static void rebase_times(report_trace *t, loader *L)
         t0 = t->failures[i].t < t0 ? t->failures[i].t : t0;
     for (size_t i = 0; i < t->ncheckpoints; i++)
         t0 = t->checkpoints[i] < t0 ? t->checkpoints[i] : t0;
+    for (size_t i = 0; i < t->npool_samples; i++)
+        t0 = t->pool_samples[i].t < t0 ? t->pool_samples[i].t : t0;
     if (t0 == INT64_MAX)
         t0 = 0;
     t->t0 = t0;
@@ -544,6 +546,7 @@ static void rebase_times(report_trace *t, loader *L)
             t->allocs[i].t_release == NOT_RELEASED ? -1 : t->allocs[i].t_release - t0;
     }
     L->t_last -= t0;
+    report_pools_rebase(t, t0);
 }
 
 /* Sums of a hostile trace's sizes stop at the ends of int64 instead of wrapping. */
@@ -703,8 +706,14 @@ int report_load(const char *path, report_trace *t, char *err, size_t errn)
                      lineno - 1);
             goto out;
         }
-        if (strncmp(line, "{\"ph\":\"C\"", 9) == 0)
-            continue; /* counters: recomputed from the allocations */
+        if (strncmp(line, "{\"ph\":\"C\"", 9) == 0) {
+            /* counters: recomputed from the allocations; pools' reserved bytes are kept */
+            if (report_take_pool_counter(t, line) < 0) {
+                snprintf(err, errn, "out of memory reading %s (line %ld)", path, lineno);
+                goto out;
+            }
+            continue;
+        }
         if (len > 0 && line[len - 1] == ',')
             line[--len] = '\0';
         if (header && len > 2 && line[len - 1] == '}') {
@@ -799,6 +808,7 @@ void report_free(report_trace *t)
     free(t->checkpoints);
     free(t->process);
     free(t->tool);
+    report_pools_free(t);
     memset(t, 0, sizeof *t);
 }
 

@@ -17,6 +17,7 @@ static void usage(FILE *out)
             "       gpumem report --summary TRACE\n"
             "       gpumem report --memory-viz TRACE -o FILE.pickle\n"
             "       gpumem report --perfetto TRACE [--perfetto TRACE...] -o FILE.pftrace\n"
+            "       gpumem report --merge [--json=OUT.json] [-o OUT_TRACE.json] FILE...\n"
             "\n"
             "Shows a trace of a program's CUDA memory over time: one that GPUMEM_TRACE=FILE\n"
             "(programs using gpumem) or `gpumem check --trace=FILE -- PROGRAM` (any CUDA\n"
@@ -44,6 +45,8 @@ static void usage(FILE *out)
             "  --max-entries=N     --memory-viz: keep the last N trace entries of each device\n"
             "                      (default: all), as torch.cuda.memory._record_memory_history's\n"
             "                      max_entries does\n"
+            "  --merge FILE...     the reports (gpumem check --json) and traces of a job's\n"
+            "                      processes as one: `gpumem report --merge --help` says more\n"
             "  -h, --help, --version\n"
             "\n"
             "exit status: 0 done; 1 a trace cannot be read or the output cannot be written;\n"
@@ -169,6 +172,7 @@ void report_summary(const report_trace *t, FILE *out, int top)
         }
     }
     free(rank);
+    report_pools_summary(t, out);
 }
 
 enum report_mode { MODE_NONE, MODE_HTML, MODE_SUMMARY, MODE_MEMORY_VIZ, MODE_PERFETTO };
@@ -326,6 +330,9 @@ static int make(const report_args *a, report_trace *traces)
 
 int gpumem_report_main(int argc, char **argv)
 {
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) /* merging has options of its own */
+        if (strcmp(argv[i], "--merge") == 0)
+            return report_merge_main(argc, argv);
     report_args a = {.top = 10};
     int rc = parse(argc, argv, &a);
     if (rc < 0)

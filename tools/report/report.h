@@ -54,6 +54,14 @@ typedef struct {
     char *cuda_error;
 } report_failure;
 
+/* A pool's reserved bytes and the bytes of its blocks in use when its reserved memory changed
+ * (the trace's "KIND pool 0xADDR reserved, device N" counters; report_pools.c). */
+typedef struct {
+    int64_t t;
+    uint64_t reserved, in_use;
+    uint32_t pool; /* index into pool_names */
+} report_pool_sample;
+
 typedef struct {
     char *process;       /* the process_name metadata */
     long pid;            /* the traced process's id (its events' "pid") */
@@ -88,6 +96,10 @@ typedef struct {
     uint64_t unmatched_releases; /* releases of allocations the trace does not have */
     uint64_t dropped;            /* events the tracer could not record (gpumem_end says) */
     uint64_t bad_times;          /* events left out: their timestamp is no time */
+    report_pool_sample *pool_samples; /* in time order once loaded */
+    size_t npool_samples, pool_samples_cap;
+    char **pool_names; /* "device pool 0x55d0c0 reserved, device 0" */
+    size_t npools;
 } report_trace;
 
 /* Reads path into *t. Returns 0; or -1 with a sentence (what is wrong and what to do) in err.
@@ -105,6 +117,16 @@ const char *report_track_name(const report_trace *t, size_t i, char *buf, size_t
 uint32_t *report_sites_ranked(const report_trace *t);
 
 void report_summary(const report_trace *t, FILE *out, int top);
+
+/* report_pools.c: pools' reserved memory against what their blocks use, over time. A counter
+ * line of the trace: 1 when it was a pool's (taken), 0 when not, -1 out of memory. */
+int report_take_pool_counter(report_trace *t, const char *line);
+/* After loading: times from t0, samples in time order. */
+void report_pools_rebase(report_trace *t, int64_t t0);
+/* The summary's section: each pool's peak reserved, the bytes in use then, and reserved
+ * against in use at up to 8 moments. Nothing when the trace has no pool counter. */
+void report_pools_summary(const report_trace *t, FILE *out);
+void report_pools_free(report_trace *t);
 /* Returns 0, or -1 with why in err. */
 int report_html(const report_trace *t, const char *out_path, char *err, size_t errn);
 
@@ -119,5 +141,8 @@ int report_perfetto(const report_trace *traces, const char *const *names, size_t
 
 /* "1.5 MiB" */
 const char *report_bytes(int64_t v, char *buf, size_t n);
+
+/* `gpumem report --merge ...` (merge.c). */
+int report_merge_main(int argc, char **argv);
 
 #endif

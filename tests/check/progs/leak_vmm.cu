@@ -1,11 +1,11 @@
-// expect: leak cuMemMap virtual at=main@map
+// expect: leak cuMemCreate virtual at=main@create
 // expect: leak cuMemAddressReserve reserved at=main@reserve
 //
 // Virtual memory management: a reserved range, physical memory from cuMemCreate mapped into
 // it, accessed by a kernel. The handle is released right after mapping (legal: the memory
-// lives as long as the mapping, so cuMemCreate's handle is no leak), but the mapping is never
-// undone (cuMemUnmap) and the range never freed (cuMemAddressFree): two leaks, the mapping and
-// the reservation.
+// lives as long as the mapping), but the mapping is never undone (cuMemUnmap), so the physical
+// memory is never freed, and the range never freed (cuMemAddressFree): two leaks, the memory
+// (shown where cuMemCreate made it) and the reservation.
 #include "check_prog.h"
 
 __global__ void fill(int *p, size_t n)
@@ -30,7 +30,7 @@ int main(void)
     CUdeviceptr va = 0;
     CUmemGenericAllocationHandle h;
     CHECK_CU(cuMemAddressReserve(&va, bytes, 0, 0, 0)); // @reserve
-    CHECK_CU(cuMemCreate(&h, bytes, &prop, 0));
+    CHECK_CU(cuMemCreate(&h, bytes, &prop, 0)); // @create
     CHECK_CU(cuMemMap(va, bytes, 0, h, 0)); // @map
     CHECK_CU(cuMemRelease(h));
     CUmemAccessDesc access = {};

@@ -1,0 +1,180 @@
+/* `gpumem bench --replay`'s reading and writing, no CUDA (tools/bench/replay_load.c,
+ * replay_report.c): a replay log and a gpumem trace read into operations (order, slots,
+ * streams, the peak requested, releases of allocations made before the recording, events
+ * out of time order); the log written back and read again the same; the table and the JSON
+ * of made-up results, and the fragmentation at the peak. The command itself runs on the
+ * simulated device in the bench_replay_* tests (tests/bench/CMakeLists.txt). */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "replay.h"
+
+static const char *write_file(const char *name, const char *text)
+{
+    static char path[256];
+    snprintf(path, sizeof path, "%s/gpumem-replay-test-%d-%s", getenv("TMPDIR") ? getenv("TMPDIR")
+                                                                               : "/tmp",
+             (int)getpid(), name);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return NULL;
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static void test_log(void)
+{
+    const char *p = write_file("a.log", "gpumem-replay 1\n"
+                                        "# a comment\n"
+                                        "a 7 1000 0 1 0\n"
+                                        "a 9 3000 7f00 2 10\n"
+                                        "f 7 1 20\n"
+                                        "f 42 1 25\n" /* allocated before the recording */
+                                        "a 7 500 0 1 30\n" /* id 7 again, after its release */
+                                        "f 9 2 40\n");
+    ASSERT_NOT_NULL(p);
+    replay_trace t;
+    char err[200] = "";
+    ASSERT_EQ(replay_load(p, &t, err, sizeof err), 0);
+    EXPECT_EQ(t.n, 5);
+    EXPECT_EQ(t.allocs, 3);
+    EXPECT_EQ(t.skipped, 1);
+    EXPECT_EQ(t.nslots, 3);
+    EXPECT_EQ(t.peak_requested, 4000);
+    EXPECT_EQ(t.nstreams, 2);
+    EXPECT_EQ(t.streams[1], 0x7f00);
+    EXPECT_EQ(t.ops[1].stream, 1);
+    EXPECT_EQ(t.ops[2].alloc, 0);
+    EXPECT_EQ(t.ops[2].slot, t.ops[0].slot); /* the release names its allocation */
+    EXPECT_EQ(t.ops[2].bytes, 1000);
+    EXPECT_NE(t.ops[3].slot, t.ops[0].slot); /* a reused id is a new allocation */
+    EXPECT_EQ(t.ops[4].slot, t.ops[1].slot);
+    EXPECT_EQ(t.ops[4].stream, 1);
+
+    /* Written and read back: the same operations. */
+    const char *q = write_file("b.log", "");
+    FILE *f = fopen(q, "w");
+    ASSERT_NOT_NULL(f);
+    EXPECT_EQ(replay_write_log(f, &t), 0);
+    fclose(f);
+    replay_trace u;
+    ASSERT_EQ(replay_load(q, &u, err, sizeof err), 0);
+    EXPECT_EQ(u.n, t.n);
+    EXPECT_EQ(u.peak_requested, t.peak_requested);
+    for (size_t i = 0; i < t.n && i < u.n; i++) {
+        EXPECT_EQ(u.ops[i].alloc, t.ops[i].alloc);
+        EXPECT_EQ(u.ops[i].bytes, t.ops[i].bytes);
+        EXPECT_EQ(u.ops[i].stream, t.ops[i].stream);
+    }
+    replay_free(&u);
+    replay_free(&t);
+    remove(p);
+    remove(q);
+}
+
+/* A trace: device allocations and releases (pinned ones are not a device allocator's), out
+ * of time order as threads' buffers write them. */
+static void test_trace(void)
+{
+    const char *p = write_file(
+        "t.json",
+        "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"
+        "{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"x\"}},\n"
+        "{\"ph\":\"b\",\"pid\":1,\"tid\":2,\"ts\":30.000,\"cat\":\"device\",\"name\":\"b.c:2\","
+        "\"id\":\"0x2\",\"args\":{\"bytes\":2048,\"device\":0,\"address\":\"0x7000\","
+        "\"stream\":\"0x0\",\"stack\":0}},\n"
+        "{\"ph\":\"b\",\"pid\":1,\"tid\":1,\"ts\":10.000,\"cat\":\"device\",\"name\":\"a.c:1\","
+        "\"id\":\"0x1\",\"args\":{\"bytes\":4096,\"device\":0,\"address\":\"0x8000\","
+        "\"stream\":\"0x1000\",\"stack\":0}},\n"
+        "{\"ph\":\"b\",\"pid\":1,\"tid\":1,\"ts\":15.000,\"cat\":\"pinned\",\"name\":\"a.c:9\","
+        "\"id\":\"0x5\",\"args\":{\"bytes\":999,\"device\":0,\"address\":\"0x9000\","
+        "\"stream\":\"0x0\",\"stack\":0}},\n"
+        "{\"ph\":\"C\",\"pid\":1,\"tid\":1,\"ts\":10.000,\"name\":\"device memory, device 0\","
+        "\"args\":{\"bytes\":4096}},\n"
+        "{\"ph\":\"e\",\"pid\":1,\"tid\":1,\"ts\":20.000,\"cat\":\"device\",\"name\":\"a.c:1\","
+        "\"id\":\"0x1\",\"args\":{\"bytes\":4096,\"device\":0,\"address\":\"0x8000\","
+        "\"released_at\":\"a.c:5\"}},\n");
+    ASSERT_NOT_NULL(p);
+    replay_trace t;
+    char err[200] = "";
+    ASSERT_EQ(replay_load(p, &t, err, sizeof err), 0);
+    EXPECT_EQ(t.n, 3);
+    EXPECT_EQ(t.allocs, 2);
+    EXPECT_EQ(t.ops[0].bytes, 4096); /* the earliest first */
+    EXPECT_EQ(t.ops[1].alloc, 0);
+    EXPECT_EQ(t.ops[2].bytes, 2048);
+    EXPECT_EQ(t.peak_requested, 4096);
+    EXPECT_EQ(t.ops[0].ns, 0); /* from the first event */
+    EXPECT_EQ(t.ops[2].ns, 20000);
+    replay_free(&t);
+    remove(p);
+
+    const char *empty = write_file("e.log", "gpumem-replay 1\n");
+    EXPECT_EQ(replay_load(empty, &t, err, sizeof err), -1);
+    EXPECT_CONTAINS(err, "holds no device allocation to replay");
+    remove(empty);
+    const char *bad = write_file("x.log", "gpumem-replay 1\nz 1 2 3\n");
+    EXPECT_EQ(replay_load(bad, &t, err, sizeof err), -1);
+    EXPECT_CONTAINS(err, ":2: not a replay log line");
+    remove(bad);
+    EXPECT_EQ(replay_load("/nonexistent/x.log", &t, err, sizeof err), -1);
+    EXPECT_CONTAINS(err, "cannot read /nonexistent/x.log");
+}
+
+static void test_report(void)
+{
+    replay_report r;
+    memset(&r, 0, sizeof r);
+    r.path = "w.log";
+    r.backend = "cuda";
+    r.ops = 10;
+    r.allocs = 5;
+    r.nstreams = 1;
+    r.peak_requested = 100 << 20;
+    r.limit = (uint64_t)1 << 30;
+    r.nresults = 3;
+    r.results[0] = (replay_result){"gpumem_vmm", "gpumem device pool (pages)", 1, 110 << 20,
+                                   99 << 20, 250.0, -1, ""};
+    r.results[1] = (replay_result){"cuda_malloc", "cudaMalloc", 1, 200 << 20, 50 << 20, 9e4, 7,
+                                   ""};
+    r.results[2] = (replay_result){"torch_default", "PyTorch caching allocator", 0, 0, 0, 0, -1,
+                                   "PyTorch is not installed here"};
+    EXPECT_TRUE(replay_fragmentation(&r.results[0]) > 0.0999 &&
+                replay_fragmentation(&r.results[0]) < 0.1001);
+    EXPECT_TRUE(replay_fragmentation(&r.results[1]) == 0.75);
+    char buf[4096] = "";
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    ASSERT_NOT_NULL(f);
+    EXPECT_EQ(replay_print_table(f, &r), 0);
+    fclose(f);
+    EXPECT_CONTAINS(buf, "replay of w.log (cuda): 10 operations, 5 allocations on 1 stream, "
+                         "peak requested 100.0 MiB; limit 1.0 GiB");
+    EXPECT_CONTAINS(buf, "gpumem device pool (pages)                    110.0 MiB     1.10x   "
+                         "      10.0%");
+    EXPECT_CONTAINS(buf, "at operation 7");
+    EXPECT_CONTAINS(buf, "(PyTorch is not installed here)");
+    char json[4096] = "", err[100];
+    f = fmemopen(json, sizeof json, "w");
+    ASSERT_NOT_NULL(f);
+    EXPECT_EQ(replay_write_json(f, &r, err, sizeof err), 0);
+    fclose(f);
+    EXPECT_CONTAINS(json, "\"peak_requested\": 104857600, \"limit\": 1073741824");
+    EXPECT_CONTAINS(json, "{\"key\": \"gpumem_vmm\", \"label\": \"gpumem device pool (pages)\", "
+                          "\"ran\": true, \"peak_reserved\": 115343360, \"requested_at_peak\": "
+                          "103809024, \"fragmentation\": 0.1000, \"ns_per_op\": 250.0, "
+                          "\"oom_at\": -1}");
+    EXPECT_CONTAINS(json, "\"ran\": false, \"note\": \"PyTorch is not installed here\"");
+}
+
+int main(void)
+{
+    RUN(test_log);
+    RUN(test_trace);
+    RUN(test_report);
+    return harness_exit();
+}

@@ -1,0 +1,390 @@
+/* `gpumem bench --replay FILE`: a recorded allocation stream replayed into each allocator the
+ * machine has, one after another, on one thread, in the recording's order, each allocation
+ * on a stream of its own for each of the recording's streams and released there.
+ *
+ * Each allocator replays twice: once timed, with nothing else in the loop (ns a operation),
+ * once measured, reading what it reserves after every operation (peak reserved, and the bytes
+ * requested at that moment: fragmentation at the peak). What "reserved" is: gpumem's pools,
+ * their statistics; cudaMallocAsync, its pool's reserved memory (cudaMemPoolAttrReservedMemCurrent);
+ * cudaMalloc, the device's used memory (cudaMemGetInfo) less what it was before; PyTorch,
+ * torch.cuda.memory_reserved(), from python3 -m gpumem.replay, which reads the replay log this
+ * file writes. With --limit, an allocator that would reserve more runs out of memory there:
+ * gpumem's pools get the limit as their own, PyTorch a memory fraction, and CUDA's allocators
+ * are cut where what they reserve would pass it.
+ *
+ * Allocating in a loop is what is measured here. */
+// gpumem-lint: ignore-file[GM005] replaying allocations in a loop is the point
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+
+#include "bench.h"
+#include "gpumem.h"
+#include "replay.h"
+
+typedef struct replayer replayer;
+struct replayer {
+    const char *key, *label;
+    int needs_cuda;
+    uint32_t design; /* gpumem pools */
+    int (*start)(replayer *r, const replay_trace *t, uint64_t limit);
+    int (*alloc)(replayer *r, void **p, uint64_t bytes, int stream);
+    int (*release)(replayer *r, void *p, int stream);
+    uint64_t (*reserved)(replayer *r);
+    void (*stop)(replayer *r);
+    /* state */
+    gpumem_pool *pool;
+    cudaMemPool_t mempool;
+    size_t free_at_start;
+    cudaStream_t streams[REPLAY_MAX_STREAMS];
+    int nstreams;
+};
+
+static int on_cuda;
+
+/* ---- streams ---- */
+
+static int streams_make(replayer *r, const replay_trace *t)
+{
+    r->nstreams = t->nstreams;
+    for (int i = 0; i < t->nstreams; i++) {
+        if (!on_cuda)
+            r->streams[i] = (cudaStream_t)(uintptr_t)(0x1000 * (i + 1)); /* handles only */
+        else if (t->streams[i] == 0)
+            r->streams[i] = NULL;
+        else if (cudaStreamCreateWithFlags(&r->streams[i], cudaStreamNonBlocking) != cudaSuccess)
+            return -1;
+    }
+    return 0;
+}
+
+static void streams_end(replayer *r)
+{
+    for (int i = 0; on_cuda && i < r->nstreams; i++) {
+        cudaStreamSynchronize(r->streams[i]);
+        if (r->streams[i])
+            cudaStreamDestroy(r->streams[i]);
+    }
+}
+
+/* ---- gpumem's pools ---- */
+
+static int pool_start(replayer *r, const replay_trace *t, uint64_t limit)
+{
+    gpumem_pool_options_t o = {.limit = limit, .design = r->design};
+    r->pool = gpumem_pool_create(GPUMEM_KIND_DEVICE, 0, &o);
+    return r->pool && streams_make(r, t) == 0 ? 0 : -1;
+}
+
+static int pool_alloc(replayer *r, void **p, uint64_t bytes, int stream)
+{
+    *p = gpumem_pool_alloc(r->pool, 1, bytes, r->streams[stream]);
+    return *p ? 0 : -1;
+}
+
+static int pool_release(replayer *r, void *p, int stream)
+{
+    return gpumem_free_async(p, r->streams[stream]) == GPUMEM_OK ? 0 : -1;
+}
+
+static uint64_t pool_reserved(replayer *r)
+{
+    gpumem_pool_stats_t st;
+    return gpumem_pool_stats(r->pool, &st) == GPUMEM_OK ? st.reserved : 0;
+}
+
+static void pool_stop(replayer *r)
+{
+    streams_end(r);
+    gpumem_pool_destroy(r->pool);
+    r->pool = NULL;
+}
+
+/* ---- CUDA's allocators ---- */
+
+static int async_start(replayer *r, const replay_trace *t, uint64_t limit)
+{
+    (void)limit;
+    if (cudaDeviceGetDefaultMemPool(&r->mempool, 0) != cudaSuccess)
+        return -1;
+    uint64_t threshold = r->design ? UINT64_MAX : 0;
+    if (cudaMemPoolSetAttribute(r->mempool, cudaMemPoolAttrReleaseThreshold, &threshold) !=
+        cudaSuccess)
+        return -1;
+    uint64_t zero = 0;
+    cudaMemPoolSetAttribute(r->mempool, cudaMemPoolAttrReservedMemHigh, &zero);
+    return streams_make(r, t);
+}
+
+static int async_alloc(replayer *r, void **p, uint64_t bytes, int stream)
+{
+    return cudaMallocAsync(p, bytes, r->streams[stream]) == cudaSuccess ? 0 : -1;
+}
+
+static int async_release(replayer *r, void *p, int stream)
+{
+    return cudaFreeAsync(p, r->streams[stream]) == cudaSuccess ? 0 : -1;
+}
+
+static uint64_t async_reserved(replayer *r)
+{
+    uint64_t v = 0;
+    cudaMemPoolGetAttribute(r->mempool, cudaMemPoolAttrReservedMemCurrent, &v);
+    return v;
+}
+
+static void async_stop(replayer *r)
+{
+    streams_end(r);
+    uint64_t zero = 0;
+    cudaMemPoolSetAttribute(r->mempool, cudaMemPoolAttrReleaseThreshold, &zero);
+    cudaDeviceSynchronize();
+    cudaMemPoolTrimTo(r->mempool, 0);
+}
+
+static int malloc_start(replayer *r, const replay_trace *t, uint64_t limit)
+{
+    (void)limit;
+    size_t total = 0;
+    cudaDeviceSynchronize();
+    if (cudaMemGetInfo(&r->free_at_start, &total) != cudaSuccess)
+        return -1;
+    return streams_make(r, t);
+}
+
+static int malloc_alloc(replayer *r, void **p, uint64_t bytes, int stream)
+{
+    (void)r, (void)stream;
+    return cudaMalloc(p, bytes) == cudaSuccess ? 0 : -1;
+}
+
+static int malloc_release(replayer *r, void *p, int stream)
+{
+    (void)r, (void)stream;
+    return cudaFree(p) == cudaSuccess ? 0 : -1;
+}
+
+static uint64_t malloc_reserved(replayer *r)
+{
+    size_t free_bytes = 0, total = 0;
+    cudaMemGetInfo(&free_bytes, &total);
+    return free_bytes < r->free_at_start ? r->free_at_start - free_bytes : 0;
+}
+
+static void malloc_stop(replayer *r)
+{
+    streams_end(r);
+}
+
+static replayer replayers[] = {
+    {"gpumem_vmm", "gpumem device pool (pages)", 0, GPUMEM_POOL_DESIGN_VMM, pool_start,
+     pool_alloc, pool_release, pool_reserved, pool_stop, NULL, NULL, 0, {0}, 0},
+    {"gpumem_segments", "gpumem device pool (segments)", 0, GPUMEM_POOL_DESIGN_SEGMENTS,
+     pool_start, pool_alloc, pool_release, pool_reserved, pool_stop, NULL, NULL, 0, {0}, 0},
+    {"gpumem_classes", "gpumem device pool (a block per class)", 0, GPUMEM_POOL_DESIGN_CLASSES,
+     pool_start, pool_alloc, pool_release, pool_reserved, pool_stop, NULL, NULL, 0, {0}, 0},
+    {"cuda_malloc_async", "cudaMallocAsync, threshold 0", 1, 0, async_start, async_alloc,
+     async_release, async_reserved, async_stop, NULL, NULL, 0, {0}, 0},
+    {"cuda_malloc_async_keep", "cudaMallocAsync, threshold UINT64_MAX", 1, 1, async_start,
+     async_alloc, async_release, async_reserved, async_stop, NULL, NULL, 0, {0}, 0},
+    {"cuda_malloc", "cudaMalloc", 1, 0, malloc_start, malloc_alloc, malloc_release,
+     malloc_reserved, malloc_stop, NULL, NULL, 0, {0}, 0},
+};
+
+/* ---- one replay ---- */
+
+/* Replays t into r; measure: reads reserved after every operation. 0, or -1 when the
+ * allocator failed (res->oom_at says where, when it was out of memory under the limit). */
+static int run_once(replayer *r, const replay_trace *t, uint64_t limit, int measure,
+                    replay_result *res)
+{
+    void **ptr = calloc(t->nslots + 1, sizeof *ptr);
+    if (!ptr || r->start(r, t, limit) != 0) {
+        free(ptr);
+        snprintf(res->note, sizeof res->note, "could not start");
+        return -1;
+    }
+    uint64_t live = 0, t0 = bench_now_ns();
+    int rc = 0;
+    for (size_t i = 0; i < t->n && rc == 0; i++) {
+        const replay_op *op = &t->ops[i];
+        if (op->alloc) {
+            rc = r->alloc(r, &ptr[op->slot], op->bytes, op->stream);
+            live += op->bytes;
+        } else if (ptr[op->slot]) {
+            rc = r->release(r, ptr[op->slot], op->stream);
+            ptr[op->slot] = NULL;
+            live -= op->bytes;
+        }
+        if (rc != 0) {
+            res->oom_at = (long long)i;
+            break;
+        }
+        if (!measure)
+            continue;
+        uint64_t reserved = r->reserved(r);
+        if (limit && r->needs_cuda && reserved > limit) { /* CUDA's own have no limit */
+            res->oom_at = (long long)i;
+            rc = -1;
+        }
+        if (reserved > res->peak_reserved) {
+            res->peak_reserved = reserved;
+            res->requested_at_peak = live;
+        }
+    }
+    if (on_cuda)
+        cudaDeviceSynchronize();
+    uint64_t t1 = bench_now_ns();
+    if (!measure && rc == 0)
+        res->ns_per_op = (double)(t1 - t0) / (double)(t->n ? t->n : 1);
+    for (size_t s = 1; s <= t->nslots; s++) /* what the recording never released */
+        if (ptr[s])
+            r->release(r, ptr[s], 0);
+    r->stop(r);
+    free(ptr);
+    return rc;
+}
+
+static void quiet(const gpumem_error *e, void *arg)
+{
+    (void)e, (void)arg;
+}
+
+static void run_replayer(replayer *r, const replay_trace *t, uint64_t limit, replay_result *res)
+{
+    res->key = r->key;
+    res->label = r->label;
+    res->oom_at = -1;
+    if (r->needs_cuda && !on_cuda) {
+        snprintf(res->note, sizeof res->note, "needs a GPU (the simulated device runs gpumem "
+                                              "only)");
+        return;
+    }
+    gpumem_set_error_handler(quiet, NULL); /* running out of memory is an answer here */
+    fprintf(stderr, "gpumem bench: replaying into %s\n", r->label);
+    int rc = run_once(r, t, limit, 1, res);
+    if (rc == 0 || res->oom_at >= 0) {
+        replay_result timed = *res;
+        timed.oom_at = -1;
+        if (rc == 0 && run_once(r, t, limit, 0, &timed) == 0)
+            res->ns_per_op = timed.ns_per_op;
+        res->ran = 1;
+    }
+    gpumem_set_error_handler(NULL, NULL);
+}
+
+/* PyTorch's caching allocator, default and with expandable segments: python3 -m gpumem.replay
+ * on the replay log, one JSON line out. */
+static void run_torch(const char *log_path, uint64_t limit, int expandable, replay_result *res)
+{
+    res->key = expandable ? "torch_expandable" : "torch_default";
+    res->label = expandable ? "PyTorch, expandable_segments:True" : "PyTorch caching allocator";
+    res->oom_at = -1;
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "%spython3 -m gpumem.replay --limit %" PRIu64 " '%s' 2>&1",
+             expandable ? "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True " : "", limit,
+             log_path);
+    fprintf(stderr, "gpumem bench: replaying into %s\n", res->label);
+    FILE *p = on_cuda ? popen(cmd, "r") : NULL;
+    if (!p) {
+        snprintf(res->note, sizeof res->note, on_cuda ? "cannot run python3" : "needs a GPU");
+        return;
+    }
+    char line[1024];
+    while (fgets(line, sizeof line, p)) {
+        unsigned long long reserved = 0, at_peak = 0;
+        long long oom = -1;
+        double ns = 0;
+        if (sscanf(line, "{\"peak_reserved\": %llu, \"requested_at_peak\": %llu, \"ns_per_op\": "
+                         "%lf, \"oom_at\": %lld", &reserved, &at_peak, &ns, &oom) == 4) {
+            res->ran = 1;
+            res->peak_reserved = reserved;
+            res->requested_at_peak = at_peak;
+            res->ns_per_op = ns;
+            res->oom_at = oom;
+        } else if (!res->ran) {
+            line[strcspn(line, "\n")] = 0;
+            snprintf(res->note, sizeof res->note, "%.199s", line);
+        }
+    }
+    pclose(p);
+}
+
+int replay_convert(const char *path, const char *out_path)
+{
+    replay_trace t;
+    char err[300];
+    if (replay_load(path, &t, err, sizeof err) != 0) {
+        fprintf(stderr, "gpumem bench: error: %s\n", err);
+        return 1;
+    }
+    FILE *out = fopen(out_path, "w");
+    int rc = out && replay_write_log(out, &t) == 0 ? 0 : 1;
+    if (out && fclose(out) != 0)
+        rc = 1;
+    if (rc)
+        fprintf(stderr, "gpumem bench: error: cannot write %s: %s\n", out_path, strerror(errno));
+    else
+        fprintf(stderr, "gpumem bench: %s: %zu operations (%zu allocations), peak requested "
+                        "%" PRIu64 " bytes\n", out_path, t.n, t.allocs, t.peak_requested);
+    replay_free(&t);
+    return rc;
+}
+
+int replay_main(const char *path, uint64_t limit, const char *json_path, int device)
+{
+    static replay_report rep;
+    replay_trace t;
+    char err[300];
+    if (replay_load(path, &t, err, sizeof err) != 0) {
+        fprintf(stderr, "gpumem bench: error: %s\n", err);
+        return 1;
+    }
+    on_cuda = strcmp(gpumem_backend(), "cuda") == 0;
+    if (on_cuda && cudaSetDevice(device) != cudaSuccess) {
+        fprintf(stderr, "gpumem bench: error: cannot use device %d\n", device);
+        replay_free(&t);
+        return 1;
+    }
+    memset(&rep, 0, sizeof rep);
+    rep.path = path;
+    rep.backend = gpumem_backend();
+    rep.limit = limit;
+    rep.ops = t.n;
+    rep.allocs = t.allocs;
+    rep.skipped = t.skipped;
+    rep.nstreams = t.nstreams;
+    rep.peak_requested = t.peak_requested;
+    for (size_t i = 0; i < sizeof replayers / sizeof replayers[0]; i++)
+        run_replayer(&replayers[i], &t, limit, &rep.results[rep.nresults++]);
+    char log_path[] = "/tmp/gpumem-replay-XXXXXX";
+    int fd = on_cuda ? mkstemp(log_path) : -1;
+    FILE *log = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (log && replay_write_log(log, &t) == 0 && fclose(log) == 0) {
+        run_torch(log_path, limit, 0, &rep.results[rep.nresults++]);
+        run_torch(log_path, limit, 1, &rep.results[rep.nresults++]);
+    } else if (log) {
+        fclose(log);
+    }
+    if (fd >= 0)
+        unlink(log_path);
+    replay_free(&t);
+    int status = replay_print_table(stdout, &rep) == 0 ? 0 : 1;
+    if (json_path) {
+        FILE *j = fopen(json_path, "w");
+        if (!j || replay_write_json(j, &rep, err, sizeof err) != 0) {
+            fprintf(stderr, "gpumem bench: error: %s: %s\n", json_path,
+                    j ? err : strerror(errno));
+            status = 1;
+        }
+        if (j && fclose(j) != 0)
+            status = 1;
+    }
+    return status;
+}

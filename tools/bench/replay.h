@@ -1,0 +1,77 @@
+/* `gpumem bench --replay FILE`: a program's recorded allocations replayed into every
+ * allocator the machine has, side by side (docs/bench.md, "Replaying a program's
+ * allocations"). replay_load.c reads traces and replay logs (no CUDA), replay.c replays,
+ * replay_report.c prints the table and the JSON (no CUDA). */
+#ifndef GPUMEM_TOOL_BENCH_REPLAY_H
+#define GPUMEM_TOOL_BENCH_REPLAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define REPLAY_MAX_STREAMS 64
+
+/* One allocation or release, in the program's order. */
+typedef struct {
+    uint64_t bytes;  /* the allocation's (a release carries its allocation's too) */
+    int64_t ns;      /* since the trace began */
+    uint32_t slot;   /* 1.. : which allocation (a release names its allocation's slot) */
+    uint32_t thread; /* the recording's thread number (the replay runs on one thread) */
+    int stream;      /* index into replay_trace.streams */
+    int alloc;       /* 1 allocation, 0 release */
+} replay_op;
+
+typedef struct {
+    replay_op *ops;
+    size_t n, cap;
+    size_t nslots;           /* allocations: slots are 1 to nslots */
+    size_t allocs, skipped;  /* skipped: releases of allocations the file does not have */
+    uint64_t live, peak_requested;
+    uint64_t streams[REPLAY_MAX_STREAMS]; /* the recording's stream handles */
+    int nstreams;
+} replay_trace;
+
+/* Reads a gpumem trace or a replay log. Returns 0, or -1 with the reason in err. */
+int replay_load(const char *path, replay_trace *t, char *err, size_t errn);
+/* Writes t as a replay log ("gpumem-replay 1"). Returns 0, or -1 when writing failed. */
+int replay_write_log(FILE *out, const replay_trace *t);
+void replay_free(replay_trace *t);
+
+/* One allocator's replay. */
+typedef struct {
+    const char *key;   /* stable, for JSON and scripts: "gpumem_vmm", "torch_expandable" */
+    const char *label; /* for people */
+    int ran;           /* 0: not measured (note says why) */
+    uint64_t peak_reserved;
+    uint64_t requested_at_peak; /* requested bytes when reserved was at its peak */
+    double ns_per_op;           /* wall time of the replay without measuring, per operation */
+    long long oom_at;           /* the operation that ran out of memory under the limit, or -1 */
+    char note[200];
+} replay_result;
+
+#define REPLAY_MAX_RESULTS 12
+
+typedef struct {
+    const char *path;
+    const char *backend; /* "cuda" or "sim" */
+    uint64_t limit;      /* 0: none */
+    size_t ops, allocs, skipped;
+    int nstreams;
+    uint64_t peak_requested;
+    int nresults;
+    replay_result results[REPLAY_MAX_RESULTS];
+} replay_report;
+
+/* The share of reserved memory that held no requested byte at the peak of reserved. */
+double replay_fragmentation(const replay_result *r);
+int replay_print_table(FILE *out, const replay_report *r);
+/* Writes the report as JSON. Returns 0, or -1 with a message in err. */
+int replay_write_json(FILE *out, const replay_report *r, char *err, size_t errn);
+
+/* replay.c: runs the replay (the backend selected, or the real device) and prints the table;
+ * returns the tool's exit status. */
+int replay_main(const char *path, uint64_t limit, const char *json_path, int device);
+/* --write-log: path's allocations written to out_path as a replay log; the exit status. */
+int replay_convert(const char *path, const char *out_path);
+
+#endif

@@ -1,0 +1,325 @@
+/* `gpumem bench --replay`: a program's allocations read back, from a gpumem trace
+ * (GPUMEM_TRACE, gpumem check --trace: Chrome trace JSON, one event a line) or from a replay
+ * log, and the replay log written (the form PyTorch's side of the replay reads). Pure: no
+ * CUDA; tests/bench/ checks it on files it writes.
+ *
+ * The replay log: a first line "gpumem-replay 1", then one operation a line in the program's
+ * order: "a ID BYTES STREAM THREAD NS" for an allocation (STREAM a hexadecimal handle, NS ns
+ * since the start), "f ID THREAD NS" for its release. Lines starting with '#' are comments.
+ * It is a tenth the size of the trace it came from, and compresses well. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay.h"
+
+#define LOG_MAGIC "gpumem-replay 1"
+
+/* ids to slots: open addressing, grown at half full. */
+typedef struct {
+    uint64_t *key;
+    uint32_t *slot;
+    size_t cap, n;
+} id_map;
+
+static size_t id_hash(uint64_t id, size_t cap)
+{
+    return (size_t)((id * 0x9E3779B97F4A7C15ull) >> 20) & (cap - 1);
+}
+
+static int id_grow(id_map *m)
+{
+    size_t cap = m->cap ? m->cap * 2 : 1024;
+    uint64_t *key = calloc(cap, sizeof *key);
+    uint32_t *slot = calloc(cap, sizeof *slot);
+    if (!key || !slot) {
+        free(key);
+        free(slot);
+        return -1;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+        if (!m->key[i])
+            continue;
+        size_t k = id_hash(m->key[i], cap);
+        while (key[k])
+            k = (k + 1) & (cap - 1);
+        key[k] = m->key[i];
+        slot[k] = m->slot[i];
+    }
+    free(m->key);
+    free(m->slot);
+    m->key = key;
+    m->slot = slot;
+    m->cap = cap;
+    return 0;
+}
+
+/* The slot of id (+1 so that 0 is free), made with value when missing and make is set; 0 when
+ * absent. ids are stored + 1, so id 0 is allowed. */
+static uint32_t id_slot(id_map *m, uint64_t id, uint32_t value, int make, int remove)
+{
+    if (make && (m->n + 1) * 2 > m->cap && id_grow(m) != 0)
+        return 0;
+    if (!m->cap)
+        return 0;
+    size_t k = id_hash(id + 1, m->cap);
+    while (m->key[k] && m->key[k] != id + 1)
+        k = (k + 1) & (m->cap - 1);
+    if (m->key[k]) {
+        uint32_t s = m->slot[k];
+        if (remove) { /* a released id may come again (a reused sequence number): forget it */
+            m->key[k] = 0;
+            m->n--;
+            /* Re-insert the rest of the cluster (deletion in linear probing). */
+            for (size_t j = (k + 1) & (m->cap - 1); m->key[j]; j = (j + 1) & (m->cap - 1)) {
+                uint64_t kk = m->key[j];
+                uint32_t ss = m->slot[j];
+                m->key[j] = 0;
+                size_t h = id_hash(kk, m->cap);
+                while (m->key[h])
+                    h = (h + 1) & (m->cap - 1);
+                m->key[h] = kk;
+                m->slot[h] = ss;
+            }
+        }
+        return s;
+    }
+    if (!make)
+        return 0;
+    m->key[k] = id + 1;
+    m->slot[k] = value;
+    m->n++;
+    return value;
+}
+
+static int push(replay_trace *t, const replay_op *op)
+{
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 4096;
+        replay_op *ops = realloc(t->ops, cap * sizeof *ops);
+        if (!ops)
+            return -1;
+        t->ops = ops;
+        t->cap = cap;
+    }
+    t->ops[t->n++] = *op;
+    return 0;
+}
+
+static int stream_index(replay_trace *t, uint64_t handle)
+{
+    for (int i = 0; i < t->nstreams; i++)
+        if (t->streams[i] == handle)
+            return i;
+    if (t->nstreams == REPLAY_MAX_STREAMS)
+        return REPLAY_MAX_STREAMS - 1; /* the rest share the last */
+    t->streams[t->nstreams] = handle;
+    return t->nstreams++;
+}
+
+/* Adds an allocation or a release; a release of an id never allocated here is skipped. */
+static int add(replay_trace *t, id_map *ids, int alloc, uint64_t id, uint64_t bytes,
+               uint64_t stream, uint32_t thread, int64_t ns)
+{
+    replay_op op = {0};
+    op.alloc = alloc;
+    op.thread = thread;
+    op.ns = ns;
+    if (alloc) {
+        if (!bytes)
+            return 0;
+        op.slot = (uint32_t)t->nslots + 1;
+        if (id_slot(ids, id, op.slot, 1, 0) != op.slot)
+            return -1;
+        t->nslots++;
+        op.bytes = bytes;
+        op.stream = stream_index(t, stream);
+        t->live += bytes;
+        if (t->live > t->peak_requested)
+            t->peak_requested = t->live;
+        t->allocs++;
+    } else {
+        op.slot = id_slot(ids, id, 0, 0, 1);
+        if (!op.slot) {
+            t->skipped++;
+            return 0;
+        }
+        /* the bytes and stream of the allocation, for the replayers' convenience */
+        for (size_t i = t->n; i-- > 0;) {
+            if (t->ops[i].alloc && t->ops[i].slot == op.slot) {
+                op.bytes = t->ops[i].bytes;
+                op.stream = t->ops[i].stream;
+                break;
+            }
+        }
+        t->live -= op.bytes;
+    }
+    return push(t, &op);
+}
+
+/* The value after "key": in line, as text; NULL when absent. */
+static const char *field(const char *line, const char *key)
+{
+    const char *p = strstr(line, key);
+    return p ? p + strlen(key) : NULL;
+}
+
+/* A trace's event, kept until every line is read: traces are written from several threads'
+ * buffers, so their events come out of time order. */
+typedef struct {
+    int64_t ns;
+    size_t at; /* its place in the file: ties keep file order */
+    uint64_t id, bytes, stream;
+    uint32_t thread;
+    int alloc;
+} raw_event;
+
+typedef struct {
+    raw_event *ev;
+    size_t n, cap;
+} raw_events;
+
+static int cmp_raw(const void *a, const void *b)
+{
+    const raw_event *x = a, *y = b;
+    if (x->ns != y->ns)
+        return x->ns < y->ns ? -1 : 1;
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* One line of a gpumem trace: an allocation ("ph":"b") or release ("ph":"e") of device
+ * memory (kinds device, device-async: what a device allocator serves). */
+static int trace_line(raw_events *r, const char *line)
+{
+    int alloc = strstr(line, "{\"ph\":\"b\"") == line;
+    if (!alloc && strstr(line, "{\"ph\":\"e\"") != line)
+        return 0;
+    const char *cat = field(line, "\"cat\":\"");
+    if (!cat || (strncmp(cat, "device\"", 7) != 0 && strncmp(cat, "device-async\"", 13) != 0))
+        return 0;
+    const char *id = field(line, "\"id\":\"0x"), *tid = field(line, "\"tid\":");
+    const char *ts = field(line, "\"ts\":");
+    if (!id || !tid || !ts)
+        return 0;
+    uint64_t bytes = 0, stream = 0;
+    if (alloc) {
+        const char *b = field(line, "\"bytes\":"), *s = field(line, "\"stream\":\"0x");
+        if (!b)
+            return 0;
+        bytes = strtoull(b, NULL, 10);
+        stream = s ? strtoull(s, NULL, 16) : 0;
+    }
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 4096;
+        raw_event *ev = realloc(r->ev, cap * sizeof *ev);
+        if (!ev)
+            return -1;
+        r->ev = ev;
+        r->cap = cap;
+    }
+    raw_event *e = &r->ev[r->n];
+    e->ns = (int64_t)(strtod(ts, NULL) * 1000.0);
+    e->at = r->n++;
+    e->id = strtoull(id, NULL, 16);
+    e->bytes = bytes;
+    e->stream = stream;
+    e->thread = (uint32_t)strtoul(tid, NULL, 10);
+    e->alloc = alloc;
+    return 0;
+}
+
+static int add_sorted(replay_trace *t, id_map *ids, raw_events *r)
+{
+    qsort(r->ev, r->n, sizeof *r->ev, cmp_raw);
+    int64_t t0 = r->n ? r->ev[0].ns : 0; /* times from the first event */
+    for (size_t i = 0; i < r->n; i++) {
+        const raw_event *e = &r->ev[i];
+        if (add(t, ids, e->alloc, e->id, e->bytes, e->stream, e->thread, e->ns - t0) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int log_line(replay_trace *t, id_map *ids, const char *line)
+{
+    uint64_t id, bytes, stream;
+    unsigned thread;
+    long long ns;
+    if (line[0] == 'a' && sscanf(line, "a %" SCNu64 " %" SCNu64 " %" SCNx64 " %u %lld", &id,
+                                 &bytes, &stream, &thread, &ns) == 5)
+        return add(t, ids, 1, id, bytes, stream, thread, ns);
+    if (line[0] == 'f' && sscanf(line, "f %" SCNu64 " %u %lld", &id, &thread, &ns) == 3)
+        return add(t, ids, 0, id, 0, 0, thread, ns);
+    return line[0] == '#' || line[0] == '\n' || !line[0] ? 0 : 1;
+}
+
+int replay_load(const char *path, replay_trace *t, char *err, size_t errn)
+{
+    memset(t, 0, sizeof *t);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errn, "cannot read %s: %s", path, strerror(errno));
+        return -1;
+    }
+    id_map ids = {0};
+    raw_events raw = {0};
+    char *line = NULL;
+    size_t cap = 0;
+    int is_log = -1, rc = 0;
+    unsigned long lineno = 0;
+    while (rc == 0 && getline(&line, &cap, f) > 0) {
+        lineno++;
+        if (is_log < 0)
+            is_log = strncmp(line, LOG_MAGIC, strlen(LOG_MAGIC)) == 0;
+        if (is_log && lineno == 1)
+            continue;
+        rc = is_log ? log_line(t, &ids, line) : trace_line(&raw, line);
+        if (rc > 0) {
+            snprintf(err, errn, "%s:%lu: not a replay log line", path, lineno);
+            rc = -1;
+        } else if (rc < 0) {
+            snprintf(err, errn, "out of memory reading %s", path);
+        }
+    }
+    free(line);
+    if (rc == 0 && !is_log && add_sorted(t, &ids, &raw) != 0) {
+        snprintf(err, errn, "out of memory reading %s", path);
+        rc = -1;
+    }
+    free(raw.ev);
+    free(ids.key);
+    free(ids.slot);
+    fclose(f);
+    if (rc == 0 && t->allocs == 0) {
+        snprintf(err, errn, "%s holds no device allocation to replay (a gpumem trace, or a "
+                            "replay log starting \"%s\")", path, LOG_MAGIC);
+        rc = -1;
+    }
+    if (rc != 0)
+        replay_free(t);
+    return rc;
+}
+
+int replay_write_log(FILE *out, const replay_trace *t)
+{
+    fprintf(out, "%s\n# %zu allocations, peak requested %" PRIu64 " bytes\n", LOG_MAGIC,
+            t->allocs, t->peak_requested);
+    for (size_t i = 0; i < t->n; i++) {
+        const replay_op *op = &t->ops[i];
+        if (op->alloc)
+            fprintf(out, "a %u %" PRIu64 " %" PRIx64 " %u %lld\n", op->slot, op->bytes,
+                    t->streams[op->stream], op->thread, (long long)op->ns);
+        else
+            fprintf(out, "f %u %u %lld\n", op->slot, op->thread, (long long)op->ns);
+    }
+    return ferror(out) ? -1 : 0;
+}
+
+void replay_free(replay_trace *t)
+{
+    free(t->ops);
+    memset(t, 0, sizeof *t);
+}
