@@ -316,8 +316,10 @@ def check_one_process(packets, seq, trace, name):
     check(name + ": counters in bytes", units == {"UNIT_SIZE_BYTES"}, units)
     kinds = sorted({"%s memory, device %d" % (a["b"]["cat"], a["b"]["args"]["device"])
                     for a in allocs})
-    check(name + ": a counter per memory kind and device", sorted(counters.values()) == kinds,
-          (sorted(counters.values()), kinds))
+    pools = pool_counters(trace)
+    check(name + ": a counter per memory kind and device, two per pool",
+          sorted(counters.values()) == sorted(kinds + list(pools)),
+          (sorted(counters.values()), kinds, sorted(pools)))
     slices, open_on, last_value, flows, instants, times = [], {}, {}, {}, [], []
     for p in mine:
         te = get(p, "track_event")
@@ -327,6 +329,8 @@ def check_one_process(packets, seq, trace, name):
         ty, track = get(te, "type"), get(te, "track_uuid")
         for cu, cv in zip(get_all(te, "extra_counter_track_uuids"), get_all(te, "extra_counter_values")):
             last_value[counters.get(cu, "?")] = int(cv)
+        if ty == "TYPE_COUNTER":
+            last_value[counters.get(track, "?")] = int(get(te, "counter_value"))
         if ty == "TYPE_SLICE_BEGIN":
             check_nesting = track not in open_on
             if not check_nesting:
@@ -353,14 +357,28 @@ def check_one_process(packets, seq, trace, name):
     for a in allocs:
         k = "%s memory, device %d" % (a["b"]["cat"], a["b"]["args"]["device"])
         live[k] = live.get(k, 0) + (0 if a["e"] else a["b"]["args"]["bytes"])
-    check(name + ": each counter ends at the bytes live at the end", last_value == live,
-          (last_value, live))
+    live.update(pools)
+    check(name + ": each counter ends at the bytes live at the end (a pool's: its last)",
+          last_value == live, (last_value, live))
     released = sum(1 for a in allocs if a["e"])
     check(name + ": a flow from each allocation, ending at its release",
           len(flows) == len(allocs) and
           sum(1 for v in flows.values() if v == ["start", "end"]) == released and
           all(v in (["start"], ["start", "end"]) for v in flows.values()), flows)
     return len(mine)
+
+
+def pool_counters(trace):
+    """A pool's two counters' names and last values: reserved, and its blocks' in use."""
+    out = {}
+    with open(trace, encoding="utf-8") as f:
+        for line in f:
+            if not line.startswith('{"ph":"C"') or " pool 0x" not in line:
+                continue
+            e = json.loads(line.rstrip().rstrip(","))
+            out[e["name"]] = e["args"]["reserved"]
+            out[e["name"].replace(" reserved, device ", " in use, device ")] = e["args"]["in_use"]
+    return out
 
 
 # ---- a trace with several devices, kinds, streams and threads ----
@@ -405,6 +423,10 @@ def hand_trace(path):
                             "args": {"schema": "gpumem-trace/1", "tool": "gpumem check"}}) + ",\n")
         for e in ev:
             f.write(json.dumps(e, separators=(",", ":")) + ",\n")
+        # A pool's counters, as the library writes them when its reserved memory changes.
+        for ts, res, use in ((12.5, 20 << 20, 4096), (16.5, 22 << 20, 3 << 20), (17.5, 2 << 20, 0)):
+            f.write('{"ph":"C","pid":77,"tid":1,"ts":%.3f,"name":"device pool 0x55d0c0 reserved, '
+                    'device 0","args":{"reserved":%d,"in_use":%d}},\n' % (ts, res, use))
         f.write(json.dumps({"ph": "M", "pid": 77, "tid": 0, "name": "gpumem_stacks",
                             "args": {"stacks": {"1": ["k.cu:10 (f)", "k.cu:99 (main)",
                                                       "start (in libc.so.6)"]}}}) + ",\n")

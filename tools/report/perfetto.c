@@ -6,6 +6,8 @@
  * Each trace (process) is one packet sequence and shows as one process:
  *  - a counter track per memory kind and device ("device memory, device 0"), in bytes: the live
  *    bytes, updated on each allocation and release (as extra counter values of its slice);
+ *    and two per pool, where the trace has them: what it reserved from CUDA and what its
+ *    blocks in use hold (the difference is its fragmentation);
  *  - a track per call site: a slice per allocation, from the allocation to its release, named
  *    by its memory kind, with bytes, address, stream and stack as arguments (the stack's frames
  *    on the first allocation with that stack, its id on every one). Slices on one track must
@@ -38,6 +40,7 @@ enum {
     PROCESS_PID = 1, PROCESS_NAME = 6,
     COUNTER_UNIT = 3,
     EVENT_ANNOTATIONS = 4, EVENT_TYPE = 9, EVENT_NAME_IID = 10, EVENT_TRACK_UUID = 11,
+    EVENT_COUNTER_VALUE = 30,
     EVENT_EXTRA_COUNTER_VALUES = 12, EVENT_EXTRA_COUNTER_TRACKS = 31, EVENT_FLOW_IDS = 47,
     EVENT_TERMINATING_FLOW_IDS = 48,
     ANNOTATION_NAME_IID = 1, ANNOTATION_UINT = 3, ANNOTATION_INT = 4, ANNOTATION_STRING = 6,
@@ -45,7 +48,7 @@ enum {
     INTERNED_EVENT_NAMES = 2, INTERNED_ANNOTATION_NAMES = 3, INTERNED_IID = 1,
     INTERNED_NAME = 2,
 };
-enum { SLICE_BEGIN = 1, SLICE_END = 2, INSTANT = 3 };
+enum { SLICE_BEGIN = 1, SLICE_END = 2, INSTANT = 3, COUNTER = 4 };
 enum { SEQ_CLEARED = 1, SEQ_NEEDS_STATE = 2 };
 enum { UNIT_SIZE_BYTES = 3 };
 
@@ -99,6 +102,12 @@ static uint64_t uuid_process(const pf *w)
 static uint64_t uuid_counter(const pf *w, size_t track)
 {
     return uuid(w, 1 + track);
+}
+
+/* A pool's two counters, after the kinds': its reserved bytes (in_use 0) and its blocks'. */
+static uint64_t uuid_pool(const pf *w, size_t pool, int in_use)
+{
+    return uuid(w, 1 + w->t->ntracks + 2 * pool + (uint64_t)in_use);
 }
 
 static uint64_t hash_text(const char *s)
@@ -189,6 +198,26 @@ static int declare(pf *w, uint64_t uuid, const char *name, uint64_t parent, int 
     return pb_flush_as(&w->b, TRACE_PACKET, w->f);
 }
 
+/* Each pool's counters (the trace's "device pool 0x55d0c0 reserved, device 0"): what it
+ * reserved from CUDA, and beside it what its blocks in use hold ("... in use, device 0"). */
+static int declare_pools(pf *w)
+{
+    const report_trace *t = w->t;
+    for (size_t p = 0; p < t->npools; p++) {
+        const char *name = t->pool_names[p], *at = strstr(name, " reserved, device ");
+        char in_use[1100];
+        if (at)
+            snprintf(in_use, sizeof in_use, "%.*s in use, device %s", (int)(at - name), name,
+                     at + strlen(" reserved, device "));
+        else
+            snprintf(in_use, sizeof in_use, "%s, in use", name);
+        if (declare(w, uuid_pool(w, p, 0), name, uuid_process(w), 1) != 0 ||
+            declare(w, uuid_pool(w, p, 1), in_use, uuid_process(w), 1) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* The sequence's first packet: the argument names and the process. */
 static int declare_process(pf *w, const char *file, size_t k, size_t n)
 {
@@ -226,7 +255,7 @@ static int declare_process(pf *w, const char *file, size_t k, size_t n)
                     uuid_process(w), 1) != 0)
             return -1;
     }
-    return 0;
+    return declare_pools(w);
 }
 
 /* The slot of thread tid in the set of declared thread tracks (tid + 1 there, or 0 where it
@@ -459,6 +488,20 @@ static int call(pf *w, const report_event *e, uint64_t flow)
     return packet_end(w);
 }
 
+/* A pool's reserved bytes and its blocks' in use, when they changed. */
+static int pool_sample(pf *w, const report_pool_sample *s)
+{
+    packet_begin(w, w->t->t0 + s->t);
+    size_t d = pb_open(&w->b, PACKET_TRACK_EVENT);
+    pb_uint(&w->b, EVENT_TYPE, COUNTER);
+    pb_uint(&w->b, EVENT_TRACK_UUID, uuid_pool(w, s->pool, 0));
+    pb_uint(&w->b, EVENT_COUNTER_VALUE, s->reserved);
+    pb_uint(&w->b, EVENT_EXTRA_COUNTER_TRACKS, uuid_pool(w, s->pool, 1));
+    pb_uint(&w->b, EVENT_EXTRA_COUNTER_VALUES, s->in_use);
+    pb_close(&w->b, d);
+    return packet_end(w);
+}
+
 /* A checkpoint or a failed allocation: an instant on the process's track. */
 static int mark(pf *w, int64_t ts, const char *what, const report_failure *f)
 {
@@ -507,9 +550,11 @@ static int events(pf *w, uint64_t flow_base)
         memcpy(cps, t->checkpoints, t->ncheckpoints * sizeof *cps);
         qsort(cps, t->ncheckpoints, sizeof *cps, checkpoint_by_time);
     }
-    size_t fi = 0, ci = 0;
+    size_t fi = 0, ci = 0, pi = 0;
     for (size_t i = 0; rc == 0 && i <= t->nevents; i++) {
         int64_t now = i < t->nevents ? t->events[i].t : INT64_MAX;
+        while (rc == 0 && pi < t->npool_samples && t->pool_samples[pi].t <= now)
+            rc = pool_sample(w, &t->pool_samples[pi++]);
         while (rc == 0 && ci < t->ncheckpoints && cps[ci] <= now)
             rc = mark(w, cps[ci++], "checkpoint", NULL);
         while (rc == 0 && fi < t->nfailures && t->failures[fail[fi]].t <= now) {
@@ -529,7 +574,8 @@ static int events(pf *w, uint64_t flow_base)
 
 static int one_trace(FILE *f, const report_trace *t, const char *file, size_t k, size_t n)
 {
-    pf w = {.f = f, .t = t, .seq = (uint32_t)(k + 1), .next_track = 1 + t->ntracks};
+    pf w = {.f = f, .t = t, .seq = (uint32_t)(k + 1),
+            .next_track = 1 + t->ntracks + 2 * t->npools};
     w.live = calloc(t->ntracks + 1, sizeof *w.live);
     w.stack_seen = calloc(t->nstacks + 1, 1);
     int rc = -1;
