@@ -79,11 +79,14 @@ static gpumem_pool *pool_of(int device)
 
 /* The interpreter's functions, looked up in the process (the python3 executable or
  * libpython): this library does not link libpython, so it loads into any process, and it
- * finds no interpreter in one without Python. All are in Python's stable ABI since 3.10. */
+ * finds no interpreter in one without Python. All but the thread state's unchecked read are in
+ * Python's stable ABI since 3.10; that one is PyThreadState_GetUnchecked from 3.13 and
+ * _PyThreadState_UncheckedGet (exported, private) before. */
 typedef void pyobj;
 static struct {
     int (*is_initialized)(void);
-    int (*gil_check)(void);
+    void *(*this_thread_state)(void);          /* PyGILState_GetThisThreadState */
+    void *(*current_thread_state)(void);       /* the state holding the GIL, or NULL */
     pyobj *(*current_frame)(void);             /* borrowed */
     pyobj *(*frame_code)(pyobj *frame);        /* new reference */
     pyobj *(*frame_back)(pyobj *frame);        /* new reference */
@@ -99,12 +102,12 @@ static pthread_once_t py_once = PTHREAD_ONCE_INIT;
 
 static void py_resolve(void)
 {
-    void **fns[] = {(void **)&py.is_initialized, (void **)&py.gil_check,
+    void **fns[] = {(void **)&py.is_initialized, (void **)&py.this_thread_state,
                     (void **)&py.current_frame, (void **)&py.frame_code,
                     (void **)&py.frame_back, (void **)&py.frame_line, (void **)&py.getattr,
                     (void **)&py.utf8, (void **)&py.incref, (void **)&py.decref,
                     (void **)&py.err_clear};
-    static const char *const names[] = {"Py_IsInitialized", "PyGILState_Check",
+    static const char *const names[] = {"Py_IsInitialized", "PyGILState_GetThisThreadState",
                                         "PyEval_GetFrame", "PyFrame_GetCode",
                                         "PyFrame_GetBack", "PyFrame_GetLineNumber",
                                         "PyObject_GetAttrString", "PyUnicode_AsUTF8",
@@ -112,7 +115,30 @@ static void py_resolve(void)
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if ((*fns[i] = dlsym(RTLD_DEFAULT, names[i])) == NULL)
             return;
+    void *current = dlsym(RTLD_DEFAULT, "PyThreadState_GetUnchecked");
+    if (!current)
+        current = dlsym(RTLD_DEFAULT, "_PyThreadState_UncheckedGet");
+    if (!current)
+        return;
+    memcpy(&py.current_thread_state, &current, sizeof current);
     py.found = 1;
+}
+
+/* Whether the calling thread holds the GIL (in a free-threaded build: is attached to the
+ * interpreter), for certain; only then may a Python object be touched.
+ *
+ * Not PyGILState_Check(): it answers 1 on every thread once a subinterpreter exists (CPython
+ * turns its check off then, measured with 3.11: a hook called from a thread without the GIL
+ * read a frame through a NULL thread state). Instead: the thread state that runs now, read
+ * without checks (CPython 3.11 and older keep one for the whole process, the GIL holder's;
+ * 3.12 and later one per thread, NULL while the thread is detached), must be this thread's
+ * own (the thread-local one PyGILState keeps, which CPython clears when it deletes the state).
+ * A thread running a subinterpreter on a thread state other than its first gets no Python
+ * site: the answer is "no" whenever it is not certain. */
+static int holds_gil(void)
+{
+    void *current = py.current_thread_state();
+    return current && current == py.this_thread_state();
 }
 
 /* Strings a site points to must outlive the allocation (the registry keeps the pointers), so
@@ -249,7 +275,7 @@ static int frame_at_level(pyobj *frame, int level, gpumem_site *out)
 static int python_site(gpumem_site *out)
 {
     pthread_once(&py_once, py_resolve);
-    if (!py.found || !py.is_initialized() || !py.gil_check())
+    if (!py.found || !py.is_initialized() || !holds_gil())
         return 0;
     pyobj *frame = py.current_frame(); /* borrowed; the frames behind it are new references */
     if (!frame)

@@ -177,6 +177,74 @@ class Errors(unittest.TestCase):
             gpumem.alloc(-1)
 
 
+class Subinterpreters(unittest.TestCase):
+    """Once a subinterpreter exists, CPython answers PyGILState_Check() with 1 on every thread:
+    the hooks must still touch no Python object on a thread that does not hold the GIL (every
+    PyTorch allocation comes so). Each case in a process of its own: the fault was a crash."""
+
+    def run_case(self, code):
+        r = run_python(textwrap.dedent("""
+            import ctypes, sys, threading, time
+            try:
+                import _interpreters as interpreters
+            except ImportError:
+                import _xxsubinterpreters as interpreters
+            import gpumem
+            held = gpumem._lib.lib.held          # PyDLL: called with the GIL held
+            free = gpumem._lib.lib.load()._lib   # CDLL: the GIL is released around the call
+            def site(p):
+                info = [l for l in gpumem.report().splitlines() if " at " in l and "B in 1" in l]
+                return info[-1].split(" at ", 1)[1] if info else None  # FILE:LINE (FUNCTION)...
+            interpreters.create()
+        """) + textwrap.dedent(code))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        return r.stdout
+
+    def test_hook_without_the_gil(self):
+        out = self.run_case("""
+            p = free.gpumem_python_alloc(1000, 0, None)
+            print(site(p))
+            free.gpumem_python_free(p, None)
+        """)
+        self.assertRegex(out, r"hooks\.c:\d+ \(gpumem_python_alloc\)")
+
+    def test_hook_while_another_thread_holds_the_gil(self):
+        # The main thread holds the GIL (a loop that makes no call that releases it) while a
+        # thread calls the hook without it: the site must not be the main thread's line.
+        out = self.run_case("""
+            done = []
+            def worker():
+                done.append(free.gpumem_python_alloc(2000, 0, None))
+            t = threading.Thread(target=worker)
+            t.start()
+            end = time.monotonic() + 5
+            while not done and time.monotonic() < end:
+                pass  # the main thread's line
+            t.join()
+            print(site(done[0]))
+            free.gpumem_python_free(done[0], None)
+        """)
+        self.assertRegex(out, r"hooks\.c:\d+ \(gpumem_python_alloc\)")
+        self.assertNotIn("<string>", out)
+
+    def test_with_the_gil_the_python_line(self):
+        out = self.run_case("""
+            p = gpumem.alloc(3000); line = sys._getframe().f_lineno
+            print(site(p), line)
+            gpumem.free(p)
+        """)
+        where, line = out.rsplit(" ", 1)
+        self.assertTrue(where.startswith(f"<string>:{line.strip()} (<module>)"), out)
+
+    def test_inside_the_subinterpreter(self):
+        out = self.run_case("""
+            sub = interpreters.create()
+            interpreters.run_string(sub, "import gpumem; p = gpumem.alloc(4000); gpumem.free(p)")
+            print("ran")
+        """)
+        self.assertEqual(out.strip(), "ran")
+
+
 class Finding(unittest.TestCase):
     def test_missing_library(self):
         r = run_python("""
