@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "gpumem_python.h"
 
@@ -46,9 +47,9 @@ static gpumem_pool **slot_locked(int device)
     return NULL;
 }
 
-/* The device's pool, made on first use. NULL with the record set as gpumem_pool_create()
- * sets it (no such device: its message names the device). */
-static gpumem_pool *pool_of(int device)
+/* The device's pool, made on first use (at @p site, the first request's). NULL with the record
+ * set as gpumem_pool_create() sets it (no such device: its message names the device). */
+static gpumem_pool *pool_of(int device, gpumem_site site)
 {
     if (device >= 0 && device < GPUMEM_STATS_DEVICES) {
         gpumem_pool *p = atomic_load_explicit(&pools[device], memory_order_acquire);
@@ -59,7 +60,7 @@ static gpumem_pool *pool_of(int device)
     gpumem_pool **slot = slot_locked(device);
     gpumem_pool *pool = slot ? *slot : NULL;
     if (!pool) {
-        pool = gpumem_pool_create(GPUMEM_KIND_DEVICE, device, NULL);
+        pool = gpumem_pool_create_at(GPUMEM_KIND_DEVICE, device, NULL, site);
         far_pool *f = NULL;
         if (pool && device >= 0 && device < GPUMEM_STATS_DEVICES) {
             atomic_store_explicit(&pools[device], pool, memory_order_release);
@@ -296,7 +297,7 @@ static gpumem_site site_or(gpumem_site hook)
 static void *alloc_on(size_t bytes, int device, cudaStream_t stream, gpumem_site hook)
 {
     gpumem_site site = site_or(hook);
-    gpumem_pool *pool = pool_of(device);
+    gpumem_pool *pool = pool_of(device, site);
     void *p = pool ? gpumem_pool_alloc_at(pool, 1, bytes, stream, site) : NULL;
     if (!p && gpumem_last_error()->code == GPUMEM_ENOMEM && device >= 0 &&
         device < GPUMEM_STATS_DEVICES)
@@ -350,6 +351,72 @@ void *gpumem_python_alloc(size_t bytes, int device, cudaStream_t stream)
 int gpumem_python_free(void *ptr, cudaStream_t stream)
 {
     return gpumem_free_async_at(ptr, stream, site_or(GPUMEM_SITE_HERE));
+}
+
+/* ---- the Python package's own calls ------------------------------------------------------ */
+
+/* The package raises a failure of its own calls as gpumem.Error, so the handler does not print
+ * it too (said once, not twice): the hooks' handler, put in front of the one in use when the
+ * package first calls, passes on every failure but those of a thread inside such a call. With
+ * GPUMEM_ABORT_ON_ERROR on, every failure is passed on (the default handler then aborts, as
+ * asked). A handler set later by the program replaces this one; the package's errors are
+ * then printed by it, as it decides, and raised. */
+static _Thread_local int quiet;
+static gpumem_error_handler chained;
+static void *chained_arg;
+static int abort_on_error;
+static pthread_once_t handler_once = PTHREAD_ONCE_INIT;
+
+static void package_handler(const gpumem_error *err, void *arg)
+{
+    (void)arg;
+    if (!quiet || abort_on_error)
+        chained(err, chained_arg);
+}
+
+static void handler_install(void)
+{
+    for (int i = 0; i < gpumem_option_count(); i++) {
+        const char *name = NULL, *value = NULL;
+        if (gpumem_option_get(i, &name, &value, NULL, NULL) == GPUMEM_OK &&
+            strcmp(name, "GPUMEM_ABORT_ON_ERROR") == 0)
+            abort_on_error = strcmp(value, "0") != 0 && strcasecmp(value, "off") != 0 &&
+                             strcasecmp(value, "no") != 0 && strcasecmp(value, "false") != 0;
+    }
+    gpumem_get_error_handler(&chained, &chained_arg);
+    gpumem_set_error_handler(package_handler, NULL);
+}
+
+/* The failure of the call just made, from the thread's record before anything else runs (a
+ * finalizer that Python runs later may make a gpumem call that resets it). */
+static void failure_take(int failed, gpumem_python_failure *why)
+{
+    if (!why)
+        return;
+    const gpumem_error *e = gpumem_last_error();
+    why->code = failed ? e->code : GPUMEM_OK;
+    snprintf(why->message, sizeof why->message, "%s", failed ? e->message : "");
+}
+
+void *gpumem_python_try_alloc(size_t bytes, int device, cudaStream_t stream,
+                              gpumem_python_failure *why)
+{
+    pthread_once(&handler_once, handler_install);
+    quiet++;
+    void *p = alloc_on(bytes, device, stream, GPUMEM_SITE_HERE);
+    failure_take(!p && gpumem_last_error()->code != GPUMEM_OK, why);
+    quiet--;
+    return p;
+}
+
+int gpumem_python_try_free(void *ptr, cudaStream_t stream, gpumem_python_failure *why)
+{
+    pthread_once(&handler_once, handler_install);
+    quiet++;
+    int rc = gpumem_free_async_at(ptr, stream, site_or(GPUMEM_SITE_HERE));
+    failure_take(rc != GPUMEM_OK, why);
+    quiet--;
+    return rc;
 }
 
 /* ---- what the Python side reads ---------------------------------------------------------- */
