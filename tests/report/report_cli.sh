@@ -85,7 +85,14 @@ expect 1 "error: /dev/zero is a device or other special file, not a trace file" 
 # The page never replaces the trace it is made from.
 cp "$tmp/t.json" "$tmp/keep.json"
 expect 2 "error: -o $tmp/t.json is the trace itself" --html "$tmp/t.json" -o "$tmp/t.json"
+mkdir "$tmp/sub"
+ln -s "$tmp/t.json" "$tmp/link.json"
+ln "$tmp/t.json" "$tmp/hard.json"
+expect 2 "is the trace itself" --html "$tmp/t.json" -o "$tmp/sub/../t.json"
+expect 2 "is the trace itself" --html "$tmp/t.json" -o "$tmp/link.json"
+expect 2 "is the trace itself" --html "$tmp/link.json" -o "$tmp/hard.json"
 cmp -s "$tmp/t.json" "$tmp/keep.json" || { echo "FAIL: the trace was overwritten"; fails=$((fails + 1)); }
+rm "$tmp/hard.json"
 
 # Errors: each says what is wrong with which file.
 expect 1 "error: cannot read the trace $tmp/none.json: No such file or directory" --summary "$tmp/none.json"
