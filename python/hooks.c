@@ -188,11 +188,38 @@ void gpumem_python_skip_dir(const char *dir)
 enum { SKIP_PACKAGES, SKIP_GPUMEM, SKIP_NONE };
 
 
+/* text with its control characters (C0, DEL, and C1 in UTF-8) written as \xNN, as gpumem's
+ * text outputs write text from outside: a file named with an escape sequence must not reach a
+ * terminal through a report. NULL when there is none to replace or no memory. */
+static char *visible_copy(const char *text)
+{
+    size_t n = 0, controls = 0;
+    for (const unsigned char *u = (const unsigned char *)text; *u; u++, n++)
+        controls += *u < 0x20 || *u == 0x7f || (*u == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f);
+    char *out = controls ? malloc(n + 6 * controls + 1) : NULL;
+    if (!out)
+        return NULL;
+    char *o = out;
+    for (const unsigned char *u = (const unsigned char *)text; *u; u++) {
+        int c1 = *u == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f;
+        if (*u < 0x20 || *u == 0x7f || c1) {
+            o += sprintf(o, c1 ? "\\x%02x\\x%02x" : "\\x%02x", u[0], c1 ? u[1] : 0);
+            u += c1;
+        } else {
+            *o++ = (char)*u;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
 static const char *code_str(pyobj *code, const char *attr)
 {
     pyobj *str = py.getattr(code, attr);
     const char *text = str ? py.utf8(str) : NULL;
-    const char *kept = text ? intern(text) : NULL;
+    char *shown = text ? visible_copy(text) : NULL;
+    const char *kept = text ? intern(shown ? shown : text) : NULL;
+    free(shown);
     if (str)
         py.decref(str);
     if (!kept)

@@ -100,6 +100,19 @@ class StatsAndReport(unittest.TestCase):
                           os.path.join(d, "site-packages", "framework", "__init__.py") +
                           ":4 (make)", r.stdout, r.stderr)
 
+    def test_site_names_made_visible(self):
+        # A file named with a terminal escape: the report names it with the escape written out.
+        with tempfile.TemporaryDirectory() as d:
+            script = os.path.join(d, "\x1b[2Jrun\u009b.py")
+            with open(script, "w", encoding="utf-8") as f:
+                f.write("import gpumem\np = gpumem.alloc(900)\nprint(gpumem.report(), end='')\n")
+            r = subprocess.run([sys.executable, script], capture_output=True, text=True,
+                               timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("\x1b", r.stdout + r.stderr)
+        self.assertNotIn("\u009b", r.stdout + r.stderr)
+        self.assertIn("\\x1b[2Jrun\\xc2\\x9b.py:2 (<module>)", r.stdout)
+
     def test_report_json_and_file(self):
         p = gpumem.alloc(4096)
         with tempfile.TemporaryFile("w+") as f:

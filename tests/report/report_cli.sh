@@ -77,6 +77,12 @@ hand "$tmp/esc.json" "$esc"
 "$gpumem" report --summary "$tmp/esc.json" > "$tmp/esc.txt" 2>&1
 if grep -q "$(printf '\033')" "$tmp/esc.txt"; then echo "FAIL: an escape reached the terminal"; fails=$((fails + 1)); fi
 expect 0 "in 1 device allocation at \?\[31mred\?\? \(f\)$" --summary "$tmp/esc.json"
+# A lone byte 0x9B (CSI to an 8-bit terminal) in a name that is not UTF-8.
+c1=$(printf '{"ph":"b","pid":1,"tid":1,"ts":1.0,"cat":"device","name":"a\2332J (g)","id":"0x1","args":{"bytes":4096,"device":0}}')
+hand "$tmp/c1.json" "$c1"
+"$gpumem" report --summary "$tmp/c1.json" > "$tmp/c1.txt" 2>&1
+if grep -q "$(printf '\233')" "$tmp/c1.txt"; then echo "FAIL: a C1 byte reached the terminal"; fails=$((fails + 1)); fi
+expect 0 "in 1 device allocation at a\?2J \(g\)$" --summary "$tmp/c1.json"
 hand "$tmp/huge.json" "$(ev b 1.0 0x1 9223372036854775807)" "$(ev b 2.0 0x2 9223372036854775807)"
 expect 0 "^leaks at end: 8\.0 EiB in 2 allocations from 1 call site$" --summary "$tmp/huge.json"
 expect 1 "error: $tmp is a folder, not a trace file" --summary "$tmp"

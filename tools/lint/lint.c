@@ -206,9 +206,11 @@ static int output_is_input(const struct lint_cli *c, const struct lint_options *
         what = input_named(c->output, u->headers.v[i], "a header", &input);
     if (!what)
         return 0;
-    fprintf(stderr, "gpumem lint: error: -o %s is the input %s (%s), which the report would "
-                    "overwrite; name another file\n",
-            c->output, input, what);
+    fputs("gpumem lint: error: -o ", stderr);
+    lint_fputs_visible(stderr, c->output);
+    fputs(" is the input ", stderr);
+    lint_fputs_visible(stderr, input);
+    fprintf(stderr, " (%s), which the report would overwrite; name another file\n", what);
     return 1;
 }
 

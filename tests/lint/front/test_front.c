@@ -1232,6 +1232,28 @@ static void test_robustness_inputs(void)
     EXPECT_LE(strlen(r.out), 270000);
 }
 
+/** Control characters of a source line and of a message are written as escapes, never raw:
+ *  a terminal would obey them (clear the screen, retitle the window); the caret stays under
+ *  the finding's column. */
+static void test_escapes_in_source(void)
+{
+    fresh("escapes");
+    write_file("e.cu", "void f(unsigned n) {\n"
+                       "    float *d;\n"
+                       "    cudaMalloc(&d, n);\n"
+                       "\x1b[2J if (n) return; /* \x1b]0;title\x07 \xc2\x9b" "2J */ // FAKE: "
+                       "gpumem.EarlyExitLeak alloc=3 leaks \\u001b[31m'd'\n"
+                       "}\n");
+    lint("--no-config", "e.cu", NULL);
+    EXPECT_EQ(r.rc, 1);
+    EXPECT_TRUE(strchr(r.out, '\x1b') == NULL);
+    EXPECT_TRUE(strchr(r.out, '\x07') == NULL);
+    EXPECT_TRUE(strstr(r.out, "\xc2\x9b") == NULL);
+    EXPECT_CONTAINS(r.out, "e.cu:4:5: warning: leaks \\x1b[31m'd' [GM006]\n"
+                           "\\x1b[2J if (n) return; /* \\x1b]0;title\\x07 \\xc2\\x9b2J */");
+    EXPECT_CONTAINS(r.out, "'d'\n       ^\n"); /* under the space after "\x1b[2J" */
+}
+
 /** Whether file name holds exactly text. */
 static int file_is(const char *name, const char *text)
 {
@@ -1385,6 +1407,7 @@ int main(int argc, char **argv)
     RUN(test_headers_merged_and_jobs);
     RUN(test_robustness_inputs);
     RUN(test_output_is_an_input);
+    RUN(test_escapes_in_source);
     if (chdir("/") == 0)
         nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     return harness_exit();
