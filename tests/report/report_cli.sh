@@ -69,6 +69,18 @@ expect 0 "events over 15\.000 us" --summary "$tmp/order.json"
 dropped=3 hand "$tmp/dropped.json" "$(ev b 1.0 0x1 4096)" "$(ev b 1e300 0x2 4096)"
 expect 0 "warning: the traced program could not record 3 events" --summary "$tmp/dropped.json"
 expect 0 "^  1 events with a timestamp that is no time" --summary "$tmp/dropped.json"
+# The page has no place for them: said on stderr, for every output; the rest is shown (exit 0).
+expect 0 "^gpumem report: warning: $tmp/dropped.json: 1 event with a timestamp that is no time \(NaN, infinite or out of range\) left out" \
+  --html "$tmp/dropped.json" -o "$tmp/dropped.html"
+expect 0 "^gpumem report: warning: $tmp/dropped.json: the traced program could not record 3 events" \
+  --html "$tmp/dropped.json" -o "$tmp/dropped.html"
+for t in nan inf -inf -1e300; do
+  hand "$tmp/time_$t.json" "$(ev b 1.0 0x1 4096)" "$(ev b 2.0 0x2 4096)" "$(ev e 3.0 0x2 4096)" \
+    "$(ev e "$t" 0x1 4096)"
+  expect 0 "warning: $tmp/time_$t.json: 1 event with a timestamp that is no time" \
+    --summary "$tmp/time_$t.json"
+  expect 0 "^leaks at end: 4\.0 KiB in 1 allocation" --summary "$tmp/time_$t.json"
+done
 
 # Hostile traces: names that hold terminal escapes are printed without them; sizes whose sums
 # pass int64 stop at its end; a folder or a device is not a trace.
