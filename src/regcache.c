@@ -53,6 +53,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "sigsafe.h"
 
 #define MAX_ENTRIES 64
 
@@ -134,10 +135,11 @@ static struct timespec deadline_in(long ms)
 }
 
 /* The lock, on a path that exit() from a signal handler may run: never when this thread holds
- * it already (the handler interrupted it), and at most until the deadline otherwise. */
-static int lock_until(const struct timespec *deadline)
+ * it already (the handler interrupted it), and for at most EXIT_WAIT_MS otherwise. */
+static int lock_bounded(void)
 {
-    if (holding || pthread_mutex_timedlock(&rc.lock, deadline) != 0)
+    long budget = EXIT_WAIT_MS * 1000000L;
+    if (holding || !gpumem__trylock_for(&rc.lock, &budget))
         return 0;
     holding = 1;
     return 1;
@@ -421,10 +423,9 @@ static void *registrar_main(void *arg)
 static void cache_at_exit(void)
 {
     atomic_store(&closing, 1);
-    struct timespec deadline = deadline_in(EXIT_WAIT_MS);
-    if (!lock_until(&deadline))
+    if (!lock_bounded())
         return;
-    deadline = deadline_in(EXIT_WAIT_MS);
+    struct timespec deadline = deadline_in(EXIT_WAIT_MS);
     for (;;) {
         int busy = 0;
         for (int i = 0; i < MAX_ENTRIES; i++) {
@@ -529,10 +530,9 @@ int gpumem__regcache_owns(const void *p)
         a >= atomic_load(&gpumem__regcache_hi))
         return 0;
     int owns = 0;
-    struct timespec deadline = deadline_in(EXIT_WAIT_MS);
     if (!atomic_load(&closing) && !holding)
         lock();
-    else if (!lock_until(&deadline))
+    else if (!lock_bounded())
         return 1; /* not known: a copy that takes the range for pageable memory is still right */
     for (int i = 0; i < MAX_ENTRIES && !owns; i++)
         owns = rc.e[i].state != E_FREE && rc.e[i].base <= a && a < rc.e[i].end;
@@ -581,13 +581,13 @@ static int take_victims(uintptr_t a, uintptr_t end, int released, int user, entr
 static void drop(uintptr_t a, uintptr_t end, int released, int user)
 {
     int exiting = atomic_load(&closing);
-    struct timespec deadline = deadline_in(EXIT_WAIT_MS);
-    if (holding || (exiting && !lock_until(&deadline))) {
+    if (holding || (exiting && !lock_bounded())) {
         atomic_store(&broken, 1);
         return;
     }
     if (!exiting)
         lock();
+    struct timespec deadline = deadline_in(EXIT_WAIT_MS);
     for (;;) {
         entry *victims[MAX_ENTRIES];
         int waiting;
