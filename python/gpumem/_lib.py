@@ -154,6 +154,9 @@ _PYTHON_WORDS = (
      "returned"),
     ("pass the pointer the allocation returned", "pass the address gpumem.alloc() returned"),
     ("release it with gpumem_free", "release it with gpumem.free()"),
+    ("hint: release blocks still live, or raise the limit",
+     "hint: drop tensors and arrays still referenced (gpumem.report() lists what is live by "
+     "Python line), or ask for less"),
 )
 
 

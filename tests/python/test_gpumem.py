@@ -237,6 +237,10 @@ class Errors(unittest.TestCase):
         with self.assertRaises(gpumem.Error) as cm:
             gpumem.free(p)
         self.assertIn("set what held it to None there", str(cm.exception))
+        with self.assertRaises(gpumem.Error) as cm:
+            gpumem.alloc(3 << 30)
+        self.assertIn("hint: drop tensors and arrays still referenced (gpumem.report() lists "
+                      "what is live by Python line)", str(cm.exception))
         self.assertNotIn("NULL", str(cm.exception))
         with self.assertRaises(gpumem.Error) as cm:
             gpumem.alloc(256, device=7)  # the simulated machine has one device
