@@ -213,6 +213,19 @@ int gpumem_report_main(int argc, char **argv)
                         "(every event is there, so this report is whole; other viewers such as "
                         "Perfetto may refuse the file)\n",
                 html ? html : summary);
+    /* Damage the output cannot show (the HTML page has no place for it): said on stderr for
+     * every output, and the report made of the rest, as for a trace that ends early. */
+    if (t.bad_times)
+        fprintf(stderr, "gpumem report: warning: %s: %llu event%s with a timestamp that is no "
+                        "time (NaN, infinite or out of range) left out; a release among them "
+                        "makes its allocation look live to the end\n",
+                html ? html : summary, (unsigned long long)t.bad_times,
+                t.bad_times == 1 ? "" : "s");
+    if (t.dropped)
+        fprintf(stderr, "gpumem report: warning: %s: the traced program could not record %llu "
+                        "event%s; a release among them makes its allocation look live to the "
+                        "end\n",
+                html ? html : summary, (unsigned long long)t.dropped, t.dropped == 1 ? "" : "s");
     int rc = 0;
     if (summary) {
         report_summary(&t, stdout, top);
