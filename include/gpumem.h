@@ -317,6 +317,9 @@ typedef void (*gpumem_error_handler)(const gpumem_error *err, void *arg);
  *  to stderr and, for failures reported by GPUMEM_CHECK (or any failure when
  *  GPUMEM_ABORT_ON_ERROR=1), calls abort(). The library never calls exit(). Thread-safe. */
 GPUMEM_API void gpumem_set_error_handler(gpumem_error_handler fn, void *arg);
+/** The handler in use and its argument (the default handler and NULL when none is set), for a
+ *  handler that chains to the one it replaces. Thread-safe. */
+GPUMEM_API void gpumem_get_error_handler(gpumem_error_handler *fn, void **arg);
 /** The handler used when none is set; callable from a custom handler to chain to it. */
 GPUMEM_API void gpumem_default_error_handler(const gpumem_error *err, void *arg);
 

@@ -51,6 +51,22 @@ GPUMEM_API void *gpumem_python_alloc(size_t bytes, int device, cudaStream_t stre
 /** Releases @p ptr to @p stream's cache. Returns gpumem_free_async()'s status. */
 GPUMEM_API int gpumem_python_free(void *ptr, cudaStream_t stream);
 
+/** A failure as the Python package raises it: the status and the message of the failing
+ *  call itself. */
+typedef struct gpumem_python_failure {
+    int code;          /**< gpumem status; GPUMEM_OK when the call succeeded */
+    char message[1024]; /**< gpumem_last_error()->message right after the call; "" on success */
+} gpumem_python_failure;
+
+/** The Python package's gpumem.alloc(): as gpumem_python_alloc(), and on failure (NULL with a
+ *  status other than GPUMEM_OK; 0 bytes give NULL and GPUMEM_OK) @p why holds the call's own
+ *  status and message, taken before anything else runs, and the error handler does not print
+ *  it (the package raises it; with GPUMEM_ABORT_ON_ERROR on, the handler still gets it). */
+GPUMEM_API void *gpumem_python_try_alloc(size_t bytes, int device, cudaStream_t stream,
+                                         gpumem_python_failure *why);
+/** The Python package's gpumem.free(): as gpumem_python_free(), with @p why as above. */
+GPUMEM_API int gpumem_python_try_free(void *ptr, cudaStream_t stream, gpumem_python_failure *why);
+
 /** The status of the calling thread's last failure (gpumem_last_error()->code). */
 GPUMEM_API int gpumem_python_error_code(void);
 /** Its message, "gpumem: error: ..." (gpumem_last_error()->message); never NULL. */

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "gpumem_python.h"
 
@@ -50,9 +51,9 @@ static gpumem_pool **slot_locked(int device)
  * workspaces), are freed at its teardown or never: not leaks to report at exit. */
 static const gpumem_pool_options_t runtime_owned = {.flags = GPUMEM_POOL_RUNTIME_OWNED};
 
-/* The device's pool, made on first use. NULL with the record set as gpumem_pool_create()
- * sets it (no such device: its message names the device). */
-static gpumem_pool *pool_of(int device)
+/* The device's pool, made on first use (at @p site, the first request's). NULL with the record
+ * set as gpumem_pool_create() sets it (no such device: its message names the device). */
+static gpumem_pool *pool_of(int device, gpumem_site site)
 {
     if (device >= 0 && device < GPUMEM_STATS_DEVICES) {
         gpumem_pool *p = atomic_load_explicit(&pools[device], memory_order_acquire);
@@ -63,7 +64,7 @@ static gpumem_pool *pool_of(int device)
     gpumem_pool **slot = slot_locked(device);
     gpumem_pool *pool = slot ? *slot : NULL;
     if (!pool) {
-        pool = gpumem_pool_create(GPUMEM_KIND_DEVICE, device, &runtime_owned);
+        pool = gpumem_pool_create_at(GPUMEM_KIND_DEVICE, device, &runtime_owned, site);
         far_pool *f = NULL;
         if (pool && device >= 0 && device < GPUMEM_STATS_DEVICES) {
             atomic_store_explicit(&pools[device], pool, memory_order_release);
@@ -83,11 +84,14 @@ static gpumem_pool *pool_of(int device)
 
 /* The interpreter's functions, looked up in the process (the python3 executable or
  * libpython): this library does not link libpython, so it loads into any process, and it
- * finds no interpreter in one without Python. All are in Python's stable ABI since 3.10. */
+ * finds no interpreter in one without Python. All but the thread state's unchecked read are in
+ * Python's stable ABI since 3.10; that one is PyThreadState_GetUnchecked from 3.13 and
+ * _PyThreadState_UncheckedGet (exported, private) before. */
 typedef void pyobj;
 static struct {
     int (*is_initialized)(void);
-    int (*gil_check)(void);
+    void *(*this_thread_state)(void);          /* PyGILState_GetThisThreadState */
+    void *(*current_thread_state)(void);       /* the state holding the GIL, or NULL */
     pyobj *(*current_frame)(void);             /* borrowed */
     pyobj *(*frame_code)(pyobj *frame);        /* new reference */
     pyobj *(*frame_back)(pyobj *frame);        /* new reference */
@@ -103,12 +107,12 @@ static pthread_once_t py_once = PTHREAD_ONCE_INIT;
 
 static void py_resolve(void)
 {
-    void **fns[] = {(void **)&py.is_initialized, (void **)&py.gil_check,
+    void **fns[] = {(void **)&py.is_initialized, (void **)&py.this_thread_state,
                     (void **)&py.current_frame, (void **)&py.frame_code,
                     (void **)&py.frame_back, (void **)&py.frame_line, (void **)&py.getattr,
                     (void **)&py.utf8, (void **)&py.incref, (void **)&py.decref,
                     (void **)&py.err_clear};
-    static const char *const names[] = {"Py_IsInitialized", "PyGILState_Check",
+    static const char *const names[] = {"Py_IsInitialized", "PyGILState_GetThisThreadState",
                                         "PyEval_GetFrame", "PyFrame_GetCode",
                                         "PyFrame_GetBack", "PyFrame_GetLineNumber",
                                         "PyObject_GetAttrString", "PyUnicode_AsUTF8",
@@ -116,7 +120,30 @@ static void py_resolve(void)
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if ((*fns[i] = dlsym(RTLD_DEFAULT, names[i])) == NULL)
             return;
+    void *current = dlsym(RTLD_DEFAULT, "PyThreadState_GetUnchecked");
+    if (!current)
+        current = dlsym(RTLD_DEFAULT, "_PyThreadState_UncheckedGet");
+    if (!current)
+        return;
+    memcpy(&py.current_thread_state, &current, sizeof current);
     py.found = 1;
+}
+
+/* Whether the calling thread holds the GIL (in a free-threaded build: is attached to the
+ * interpreter), for certain; only then may a Python object be touched.
+ *
+ * Not PyGILState_Check(): it answers 1 on every thread once a subinterpreter exists (CPython
+ * turns its check off then, measured with 3.11: a hook called from a thread without the GIL
+ * read a frame through a NULL thread state). Instead: the thread state that runs now, read
+ * without checks (CPython 3.11 and older keep one for the whole process, the GIL holder's;
+ * 3.12 and later one per thread, NULL while the thread is detached), must be this thread's
+ * own (the thread-local one PyGILState keeps, which CPython clears when it deletes the state).
+ * A thread running a subinterpreter on a thread state other than its first gets no Python
+ * site: the answer is "no" whenever it is not certain. */
+static int holds_gil(void)
+{
+    void *current = py.current_thread_state();
+    return current && current == py.this_thread_state();
 }
 
 /* Strings a site points to must outlive the allocation (the registry keeps the pointers), so
@@ -165,11 +192,38 @@ void gpumem_python_skip_dir(const char *dir)
 enum { SKIP_PACKAGES, SKIP_GPUMEM, SKIP_NONE };
 
 
+/* text with its control characters (C0, DEL, and C1 in UTF-8) written as \xNN, as gpumem's
+ * text outputs write text from outside: a file named with an escape sequence must not reach a
+ * terminal through a report. NULL when there is none to replace or no memory. */
+static char *visible_copy(const char *text)
+{
+    size_t n = 0, controls = 0;
+    for (const unsigned char *u = (const unsigned char *)text; *u; u++, n++)
+        controls += *u < 0x20 || *u == 0x7f || (*u == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f);
+    char *out = controls ? malloc(n + 6 * controls + 1) : NULL;
+    if (!out)
+        return NULL;
+    char *o = out;
+    for (const unsigned char *u = (const unsigned char *)text; *u; u++) {
+        int c1 = *u == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f;
+        if (*u < 0x20 || *u == 0x7f || c1) {
+            o += sprintf(o, c1 ? "\\x%02x\\x%02x" : "\\x%02x", u[0], c1 ? u[1] : 0);
+            u += c1;
+        } else {
+            *o++ = (char)*u;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
 static const char *code_str(pyobj *code, const char *attr)
 {
     pyobj *str = py.getattr(code, attr);
     const char *text = str ? py.utf8(str) : NULL;
-    const char *kept = text ? intern(text) : NULL;
+    char *shown = text ? visible_copy(text) : NULL;
+    const char *kept = text ? intern(shown ? shown : text) : NULL;
+    free(shown);
     if (str)
         py.decref(str);
     if (!kept)
@@ -253,7 +307,7 @@ static int frame_at_level(pyobj *frame, int level, gpumem_site *out)
 static int python_site(gpumem_site *out)
 {
     pthread_once(&py_once, py_resolve);
-    if (!py.found || !py.is_initialized() || !py.gil_check())
+    if (!py.found || !py.is_initialized() || !holds_gil())
         return 0;
     pyobj *frame = py.current_frame(); /* borrowed; the frames behind it are new references */
     if (!frame)
@@ -274,7 +328,7 @@ static gpumem_site site_or(gpumem_site hook)
 static void *alloc_on(size_t bytes, int device, cudaStream_t stream, gpumem_site hook)
 {
     gpumem_site site = site_or(hook);
-    gpumem_pool *pool = pool_of(device);
+    gpumem_pool *pool = pool_of(device, site);
     void *p = pool ? gpumem_pool_alloc_at(pool, 1, bytes, stream, site) : NULL;
     if (!p && gpumem_last_error()->code == GPUMEM_ENOMEM && device >= 0 &&
         device < GPUMEM_STATS_DEVICES)
@@ -328,6 +382,72 @@ void *gpumem_python_alloc(size_t bytes, int device, cudaStream_t stream)
 int gpumem_python_free(void *ptr, cudaStream_t stream)
 {
     return gpumem_free_async_at(ptr, stream, site_or(GPUMEM_SITE_HERE));
+}
+
+/* ---- the Python package's own calls ------------------------------------------------------ */
+
+/* The package raises a failure of its own calls as gpumem.Error, so the handler does not print
+ * it too (said once, not twice): the hooks' handler, put in front of the one in use when the
+ * package first calls, passes on every failure but those of a thread inside such a call. With
+ * GPUMEM_ABORT_ON_ERROR on, every failure is passed on (the default handler then aborts, as
+ * asked). A handler set later by the program replaces this one; the package's errors are
+ * then printed by it, as it decides, and raised. */
+static _Thread_local int quiet;
+static gpumem_error_handler chained;
+static void *chained_arg;
+static int abort_on_error;
+static pthread_once_t handler_once = PTHREAD_ONCE_INIT;
+
+static void package_handler(const gpumem_error *err, void *arg)
+{
+    (void)arg;
+    if (!quiet || abort_on_error)
+        chained(err, chained_arg);
+}
+
+static void handler_install(void)
+{
+    for (int i = 0; i < gpumem_option_count(); i++) {
+        const char *name = NULL, *value = NULL;
+        if (gpumem_option_get(i, &name, &value, NULL, NULL) == GPUMEM_OK &&
+            strcmp(name, "GPUMEM_ABORT_ON_ERROR") == 0)
+            abort_on_error = strcmp(value, "0") != 0 && strcasecmp(value, "off") != 0 &&
+                             strcasecmp(value, "no") != 0 && strcasecmp(value, "false") != 0;
+    }
+    gpumem_get_error_handler(&chained, &chained_arg);
+    gpumem_set_error_handler(package_handler, NULL);
+}
+
+/* The failure of the call just made, from the thread's record before anything else runs (a
+ * finalizer that Python runs later may make a gpumem call that resets it). */
+static void failure_take(int failed, gpumem_python_failure *why)
+{
+    if (!why)
+        return;
+    const gpumem_error *e = gpumem_last_error();
+    why->code = failed ? e->code : GPUMEM_OK;
+    snprintf(why->message, sizeof why->message, "%s", failed ? e->message : "");
+}
+
+void *gpumem_python_try_alloc(size_t bytes, int device, cudaStream_t stream,
+                              gpumem_python_failure *why)
+{
+    pthread_once(&handler_once, handler_install);
+    quiet++;
+    void *p = alloc_on(bytes, device, stream, GPUMEM_SITE_HERE);
+    failure_take(!p && gpumem_last_error()->code != GPUMEM_OK, why);
+    quiet--;
+    return p;
+}
+
+int gpumem_python_try_free(void *ptr, cudaStream_t stream, gpumem_python_failure *why)
+{
+    pthread_once(&handler_once, handler_install);
+    quiet++;
+    int rc = gpumem_free_async_at(ptr, stream, site_or(GPUMEM_SITE_HERE));
+    failure_take(rc != GPUMEM_OK, why);
+    quiet--;
+    return rc;
 }
 
 /* ---- what the Python side reads ---------------------------------------------------------- */

@@ -162,6 +162,16 @@ void gpumem_set_error_handler(gpumem_error_handler fn, void *arg)
     pthread_mutex_unlock(&handler_lock);
 }
 
+void gpumem_get_error_handler(gpumem_error_handler *fn, void **arg)
+{
+    pthread_mutex_lock(&handler_lock);
+    if (fn)
+        *fn = handler_fn;
+    if (arg)
+        *arg = handler_arg;
+    pthread_mutex_unlock(&handler_lock);
+}
+
 void gpumem__err_at_fork(int phase)
 {
     if (phase == GPUMEM__FORK_PREPARE)

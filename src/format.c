@@ -159,6 +159,63 @@ size_t gpumem__json_piece(const char *s, char out[GPUMEM__JSON_PIECE_MAX], size_
     return 6;
 }
 
+/* ---- text for a terminal ----
+ *
+ * Text from outside (file names, source lines, environment values, names in a trace) may hold
+ * control characters: a newline makes a line of its own, ESC and CSI start sequences that a
+ * terminal obeys (move the cursor, retitle the window, hide what follows). The C0 controls
+ * and DEL, and the C1 controls (U+0080 to U+009F in UTF-8, and bytes 0x80 to 0x9F that begin
+ * no UTF-8 sequence, which an 8-bit terminal takes for C1 itself) are written as escapes;
+ * other bytes, valid UTF-8 or not (a Latin-1 name), as they are. */
+size_t gpumem__visible_piece(const char *s, char out[GPUMEM__VISIBLE_PIECE_MAX], size_t *took)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *u = (const unsigned char *)s;
+    size_t len = 1;
+    *took = 1;
+    if (u[0] == '\n' || u[0] == '\t') {
+        out[0] = '\\';
+        out[1] = u[0] == '\n' ? 'n' : 't';
+        return 2;
+    }
+    int control = u[0] < 0x20 || u[0] == 0x7f || (u[0] >= 0x80 && u[0] <= 0x9f);
+    if (u[0] == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f) {
+        control = 1;
+        *took = len = 2;
+    } else if (u[0] >= 0x80 && !control && utf8_sequence(u, took)) {
+        memcpy(out, s, *took);
+        return *took;
+    } else if (u[0] >= 0x80) {
+        *took = 1; /* not UTF-8: a byte at a time */
+    }
+    if (!control) {
+        out[0] = s[0];
+        return 1;
+    }
+    for (size_t i = 0; i < len; i++) {
+        memcpy(out + 4 * i, "\\x", 2);
+        out[4 * i + 2] = hex[u[i] >> 4];
+        out[4 * i + 3] = hex[u[i] & 15];
+    }
+    return 4 * len;
+}
+
+size_t gpumem__visible(const char *s, char *out, size_t cap)
+{
+    size_t o = 0;
+    char piece[GPUMEM__VISIBLE_PIECE_MAX];
+    for (size_t took; s && *s && cap; s += took) {
+        size_t n = gpumem__visible_piece(s, piece, &took);
+        if (o + n >= cap)
+            break;
+        memcpy(out + o, piece, n);
+        o += n;
+    }
+    if (cap)
+        out[o] = '\0';
+    return o;
+}
+
 size_t gpumem__utf8_whole(const char *s, size_t len)
 {
     for (size_t back = 1; back <= 3 && back <= len; back++) {

@@ -21,12 +21,17 @@
 /* ---- options.c: one table, read once from the environment ---- */
 /* X(NAME, TYPE, CHOICES, DEFAULT, HELP): TYPE is BOOL (1/0, on/off, ...), SIZE (a number with
  * an optional unit), COUNT (a whole number in the range CHOICES, "LOW-HIGH"), CHOICE (one of
- * CHOICES, separated by '|'), PATH (non-empty) or TEXT. */
+ * CHOICES, separated by '|'), PATH (non-empty) or TEXT. A SIZE that is an amount of memory
+ * has its bounds in CHOICES ("LOW-HIGH"): at most 1024TiB, more than any machine has, so that
+ * the code may add a few pages to it without wrapping (18446744073709551615 for
+ * GPUMEM_REGCACHE wrapped its limit to nothing). FAIL_ALLOC, QUARANTINE and LEAK_EXITCODE are
+ * counts and a status: any value is safe (QUARANTINE is clamped by registry.c, and
+ * LEAK_EXITCODE refused above 255 by report.c, each with a warning of its own). */
 #define GPUMEM__OPTION_MAP(X)                                                                    \
     X(BACKEND, CHOICE, "cuda|sim", "cuda",                                                       \
       "backend: cuda (the real driver) or sim (the simulated device, for tests)")                \
     X(LIBCUDA, PATH, "", "libcuda.so.1", "CUDA driver library the cuda backend loads")            \
-    X(SIM_DEVICE_BYTES, SIZE, "", "16GiB", "memory of each simulated device")                    \
+    X(SIM_DEVICE_BYTES, SIZE, "0-1024TiB", "16GiB", "memory of each simulated device")                    \
     X(SIM_DEVICES, COUNT, "1-64", "1", "number of simulated devices, 1 to 64")                   \
     X(SIM_PEER_ACCESS, BOOL, "", "1",                                                            \
       "simulated devices can reach each other's memory (0: peer copies are refused)")            \
@@ -52,7 +57,7 @@
     X(POOL_DESIGN, CHOICE, "auto|vmm|segments|classes", "auto",                                  \
       "how pools hold memory: auto (device pools map pages where the device can), vmm, "        \
       "segments (carved from pieces CUDA gives), classes (a piece per block, never split)")     \
-    X(COPY_STAGE_MIN, SIZE, "", "16MiB",                                                         \
+    X(COPY_STAGE_MIN, SIZE, "0-1024TiB", "16MiB",                                                \
       "copies between pageable host and device memory this large go through pinned staging "    \
       "slots (0: never)")                                                                        \
     X(COPY_SLOT_BYTES, SIZE, "4KiB-16GiB", "4MiB",                                               \
@@ -64,7 +69,7 @@
     X(COPY_STREAM_STORES, BOOL, "", "1",                                                       \
       "staged copies to the device fill the pinned slots with streaming (non-temporal) stores, " \
       "on x86-64")                                                                               \
-    X(REGCACHE, SIZE, "", "1GiB",                                                               \
+    X(REGCACHE, SIZE, "0-1024TiB", "1GiB",                                                               \
       "gpumem_copy keeps large pageable buffers registered with the driver, up to this many "     \
       "bytes, for later copies at pinned speed (0: off)")                                        \
     X(TRACE, TEXT, "", "",                                                                       \

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "sigsafe.h"
 
 extern char **environ;
 
@@ -258,20 +259,21 @@ static void warn_unknown(void)
             known = strlen(build_variables[i]) == len && strncmp(build_variables[i], *e, len) == 0;
         if (known)
             continue;
-        char name[128];
+        char name[128], shown[4 * sizeof name];
         snprintf(name, sizeof name, "%.*s", (int)(len < 127 ? len : 127), *e);
+        gpumem__visible(name, shown, sizeof shown);
         const char *names[GPUMEM__OPT_COUNT];
         for (int i = 0; i < GPUMEM__OPT_COUNT; i++)
             names[i] = defs[i].name;
         const char *best = gpumem__suggest(name, strlen(name), names, GPUMEM__OPT_COUNT, 3);
         if (best)
             fprintf(stderr, "gpumem: warning: unknown option %s is ignored; did you mean %s?\n",
-                    name, best);
+                    shown, best);
         else
             fprintf(stderr,
                     "gpumem: warning: unknown option %s is ignored; `gpumem info` lists the "
                     "options\n",
-                    name);
+                    shown);
     }
 }
 
@@ -288,9 +290,11 @@ void gpumem__options_load(void)
         if (parse_value(i, env, &expected) == 0) {
             values[i] = env;
         } else {
+            char shown[4 * 256];
+            gpumem__visible(env, shown, sizeof shown);
             fprintf(stderr,
                     "gpumem: warning: %s=%s is not valid (expected %s); using the default %s\n",
-                    defs[i].name, env, expected, defs[i].def);
+                    defs[i].name, shown, expected, defs[i].def);
             parse_value(i, defs[i].def, &expected);
         }
     }

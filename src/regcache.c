@@ -26,17 +26,34 @@
  * the same heap); munmap and madvise, which act on pages, drop those whose pages they touch.
  * No CUDA call is made with the lock held, and while a thread registers, copies or
  * unregisters, its own frees (the driver's, inside those calls) skip the cache (in_cache), so
- * they cannot wait on the copy they are part of. */
+ * they cannot wait on the copy they are part of.
+ *
+ * exit() from a signal handler. The handler runs on the thread it interrupted, which may hold
+ * the cache's lock or a lock of the driver's (the simulated device's, CUDA's own) at that
+ * moment, and the exit path then releases memory (the program's exit handlers, C++
+ * destructors) and runs the cache's exit handler. Neither may wait for what that thread holds:
+ * - a release on a thread that holds the lock (holding: only a handler that interrupted it
+ *   gets there) waits for nothing: it turns the cache off for good (broken), since the entries
+ *   it could not drop may now describe memory that is gone, and no copy uses them again;
+ * - once the process exits (closing, set by the cache's exit handler), a release takes the
+ *   lock for at most EXIT_WAIT_MS, waits at most that long for copies using an entry, and
+ *   forgets the entries it drops without unregistering them (the driver's own teardown does
+ *   that), so it never calls into the driver either;
+ * - the exit handler does the same: at most EXIT_WAIT_MS for the lock and for a registration
+ *   under way, then the process goes on ending. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
+#include "sigsafe.h"
 
 #define MAX_ENTRIES 64
 
@@ -65,7 +82,6 @@ static struct {
     int enabled;         /* the option's limit > 0 and not turned off at run time */
     int inited;
     int registrar;       /* R_*: who registers queued ranges */
-    int closing;         /* the process is exiting: nothing more is queued */
     uint64_t limit;
     const char *off_reason;
     gpumem__regcache_counts n;
@@ -78,6 +94,65 @@ atomic_uint gpumem__regcache_live;
 atomic_uintptr_t gpumem__regcache_lo, gpumem__regcache_hi;
 
 static _Thread_local int in_cache; /* this thread is inside the cache (its CUDA calls) */
+
+#define EXIT_WAIT_MS 1000
+static atomic_int closing; /* the process is exiting: nothing more is queued or registered */
+static atomic_int broken;  /* a release could not drop its entries: the cache is off for good */
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+static void cache_at_exit_setup(void);
+static _Thread_local int holding; /* this thread holds rc.lock */
+
+static void lock(void)
+{
+    pthread_mutex_lock(&rc.lock);
+    holding = 1;
+}
+
+static void unlock(void)
+{
+    holding = 0;
+    pthread_mutex_unlock(&rc.lock);
+}
+
+static void wait_on(pthread_cond_t *c)
+{
+    holding = 0;
+    pthread_cond_wait(c, &rc.lock);
+    holding = 1;
+}
+
+static struct timespec deadline_in(long ms)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_sec += ms / 1000;
+    t.tv_nsec += (ms % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
+}
+
+/* The lock, on a path that exit() from a signal handler may run: never when this thread holds
+ * it already (the handler interrupted it), and for at most EXIT_WAIT_MS otherwise. */
+static int lock_bounded(void)
+{
+    long budget = EXIT_WAIT_MS * 1000000L;
+    if (holding || !gpumem__trylock_for(&rc.lock, &budget))
+        return 0;
+    holding = 1;
+    return 1;
+}
+
+/* As wait_on, until the deadline; 0 when it passed. */
+static int wait_until(pthread_cond_t *c, const struct timespec *deadline)
+{
+    holding = 0;
+    int rc_ = pthread_cond_timedwait(c, &rc.lock, deadline);
+    holding = 1;
+    return rc_ != ETIMEDOUT;
+}
 
 int gpumem__regcache_inside(void)
 {
@@ -114,8 +189,13 @@ static void load_options(void)
 static int usable(void)
 {
     load_options();
-    if (!rc.enabled || rc.closing)
+    if (!rc.enabled || atomic_load(&closing))
         return 0;
+    if (atomic_load(&broken)) {
+        rc.off_reason = "a release came from a signal handler that interrupted the cache: the "
+                        "entries it could not drop are not used again";
+        return 0;
+    }
     if (!rc.checked) {
         rc.checked = 1;
         const char *m = hooks_missing();
@@ -166,11 +246,11 @@ static void unregister(entry *e)
 
 static void forget(entry *e)
 {
-    pthread_mutex_lock(&rc.lock);
+    lock();
     e->state = E_FREE;
     publish();
     pthread_cond_broadcast(&rc.idle);
-    pthread_mutex_unlock(&rc.lock);
+    unlock();
 }
 
 int gpumem__regcache_get(const void *p, size_t bytes, void **out)
@@ -183,14 +263,16 @@ int gpumem__regcache_get(const void *p, size_t bytes, void **out)
     uintptr_t ubase = a, uend = a + bytes;
     entry *victims[MAX_ENTRIES];
     int nv = 0, dev = 0;
-    if (gpumem__be->current_device(&dev) != 0)
+    if (holding || atomic_load(&closing) || atomic_load(&broken) ||
+        gpumem__be->current_device(&dev) != 0)
         return 0;
-    pthread_mutex_lock(&rc.lock);
+    pthread_once(&exit_once, cache_at_exit_setup);
+    lock();
     /* The limit counts whole pages; the two a buffer shares with its neighbours are not held
      * against it, so a buffer of exactly the limit's size fits. */
     uintptr_t limit = rc.limit + 2 * pg;
     if (!usable() || end - base > limit) {
-        pthread_mutex_unlock(&rc.lock);
+        unlock();
         return 0;
     }
     entry *slot = NULL;
@@ -202,7 +284,7 @@ int gpumem__regcache_get(const void *p, size_t bytes, void **out)
             e->ubase = ubase < e->ubase ? ubase : e->ubase;
             e->uend = uend > e->uend ? uend : e->uend;
             rc.n.hits++;
-            pthread_mutex_unlock(&rc.lock);
+            unlock();
             in_cache++; /* until put: the copy's own frees inside CUDA skip the cache */
             *out = e;
             return 1;
@@ -216,7 +298,7 @@ int gpumem__regcache_get(const void *p, size_t bytes, void **out)
         entry *e = &rc.e[i];
         if (e->state != E_FREE && e->base < end && base < e->end) {
             if (e->state != E_LIVE || e->users) {
-                pthread_mutex_unlock(&rc.lock);
+                unlock();
                 return 0;
             }
             base = e->base < base ? e->base : base;
@@ -226,7 +308,7 @@ int gpumem__regcache_get(const void *p, size_t bytes, void **out)
         }
     }
     if (end - base > limit) {
-        pthread_mutex_unlock(&rc.lock);
+        unlock();
         return 0;
     }
     for (int i = 0; i < MAX_ENTRIES; i++) {
@@ -267,7 +349,7 @@ int gpumem__regcache_get(const void *p, size_t bytes, void **out)
         rc.bytes += end - base;
         publish(); /* the hooks see the range from now: a release cancels it */
     }
-    pthread_mutex_unlock(&rc.lock);
+    unlock();
     for (int i = 0; i < nv; i++) {
         unregister(victims[i]);
         forget(victims[i]);
@@ -281,7 +363,7 @@ static void register_entry(entry *e)
 {
     uintptr_t base = e->base, end = e->end;
     int dev = e->dev, token = 0;
-    pthread_mutex_unlock(&rc.lock);
+    unlock();
     in_cache++;
     int err = gpumem__be->device_push(dev, &token);
     if (!err) {
@@ -289,7 +371,7 @@ static void register_entry(entry *e)
         gpumem__be->device_pop(token);
     }
     in_cache--;
-    pthread_mutex_lock(&rc.lock);
+    lock();
     e->users = 0;
     if (err) {
         rc.n.refused++;
@@ -323,23 +405,27 @@ static entry *take_queued(void)
 static void *registrar_main(void *arg)
 {
     (void)arg;
-    pthread_mutex_lock(&rc.lock);
+    lock();
     for (;;) {
         entry *e = take_queued();
         if (e)
             register_entry(e);
         else
-            pthread_cond_wait(&rc.work, &rc.lock);
+            wait_on(&rc.work);
     }
     return NULL;
 }
 
-/* At exit: ranges still queued are dropped, and a registration under way is waited for, so
- * that the driver is not torn down under it. */
-static void registrar_stop(void)
+/* At exit: nothing more is queued or registered; ranges still queued are dropped, and a
+ * registration under way is waited for, so that the driver is not torn down under it; for
+ * the lock and for the registration at most EXIT_WAIT_MS each (the thread a signal handler
+ * interrupted to call exit() may hold the lock, or a driver lock the registration needs). */
+static void cache_at_exit(void)
 {
-    pthread_mutex_lock(&rc.lock);
-    rc.closing = 1;
+    atomic_store(&closing, 1);
+    if (!lock_bounded())
+        return;
+    struct timespec deadline = deadline_in(EXIT_WAIT_MS);
     for (;;) {
         int busy = 0;
         for (int i = 0; i < MAX_ENTRIES; i++) {
@@ -350,12 +436,16 @@ static void registrar_stop(void)
             }
             busy |= e->state == E_BUSY;
         }
-        if (!busy)
+        if (!busy || !wait_until(&rc.idle, &deadline))
             break;
-        pthread_cond_wait(&rc.idle, &rc.lock);
     }
     publish();
-    pthread_mutex_unlock(&rc.lock);
+    unlock();
+}
+
+static void cache_at_exit_setup(void)
+{
+    atexit(cache_at_exit);
 }
 
 /* Starts the registrar, with every signal blocked so that the program's signals keep going to
@@ -374,26 +464,26 @@ static int registrar_start(void)
     in_cache--;
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (ok)
-        atexit(registrar_stop);
     return ok;
 }
 
 void gpumem__regcache_kick(void)
 {
-    pthread_mutex_lock(&rc.lock);
+    if (holding || atomic_load(&closing))
+        return;
+    lock();
     int queued = 0;
     for (int i = 0; i < MAX_ENTRIES && !queued; i++)
         queued = rc.e[i].state == E_QUEUED;
-    if (!queued || rc.closing) {
-        pthread_mutex_unlock(&rc.lock);
+    if (!queued || atomic_load(&closing)) {
+        unlock();
         return;
     }
     if (rc.registrar == R_NONE) {
         rc.registrar = R_STARTING;
-        pthread_mutex_unlock(&rc.lock);
+        unlock();
         int ok = registrar_start();
-        pthread_mutex_lock(&rc.lock);
+        lock();
         rc.registrar = ok ? R_RUNNING : R_INLINE;
     }
     if (rc.registrar == R_RUNNING) {
@@ -403,22 +493,22 @@ void gpumem__regcache_kick(void)
         while ((e = take_queued()) != NULL)
             register_entry(e);
     } /* R_STARTING: the thread that starts the registrar signals it */
-    pthread_mutex_unlock(&rc.lock);
+    unlock();
 }
 
 void gpumem__regcache_settle(void)
 {
     gpumem__regcache_kick();
-    pthread_mutex_lock(&rc.lock);
+    lock();
     for (;;) {
         int pending = 0;
         for (int i = 0; i < MAX_ENTRIES; i++)
             pending |= rc.e[i].state == E_QUEUED || rc.e[i].state == E_BUSY;
         if (!pending)
             break;
-        pthread_cond_wait(&rc.idle, &rc.lock);
+        wait_on(&rc.idle);
     }
-    pthread_mutex_unlock(&rc.lock);
+    unlock();
 }
 
 void gpumem__regcache_put(void *entry_)
@@ -427,10 +517,10 @@ void gpumem__regcache_put(void *entry_)
     if (!e)
         return;
     in_cache--;
-    pthread_mutex_lock(&rc.lock);
+    lock();
     if (--e->users == 0)
         pthread_cond_broadcast(&rc.idle);
-    pthread_mutex_unlock(&rc.lock);
+    unlock();
 }
 
 int gpumem__regcache_owns(const void *p)
@@ -440,59 +530,91 @@ int gpumem__regcache_owns(const void *p)
         a >= atomic_load(&gpumem__regcache_hi))
         return 0;
     int owns = 0;
-    pthread_mutex_lock(&rc.lock);
+    if (!atomic_load(&closing) && !holding)
+        lock();
+    else if (!lock_bounded())
+        return 1; /* not known: a copy that takes the range for pageable memory is still right */
     for (int i = 0; i < MAX_ENTRIES && !owns; i++)
         owns = rc.e[i].state != E_FREE && rc.e[i].base <= a && a < rc.e[i].end;
-    pthread_mutex_unlock(&rc.lock);
+    unlock();
     return owns;
 }
 
-/* Unregisters every entry overlapping [a, end) (its copied bytes with user, else its pages),
- * waiting for the copies using them; counts them as released (or evicted). An entry another
- * thread is unregistering already is left to it: the driver accepts the unregistration of a
- * range whose memory is gone (measured), so the release need not wait for it. */
+/* Takes out of the table every entry overlapping [a, end) (its copied bytes with user, else
+ * its pages) that no copy uses, counting them as released (or evicted), into victims; sets
+ * *waiting when a copy (or the registration) still uses one. Locked. */
+static int take_victims(uintptr_t a, uintptr_t end, int released, int user, entry **victims,
+                        int *waiting)
+{
+    int nv = 0;
+    *waiting = 0;
+    for (int i = 0; i < MAX_ENTRIES; i++) {
+        entry *e = &rc.e[i];
+        uintptr_t lo = user ? e->ubase : e->base, hi = user ? e->uend : e->end;
+        if (e->state == E_FREE || e->state == E_DYING || hi <= a || end <= lo)
+            continue;
+        if (e->state == E_QUEUED) { /* not registered yet: nothing to undo */
+            e->state = E_FREE;
+            rc.bytes -= e->end - e->base;
+            publish();
+            continue;
+        }
+        if (e->users) {
+            *waiting = 1;
+            continue;
+        }
+        retire(e);
+        victims[nv++] = e;
+        if (released)
+            rc.n.released++;
+        else
+            rc.n.evicted++;
+    }
+    return nv;
+}
+
+/* Unregisters every entry overlapping [a, end), waiting for the copies using them. An entry
+ * another thread is unregistering already is left to it: the driver accepts the
+ * unregistration of a range whose memory is gone (measured), so the release need not wait
+ * for it. On the exit path (the file's opening comment): bounded, without the driver, or, on
+ * the thread that holds the lock, not at all. */
 static void drop(uintptr_t a, uintptr_t end, int released, int user)
 {
-    pthread_mutex_lock(&rc.lock);
+    int exiting = atomic_load(&closing);
+    if (holding || (exiting && !lock_bounded())) {
+        atomic_store(&broken, 1);
+        return;
+    }
+    if (!exiting)
+        lock();
+    struct timespec deadline = deadline_in(EXIT_WAIT_MS);
     for (;;) {
         entry *victims[MAX_ENTRIES];
-        int nv = 0, waiting = 0;
-        for (int i = 0; i < MAX_ENTRIES; i++) {
-            entry *e = &rc.e[i];
-            uintptr_t lo = user ? e->ubase : e->base, hi = user ? e->uend : e->end;
-            if (e->state == E_FREE || e->state == E_DYING || hi <= a || end <= lo)
-                continue;
-            if (e->state == E_QUEUED) { /* not registered yet: nothing to undo */
-                e->state = E_FREE;
-                rc.bytes -= e->end - e->base;
-                publish();
-                continue;
-            }
-            if (e->users) {
-                waiting = 1; /* a copy (or the registration) still uses it */
-                continue;
-            }
-            retire(e);
-            victims[nv++] = e;
-            if (released)
-                rc.n.released++;
-            else
-                rc.n.evicted++;
-        }
-        if (nv) {
-            pthread_mutex_unlock(&rc.lock);
+        int waiting;
+        int nv = take_victims(a, end, released, user, victims, &waiting);
+        if (nv && exiting) {
+            /* Left registered, for the driver's teardown to end, and E_DYING for good: the
+             * range is still the cache's (a copy of it is staged, not sent as pinned). */
+        } else if (nv) {
+            unlock();
             for (int i = 0; i < nv; i++) {
                 unregister(victims[i]);
                 forget(victims[i]);
             }
-            pthread_mutex_lock(&rc.lock);
-            continue;
+            lock();
         }
+        if (nv)
+            continue;
         if (!waiting)
             break;
-        pthread_cond_wait(&rc.idle, &rc.lock);
+        if (!exiting) {
+            wait_on(&rc.idle);
+        } else if (!wait_until(&rc.idle, &deadline)) {
+            atomic_store(&broken, 1);
+            break;
+        }
     }
-    pthread_mutex_unlock(&rc.lock);
+    unlock();
 }
 
 void gpumem__regcache_release(const void *p, size_t bytes, int block)
@@ -507,13 +629,13 @@ void gpumem__regcache_release(const void *p, size_t bytes, int block)
 
 int gpumem__regcache_set_enabled(int on)
 {
-    pthread_mutex_lock(&rc.lock);
+    lock();
     load_options();
     rc.enabled = on && rc.limit > 0;
     if (on && rc.limit == 0)
         rc.off_reason = "GPUMEM_REGCACHE=0";
     int ok = usable();
-    pthread_mutex_unlock(&rc.lock);
+    unlock();
     return ok;
 }
 
@@ -526,7 +648,7 @@ void gpumem__regcache_reset(void)
 
 void gpumem__regcache_counts_get(gpumem__regcache_counts *out)
 {
-    pthread_mutex_lock(&rc.lock);
+    lock();
     usable();
     *out = rc.n;
     out->bytes = rc.bytes;
@@ -534,7 +656,7 @@ void gpumem__regcache_counts_get(gpumem__regcache_counts *out)
     for (int i = 0; i < MAX_ENTRIES; i++)
         out->entries += rc.e[i].state == E_LIVE;
     out->off_reason = rc.off_reason;
-    pthread_mutex_unlock(&rc.lock);
+    unlock();
 }
 
 /* fork(): the cache's lock, last of the library's: free() takes it (reghooks.c) from under
@@ -547,7 +669,7 @@ void gpumem__regcache_counts_get(gpumem__regcache_counts *out)
 void gpumem__regcache_at_fork(int phase)
 {
     if (phase == GPUMEM__FORK_PREPARE) {
-        pthread_mutex_lock(&rc.lock);
+        lock();
         return;
     }
     if (phase == GPUMEM__FORK_CHILD) {
@@ -564,5 +686,5 @@ void gpumem__regcache_at_fork(int phase)
         pthread_cond_init(&rc.idle, NULL);
         pthread_cond_init(&rc.work, NULL);
     }
-    pthread_mutex_unlock(&rc.lock);
+    unlock();
 }

@@ -567,7 +567,7 @@ static void warn_report_file(const char *path, const char *why, int e, const cha
     gpumem__sink w;
     gpumem__sink_fd(&w, STDERR_FILENO);
     gpumem__sink_str(&w, "gpumem: warning: cannot write the report to ");
-    gpumem__sink_str(&w, path);
+    gpumem__sink_visible(&w, path);
     gpumem__sink_str(&w, " (");
     if (why)
         gpumem__sink_str(&w, why);
@@ -712,7 +712,7 @@ static void report_at_exit(void)
         gpumem__sink w;
         gpumem__sink_fd(&w, STDERR_FILENO);
         gpumem__sink_str(&w, "gpumem: error: the exit report was not written completely to ");
-        gpumem__sink_str(&w, fd >= 0 ? path : "stderr");
+        gpumem__sink_visible(&w, fd >= 0 ? path : "stderr");
         gpumem__sink_str(&w, " (");
         sink_errno(&w, e);
         gpumem__sink_str(&w, "); it would have said: ");

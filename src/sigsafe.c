@@ -85,6 +85,13 @@ void gpumem__sink_str(gpumem__sink *s, const char *str)
     gpumem__sink_mem(s, str ? str : "(null)", strlen(str ? str : "(null)"));
 }
 
+void gpumem__sink_visible(gpumem__sink *s, const char *str)
+{
+    char piece[GPUMEM__VISIBLE_PIECE_MAX];
+    for (size_t took; str && *str; str += took)
+        gpumem__sink_mem(s, piece, gpumem__visible_piece(str, piece, &took));
+}
+
 char *gpumem__fmt_u64(uint64_t v, char *buf)
 {
     char tmp[21];

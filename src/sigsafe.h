@@ -50,6 +50,18 @@ int gpumem__sink_flush(gpumem__sink *s);
  * is not UTF-8. Sets *took to the bytes of s it stands for; returns the bytes written to out.
  * The one JSON string escaper of gpumem: every JSON string is written with it. */
 size_t gpumem__json_piece(const char *s, char out[GPUMEM__JSON_PIECE_MAX], size_t *took);
+/* The most bytes gpumem__visible_piece writes for one piece (a C1 control in UTF-8 is 8). */
+#define GPUMEM__VISIBLE_PIECE_MAX 8
+/* The terminal-safe text of the next piece of s (s[0] is not NUL): a character as it is, or,
+ * for a control character (C0, DEL, C1), its escape: \n, \t or \xNN for each of its bytes.
+ * Sets *took to the bytes of s it stands for; returns the bytes written to out. The one rule
+ * of gpumem's text outputs for text that comes from outside. */
+size_t gpumem__visible_piece(const char *s, char out[GPUMEM__VISIBLE_PIECE_MAX], size_t *took);
+/* s made visible (gpumem__visible_piece) into out, cut at a piece to fit cap bytes with the
+ * NUL; returns the length written. */
+size_t gpumem__visible(const char *s, char *out, size_t cap);
+/* Writes s made visible. */
+void gpumem__sink_visible(gpumem__sink *s, const char *str);
 /* len, less a multi-byte character cut short at the end of s[0..len): where text is cut to
  * fit a buffer, this cuts it at a character boundary. */
 size_t gpumem__utf8_whole(const char *s, size_t len);

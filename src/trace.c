@@ -89,6 +89,7 @@ static pthread_key_t slot_key;
 
 static int fd = -1;
 static char path_text[4096];
+static char path_shown[4 * sizeof path_text]; /* path_text made visible, for messages */
 static const char *tool_name = "gpumem";
 static int write_failed;
 static atomic_uint_fast64_t recorded, dropped;
@@ -722,7 +723,7 @@ static void say_failed(const char *what, int err)
     gpumem__sink_fd(&o, STDERR_FILENO);
     gpumem__sink_str(&o, "gpumem: error: ");
     gpumem__sink_str(&o, what);
-    gpumem__sink_str(&o, path_text);
+    gpumem__sink_visible(&o, path_text);
     gpumem__sink_str(&o, " failed (");
     gpumem__sink_str(&o, err == EAGAIN ? "its reader took nothing for 2 s" : strerror(err));
     gpumem__sink_str(&o, "); the trace is incomplete\n  hint: free space there, or choose "
@@ -927,7 +928,7 @@ static void warn_incomplete(const char *why, const char *tail)
     gpumem__sink o;
     gpumem__sink_fd(&o, STDERR_FILENO);
     gpumem__sink_str(&o, "gpumem: warning: the trace ");
-    gpumem__sink_str(&o, path_text);
+    gpumem__sink_visible(&o, path_text);
     gpumem__sink_str(&o, " is incomplete: ");
     gpumem__sink_str(&o, why);
     gpumem__sink_str(&o, tail);
@@ -1160,6 +1161,7 @@ static int file_open(const char *pattern)
     size_t len = gpumem__path_expand(pattern, me, 0, path_text, sizeof path_text);
     if (len >= sizeof path_text)
         return refuse_long_name(len);
+    gpumem__visible(path_text, path_shown, sizeof path_shown);
     int f = open_file(path_text);
     if (f == -2) {
         char shared[sizeof path_text];
@@ -1167,12 +1169,16 @@ static int file_open(const char *pattern)
         len = gpumem__path_expand(pattern, me, 1, path_text, sizeof path_text);
         if (len >= sizeof path_text)
             return refuse_long_name(len);
-        if ((f = open_file(path_text)) >= 0)
+        gpumem__visible(path_text, path_shown, sizeof path_shown);
+        if ((f = open_file(path_text)) >= 0) {
+            char shared_shown[sizeof path_shown];
+            gpumem__visible(shared, shared_shown, sizeof shared_shown);
             fprintf(stderr,
                     "gpumem: warning: another process is writing its trace to %s; this one "
                     "(pid %ld) writes to %s\n  hint: put %%p in %s to give each process a file "
                     "of its own\n",
-                    shared, me, path_text, option_name());
+                    shared_shown, me, path_shown, option_name());
+        }
         else if (f == -2)
             errno = EBUSY;
     }
@@ -1185,12 +1191,12 @@ static int file_open(const char *pattern)
                 "gpumem: warning: the trace file %s is a FIFO that no process reads; nothing "
                 "will be recorded\n  hint: start its reader first, or name a regular file with "
                 "%s\n",
-                path_text, option_name());
+                path_shown, option_name());
     else
         fprintf(stderr,
                 "gpumem: error: cannot write the trace to %s (%s); nothing will be recorded\n"
                 "  hint: check that the folder exists and can be written\n",
-                path_text, strerror(errno));
+                path_shown, strerror(errno));
     return -1;
 }
 
@@ -1293,7 +1299,7 @@ int gpumem__trace_open(const char *path, const char *tool, void (*writer_init)(v
         closed = 1;
         pthread_mutex_unlock(&lock);
         fprintf(stderr, "gpumem: error: cannot start the trace's writer thread; nothing will "
-                        "be recorded in %s\n", path_text);
+                        "be recorded in %s\n", path_shown);
         return -1;
     }
     gpumem__fork_setup(); /* fork.c calls the handlers above, in the library's lock order */

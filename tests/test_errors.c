@@ -113,6 +113,24 @@ static void test_default_handler_aborts_on_check(void)
     EXPECT_EQ(WIFSIGNALED(status) ? WTERMSIG(status) : -1, SIGABRT);
 }
 
+/* The handler in use can be read, to chain to it; NULL restores the default. */
+static void test_get_handler(void)
+{
+    int mark;
+    gpumem_error_handler fn = NULL;
+    void *arg = NULL;
+    gpumem_set_error_handler(capture, &mark);
+    gpumem_get_error_handler(&fn, &arg);
+    EXPECT_TRUE(fn == capture);
+    EXPECT_PTR_EQ(arg, &mark);
+    gpumem_set_error_handler(NULL, &mark);
+    gpumem_get_error_handler(&fn, &arg);
+    EXPECT_TRUE(fn == gpumem_default_error_handler);
+    EXPECT_PTR_EQ(arg, NULL);
+    gpumem_get_error_handler(NULL, NULL); /* either may be left out */
+    gpumem_set_error_handler(capture, NULL);
+}
+
 int main(void)
 {
     gpumem_set_error_handler(capture, NULL);
@@ -121,5 +139,6 @@ int main(void)
     RUN(test_check_cuda_error);
     RUN(test_check_gpumem_status);
     RUN(test_default_handler_aborts_on_check);
+    RUN(test_get_handler);
     return harness_exit();
 }

@@ -128,6 +128,41 @@ static void test_failures(void)
     expect_live(0, 0);
 }
 
+/* The Python package's calls: the failure is the call's own, and it is not passed to the
+ * handler (the package raises it); the frameworks' hooks still pass theirs on. */
+static void test_package_calls(void)
+{
+    gpumem_python_failure why;
+    reset_seen();
+    EXPECT_NULL(gpumem_python_try_alloc((size_t)2 << 30, 0, STREAM_A, &why));
+    EXPECT_EQ(why.code, GPUMEM_ENOMEM);
+    EXPECT_CONTAINS(why.message, "gpumem: error: out of memory: 2.0 GiB");
+    EXPECT_EQ(seen.code, GPUMEM_OK); /* not passed on */
+    EXPECT_NULL(gpumem_python_alloc((size_t)2 << 30, 0, STREAM_A));
+    EXPECT_EQ(seen.code, GPUMEM_ENOMEM); /* the framework's hook: passed on to the handler */
+    reset_seen();
+    EXPECT_EQ(gpumem_python_try_free((void *)(uintptr_t)0x12345600, STREAM_A, &why),
+              GPUMEM_EFOREIGN);
+    EXPECT_EQ(why.code, GPUMEM_EFOREIGN);
+    EXPECT_CONTAINS(why.message, "which gpumem did not allocate");
+    EXPECT_EQ(seen.code, GPUMEM_OK);
+    void *p = gpumem_python_try_alloc(4096, 0, STREAM_A, &why);
+    ASSERT_NOT_NULL(p);
+    EXPECT_EQ(why.code, GPUMEM_OK);
+    EXPECT_STR_EQ(why.message, "");
+    EXPECT_EQ(gpumem_python_try_free(p, STREAM_A, &why), GPUMEM_OK);
+    EXPECT_EQ(why.code, GPUMEM_OK);
+    EXPECT_NULL(gpumem_python_try_alloc(0, 0, STREAM_A, &why)); /* nothing, and no failure */
+    EXPECT_EQ(why.code, GPUMEM_OK);
+    gpumem_error_handler fn;
+    void *arg;
+    gpumem_get_error_handler(&fn, &arg);
+    EXPECT_TRUE(fn != capture); /* the hooks' handler in front of the test's */
+    gpumem_cupy_free(NULL, (void *)(uintptr_t)0x12345600, 0);
+    EXPECT_EQ(seen.code, GPUMEM_EFOREIGN);
+    expect_live(0, 0);
+}
+
 /* PyTorch takes NULL for a tensor at address 0: a failed torch allocation stops the process
  * with gpumem's reason (SIGABRT) instead of returning. In a child, its stderr read back. */
 static void test_torch_oom_stops(void)
@@ -190,5 +225,6 @@ int main(int argc, char **argv)
     test_failures();
     test_torch_oom_stops();
     test_report();
+    test_package_calls();
     return harness_exit();
 }

@@ -11,6 +11,7 @@ libgpumem_python.so (installed beside libgpumem.so). docs/python.md.
 """
 import ctypes
 
+from . import _lib
 from ._lib import Error, PoolStats, Stats, lib
 from ._lib import last_error as _last_error
 
@@ -64,9 +65,10 @@ def stats():
 
 def pool_stats(device=0):
     """gpumem_pool_stats() of the device's pool the frameworks share, as a dict (all zero
-    before the first allocation on that device)."""
+    before the first allocation on that device). device as PyTorch takes one: an int,
+    "cuda:N", "cuda" or None (the current device), a torch.device."""
     s = PoolStats()
-    lib.gpumem_python_pool_stats(device, ctypes.byref(s))
+    lib.gpumem_python_pool_stats(_lib.device_arg(device), ctypes.byref(s))
     return {name: (list(v) if isinstance(v, ctypes.Array) else v)
             for name, v in ((name, getattr(s, name)) for name, _ in PoolStats._fields_)}
 
@@ -92,23 +94,29 @@ def report(full=True, json=False, file=None):
 
 def alloc(nbytes, device=0, stream=0):
     """A block of nbytes of device memory from the device's pool, in order on stream (a
-    CUDA stream handle as an int; 0 is the legacy default stream). Returns its address (an
-    int; 0 for 0 bytes); raises Error with gpumem's message on failure. Recorded at the
-    calling Python line. Release it with free()."""
-    if nbytes < 0:
-        raise ValueError(f"nbytes must not be negative, not {nbytes}")
-    ptr = lib.held.gpumem_python_alloc(nbytes, device, stream or None)
-    if not ptr and nbytes:
-        raise _last_error()
+    CUDA stream handle as an int, 0 for the legacy default stream, or a torch.cuda.Stream or
+    cupy.cuda.Stream). device as PyTorch takes one (0, "cuda:1", a torch.device). Returns its
+    address (an int; 0 for 0 bytes); raises Error with gpumem's message on failure, ValueError
+    or TypeError for an argument out of range or of the wrong type. Recorded at the calling
+    Python line. Release it with free()."""
+    nbytes = _lib.size_arg("nbytes", nbytes)
+    device = _lib.device_arg(device)
+    stream = _lib.stream_arg(stream)
+    why = _lib.Failure()
+    ptr = lib.held.gpumem_python_try_alloc(nbytes, device, stream or None, ctypes.byref(why))
+    if not ptr and why.code:
+        raise _lib.failure_error(why)
     return ptr or 0
 
 
 def free(ptr, stream=0):
     """Releases a block from alloc() (or from a framework's hook) to stream's cache; raises
-    Error on a double free, a foreign or interior pointer."""
-    status = lib.held.gpumem_python_free(ptr or None, stream or None)
-    if status != 0:
-        raise _last_error()
+    Error on a double free, a foreign or interior address; free(0) does nothing."""
+    ptr = _lib.address_arg("ptr", ptr)
+    stream = _lib.stream_arg(stream)
+    why = _lib.Failure()
+    if lib.held.gpumem_python_try_free(ptr or None, stream or None, ctypes.byref(why)) != 0:
+        raise _lib.failure_error(why)
 
 
 def __getattr__(name):

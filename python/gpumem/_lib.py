@@ -6,7 +6,10 @@ libgpumem_python.so beside it); where scripts/install put it relative to this pa
 the ld.so cache).
 """
 import ctypes
+import operator
 import os
+import re
+import sys
 
 LIBRARY_NAME = "libgpumem_python.so"
 KIND_COUNT = 12      # GPUMEM_KIND_COUNT_
@@ -61,6 +64,124 @@ class Checkpoint(ctypes.Structure):
                 ("device", ctypes.c_int)]
 
 
+class Failure(ctypes.Structure):
+    """gpumem_python_failure: the status and message of the failing call itself."""
+    _fields_ = [("code", ctypes.c_int), ("message", ctypes.c_char * 1024)]
+
+
+# ---- arguments: checked here, before ctypes, which would wrap an integer that does not fit ----
+
+SIZE_BITS = 8 * ctypes.sizeof(ctypes.c_size_t)
+SIZE_MAX = (1 << SIZE_BITS) - 1
+ADDRESS_MAX = (1 << (8 * ctypes.sizeof(ctypes.c_void_p))) - 1
+INT_MAX = (1 << (8 * ctypes.sizeof(ctypes.c_int) - 1)) - 1
+_CUDA_DEVICE = re.compile(r"cuda(?::(0|[1-9][0-9]*))?")
+
+
+def _integer(name, value):
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, not {type(value).__name__}") from None
+
+
+def size_arg(name, value):
+    """value as a size_t: an integer from 0 to SIZE_MAX."""
+    n = _integer(name, value)
+    if n < 0:
+        raise ValueError(f"{name} must not be negative, not {n}")
+    if n > SIZE_MAX:
+        raise ValueError(f"{name} must be at most {SIZE_MAX} (2**{SIZE_BITS} - 1), not {n}")
+    return n
+
+
+def address_arg(name, value):
+    """value as an address (None is 0): an integer from 0 to the largest address."""
+    a = 0 if value is None else _integer(name, value)
+    if a < 0:
+        raise ValueError(f"{name} must not be negative, not {a}")
+    if a > ADDRESS_MAX:
+        raise ValueError(f"{name} must be an address from 0 to {ADDRESS_MAX:#x}, not {a:#x}")
+    return a
+
+
+def stream_arg(value):
+    """A CUDA stream handle as an int: an int (0: the legacy default stream), None, or a
+    stream object of PyTorch (.cuda_stream) or CuPy (.ptr)."""
+    for attribute in ("cuda_stream", "ptr"):
+        if not isinstance(value, int) and hasattr(value, attribute):
+            value = getattr(value, attribute)
+            break
+    return address_arg("stream", value)
+
+
+def current_device():
+    """PyTorch's current device when PyTorch has set up CUDA, else 0."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        return torch.cuda.current_device()
+    return 0
+
+
+def device_arg(value):
+    """A CUDA device ordinal, from what PyTorch takes for one: None or "cuda" (the current
+    device), an int, "cuda:N", or a torch.device of type cuda."""
+    if value is None:
+        return current_device()
+    if isinstance(value, str):
+        match = _CUDA_DEVICE.fullmatch(value)
+        if not match:
+            raise ValueError(f"device must be a CUDA device such as 'cuda:0' or 0, not "
+                             f"{value!r}")
+        value = match.group(1)
+        return current_device() if value is None else device_arg(int(value))
+    if hasattr(value, "type") and hasattr(value, "index") and not isinstance(value, int):
+        if value.type != "cuda":
+            raise ValueError(f"device must be a CUDA device, not {value!r}")
+        return current_device() if value.index is None else device_arg(value.index)
+    d = _integer("device", value)
+    if not 0 <= d <= INT_MAX:
+        raise ValueError(f"device must be a device ordinal from 0 to {INT_MAX}, not {d}")
+    return d
+
+
+# ---- gpumem's messages, in the words of Python's API ----
+
+_PYTHON_WORDS = (
+    ("gpumem_free_async of ", "gpumem.free() of "),
+    ("gpumem_free of ", "gpumem.free() of "),
+    ("gpumem_pool_create at ", "gpumem.alloc() at "),
+    ("the pointer was not reset after the first release; set it to NULL there, or give the "
+     "memory a single owner", "the address was kept after the first release; set what held it "
+     "to None there, or give the memory a single owner"),
+    ("gpumem_pool_create of a device pool", "gpumem.alloc(): making the device pool"),
+    ("release only pointers gpumem_pool_alloc returned", "release only addresses gpumem.alloc() "
+     "returned"),
+    ("pass the pointer the allocation returned", "pass the address gpumem.alloc() returned"),
+    ("release it with gpumem_free", "release it with gpumem.free()"),
+    ("hint: release blocks still live, or raise the limit",
+     "hint: drop tensors and arrays still referenced (gpumem.report() lists what is live by "
+     "Python line), or ask for less"),
+)
+
+
+def python_words(message):
+    """gpumem's message with the C API's names and idioms said as Python's API says them."""
+    for c, python in _PYTHON_WORDS:
+        message = message.replace(c, python)
+    return message
+
+
+def error_name(code):
+    return lib.gpumem_err_name(code).decode()
+
+
+def failure_error(failure):
+    """The Error a failed call's own Failure describes."""
+    message = failure.message.decode("utf-8", "replace")
+    return Error(python_words(message), failure.code, error_name(failure.code))
+
+
 def _candidates():
     env = os.environ.get("GPUMEM_LIBRARY")
     if env:
@@ -94,6 +215,9 @@ def _declare(lib):
     sig = {
         "gpumem_python_alloc": (c.c_void_p, [c.c_size_t, c.c_int, c.c_void_p]),
         "gpumem_python_free": (c.c_int, [c.c_void_p, c.c_void_p]),
+        "gpumem_python_try_alloc": (c.c_void_p, [c.c_size_t, c.c_int, c.c_void_p,
+                                                 c.POINTER(Failure)]),
+        "gpumem_python_try_free": (c.c_int, [c.c_void_p, c.c_void_p, c.POINTER(Failure)]),
         "gpumem_python_error_code": (c.c_int, []),
         "gpumem_python_error_message": (c.c_char_p, []),
         "gpumem_python_pool_stats": (c.c_int, [c.c_int, c.POINTER(PoolStats)]),
@@ -160,4 +284,4 @@ def last_error():
     """An Error with the calling thread's last gpumem failure."""
     code = lib.gpumem_python_error_code()
     message = lib.gpumem_python_error_message().decode("utf-8", "replace")
-    return Error(message, code, lib.gpumem_err_name(code).decode())
+    return Error(python_words(message), code, error_name(code))

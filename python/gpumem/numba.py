@@ -8,6 +8,7 @@ that asked for it; host (pinned, mapped) memory stays Numba's own.
 """
 import contextlib
 import ctypes
+import sys
 import weakref
 
 from numba import cuda
@@ -37,10 +38,11 @@ def _releaser(address):
     def release():
         try:
             free(address)
+        except _lib.Error as e:
+            # A finalizer has no caller to raise to: the error (a double free, say) is said here.
+            print(e, file=sys.stderr)
         except Exception:  # pylint: disable=broad-except
-            # A finalizer has no caller to raise to: the library's handler has printed the
-            # error (a double free, say), and at interpreter exit modules may be gone.
-            pass
+            pass  # at interpreter exit, modules may be gone
     return release
 
 

@@ -38,22 +38,13 @@ def use():
     return allocator
 
 
-def _current_device():
-    import sys
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_initialized():
-        return torch.cuda.current_device()
-    return 0
-
-
 def memory_stats(device=None):
     """torch.cuda.memory_stats()'s keys that have a meaning for gpumem's pool of the device
     (the pool every framework using gpumem shares on it); docs/python.md says what each
-    holds. Block bytes are the pool's size classes; requested bytes are what was asked for."""
-    if device is None:
-        device = _current_device()
-    elif not isinstance(device, int):
-        device = getattr(device, "index", None) or 0
+    holds. Block bytes are the pool's size classes; requested bytes are what was asked for.
+    device as torch.cuda.memory_stats takes it: None or "cuda" (the current device), an int,
+    "cuda:N", a torch.device."""
+    device = _lib.device_arg(device)
     p = pool_stats(device)
     d = stats()["devices"].get(device, {"bytes": {"current": 0, "peak": 0, "total": 0}})
     made = p["hits"] + p["misses"]

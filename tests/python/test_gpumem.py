@@ -2,7 +2,9 @@
 reports, errors as gpumem.Error with the library's words, how the library is found, and the
 framework glue against small stand-ins for torch, cupy and numba written by the test (the
 real frameworks are exercised by the gpu tests)."""
+import contextlib
 import ctypes
+import io
 import json
 import os
 import subprocess
@@ -98,6 +100,19 @@ class StatsAndReport(unittest.TestCase):
                           os.path.join(d, "site-packages", "framework", "__init__.py") +
                           ":4 (make)", r.stdout, r.stderr)
 
+    def test_site_names_made_visible(self):
+        # A file named with a terminal escape: the report names it with the escape written out.
+        with tempfile.TemporaryDirectory() as d:
+            script = os.path.join(d, "\x1b[2Jrun\u009b.py")
+            with open(script, "w", encoding="utf-8") as f:
+                f.write("import gpumem\np = gpumem.alloc(900)\nprint(gpumem.report(), end='')\n")
+            r = subprocess.run([sys.executable, script], capture_output=True, text=True,
+                               timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("\x1b", r.stdout + r.stderr)
+        self.assertNotIn("\u009b", r.stdout + r.stderr)
+        self.assertIn("\\x1b[2Jrun\\xc2\\x9b.py:2 (<module>)", r.stdout)
+
     def test_report_json_and_file(self):
         p = gpumem.alloc(4096)
         with tempfile.TemporaryFile("w+") as f:
@@ -158,7 +173,8 @@ class Errors(unittest.TestCase):
             "gpumem: error: out of memory: 2.0 GiB device memory requested from a device pool "
             f"at {HERE}:{line_of('# oom-site')} (test_out_of_memory)\n"), str(e))
 
-    def test_same_words_as_the_library(self):
+    def test_said_once(self):
+        # Raised, not also printed by the library's handler.
         r = run_python("""
             import sys, gpumem
             try:
@@ -167,7 +183,80 @@ class Errors(unittest.TestCase):
                 print(e, end="")
         """)
         self.assertTrue(r.stdout.startswith("gpumem: error: out of memory: 5.0 GiB"), r.stdout)
-        self.assertIn(r.stdout, r.stderr)  # what the library's handler printed
+        self.assertEqual(r.stderr, "")
+
+    def test_no_device_said_once_in_python_words(self):
+        r = run_python("""
+            import gpumem
+            gpumem.alloc(1024)
+        """, GPUMEM_BACKEND="cuda", GPUMEM_LIBCUDA="/nonexistent/libcuda.so.1")
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stderr.count("no usable CUDA device"), 1, r.stderr)
+        self.assertTrue(r.stderr.startswith("Traceback"), r.stderr)
+        self.assertIn("gpumem.Error: gpumem: error: gpumem.alloc() at <string>:3 (<module>): "
+                      "no usable CUDA device\n", r.stderr)
+        self.assertIn("hint: for tests without a GPU, choose the simulated device with "
+                      "GPUMEM_BACKEND=sim", r.stderr)
+        self.assertNotIn("hooks.c", r.stderr)
+
+    def test_printed_when_the_program_asks_to_abort(self):
+        r = run_python("""
+            import gpumem
+            try:
+                gpumem.alloc(5 << 30)
+            except gpumem.Error:
+                pass
+        """, GPUMEM_ABORT_ON_ERROR="1")
+        self.assertEqual(r.returncode, -6)
+        self.assertIn("gpumem: error: out of memory: 5.0 GiB", r.stderr)
+
+    def test_status_from_the_failing_call(self):
+        # A finalizer that frees a block (which succeeds, and resets the thread's last error)
+        # may run between the failing call and the moment its error is read: the collector
+        # is made to run at nearly every allocation of a Python object.
+        r = run_python("""
+            import gc, gpumem
+            class Holder:
+                def __init__(self):
+                    self.p = gpumem.alloc(256)
+                    self.me = self   # a cycle: only the collector frees it
+                def __del__(self):
+                    gpumem.free(self.p)
+            gc.set_threshold(1, 1, 1)
+            codes = []
+            for _ in range(100):
+                for _ in range(3):
+                    Holder()
+                try:
+                    gpumem.alloc(4 << 30)
+                except gpumem.Error as e:
+                    codes.append((e.code, e.name, str(e)[:30]))
+            gc.collect()
+            bad = [c for c in codes if c[0] != -1]
+            print(len(codes), len(bad), bad[:1])
+        """)
+        self.assertEqual(r.stdout.strip(), "100 0 []", r.stderr)
+
+    def test_python_words(self):
+        p = gpumem.alloc(256)
+        with self.assertRaises(gpumem.Error) as cm:
+            gpumem.free(p + 16)
+        self.assertIn("gpumem.free() of ", str(cm.exception))
+        self.assertIn("hint: pass the address gpumem.alloc() returned", str(cm.exception))
+        gpumem.free(p)
+        with self.assertRaises(gpumem.Error) as cm:
+            gpumem.free(p)
+        self.assertIn("set what held it to None there", str(cm.exception))
+        with self.assertRaises(gpumem.Error) as cm:
+            gpumem.alloc(3 << 30)
+        self.assertIn("hint: drop tensors and arrays still referenced (gpumem.report() lists "
+                      "what is live by Python line)", str(cm.exception))
+        self.assertNotIn("NULL", str(cm.exception))
+        with self.assertRaises(gpumem.Error) as cm:
+            gpumem.alloc(256, device=7)  # the simulated machine has one device
+        self.assertTrue(str(cm.exception).startswith(
+            "gpumem: error: gpumem.alloc(): making the device pool (device 7) failed at "
+            f"{HERE}:"), str(cm.exception))
 
     def test_double_free(self):
         p = gpumem.alloc(256)
@@ -185,6 +274,145 @@ class Errors(unittest.TestCase):
     def test_negative_size(self):
         with self.assertRaises(ValueError):
             gpumem.alloc(-1)
+
+
+class Arguments(unittest.TestCase):
+    """Every integer is checked before ctypes sees it: ctypes would keep its low bits."""
+
+    def live(self):
+        s = gpumem.stats()
+        return s["count"]["device"]["current"], s["bytes"]["device"]["current"]
+
+    def test_sizes(self):
+        before = self.live()
+        for n in (2**64 + 16, 2**64, 2**70):
+            with self.assertRaises(ValueError) as cm:
+                gpumem.alloc(n)
+            self.assertIn(f"nbytes must be at most {2**64 - 1} (2**64 - 1), not {n}",
+                          str(cm.exception))
+        for n in (1.0, "16", None):
+            with self.assertRaises(TypeError):
+                gpumem.alloc(n)
+        self.assertEqual(self.live(), before)
+
+        class Index:   # what numpy's integers and others offer
+            def __index__(self):
+                return 300
+        p = gpumem.alloc(Index())
+        self.assertEqual(self.live(), (before[0] + 1, before[1] + 300))
+        gpumem.free(p)
+
+    def test_addresses(self):
+        q = gpumem.alloc(512)
+        before = self.live()
+        for bad in (q + 2**64, -q):
+            with self.assertRaises(ValueError):
+                gpumem.free(bad)
+        with self.assertRaises(ValueError):
+            gpumem.alloc(16, stream=2**64 + 0x1000)
+        with self.assertRaises(ValueError):
+            gpumem.free(q, stream=-1)
+        self.assertEqual(self.live(), before)  # q is still live
+        gpumem.free(q)
+        gpumem.free(0)
+        gpumem.free(None)
+
+    def test_devices(self):
+        before = self.live()
+        for bad in (2**32 + 1, 2**31, -1, "cuda:01", "cuda:", "cpu", "cuda:0 ", "0"):
+            with self.assertRaises(ValueError, msg=repr(bad)):
+                gpumem.alloc(16, device=bad)
+        with self.assertRaises(TypeError):
+            gpumem.alloc(16, device=0.0)
+        self.assertEqual(self.live(), before)
+
+    def test_pytorch_forms(self):
+        class Device:   # torch.device's attributes
+            def __init__(self, type_, index):
+                self.type, self.index = type_, index
+
+        class Stream:   # torch.cuda.Stream's
+            cuda_stream = 0x3000
+        for device in (0, "cuda", "cuda:0", Device("cuda", 0), Device("cuda", None), None):
+            p = gpumem.alloc(100, device=device, stream=Stream())
+            self.assertEqual(gpumem.pool_stats(device)["blocks_in_use"],
+                             gpumem.pool_stats(0)["blocks_in_use"])
+            gpumem.free(p, stream=Stream())
+        with self.assertRaises(gpumem.Error) as cm:
+            gpumem.alloc(100, device="cuda:1")   # one simulated device
+        self.assertEqual(cm.exception.name, "GPUMEM_ECUDA")
+        with self.assertRaises(ValueError):
+            gpumem.alloc(100, device=Device("cpu", None))
+        with self.assertRaises(ValueError):
+            gpumem.pool_stats(2**32)
+
+
+class Subinterpreters(unittest.TestCase):
+    """Once a subinterpreter exists, CPython answers PyGILState_Check() with 1 on every thread:
+    the hooks must still touch no Python object on a thread that does not hold the GIL (every
+    PyTorch allocation comes so). Each case in a process of its own: the fault was a crash."""
+
+    def run_case(self, code):
+        r = run_python(textwrap.dedent("""
+            import ctypes, sys, threading, time
+            try:
+                import _interpreters as interpreters
+            except ImportError:
+                import _xxsubinterpreters as interpreters
+            import gpumem
+            held = gpumem._lib.lib.held          # PyDLL: called with the GIL held
+            free = gpumem._lib.lib.load()._lib   # CDLL: the GIL is released around the call
+            def site(p):
+                info = [l for l in gpumem.report().splitlines() if " at " in l and "B in 1" in l]
+                return info[-1].split(" at ", 1)[1] if info else None  # FILE:LINE (FUNCTION)...
+            interpreters.create()
+        """) + textwrap.dedent(code))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        return r.stdout
+
+    def test_hook_without_the_gil(self):
+        out = self.run_case("""
+            p = free.gpumem_python_alloc(1000, 0, None)
+            print(site(p))
+            free.gpumem_python_free(p, None)
+        """)
+        self.assertRegex(out, r"hooks\.c:\d+ \(gpumem_python_alloc\)")
+
+    def test_hook_while_another_thread_holds_the_gil(self):
+        # The main thread holds the GIL (a loop that makes no call that releases it) while a
+        # thread calls the hook without it: the site must not be the main thread's line.
+        out = self.run_case("""
+            done = []
+            def worker():
+                done.append(free.gpumem_python_alloc(2000, 0, None))
+            t = threading.Thread(target=worker)
+            t.start()
+            end = time.monotonic() + 5
+            while not done and time.monotonic() < end:
+                pass  # the main thread's line
+            t.join()
+            print(site(done[0]))
+            free.gpumem_python_free(done[0], None)
+        """)
+        self.assertRegex(out, r"hooks\.c:\d+ \(gpumem_python_alloc\)")
+        self.assertNotIn("<string>", out)
+
+    def test_with_the_gil_the_python_line(self):
+        out = self.run_case("""
+            p = gpumem.alloc(3000); line = sys._getframe().f_lineno
+            print(site(p), line)
+            gpumem.free(p)
+        """)
+        where, line = out.rsplit(" ", 1)
+        self.assertTrue(where.startswith(f"<string>:{line.strip()} (<module>)"), out)
+
+    def test_inside_the_subinterpreter(self):
+        out = self.run_case("""
+            sub = interpreters.create()
+            interpreters.run_string(sub, "import gpumem; p = gpumem.alloc(4000); gpumem.free(p)")
+            print("ran")
+        """)
+        self.assertEqual(out.strip(), "ran")
 
 
 class Finding(unittest.TestCase):
@@ -300,6 +528,19 @@ class Torch(unittest.TestCase):
         self.torch.cuda.memory.swap_error = "something else"
         with self.assertRaises(RuntimeError):
             gpumem.torch.use()
+
+    def test_memory_stats_device_forms(self):
+        class Device:
+            type, index = "cuda", 0
+        p = gpumem.alloc(2000)
+        want = gpumem.torch.memory_stats(0)
+        for device in (None, "cuda", "cuda:0", Device()):
+            self.assertEqual(gpumem.torch.memory_stats(device), want, device)
+        self.assertEqual(gpumem.torch.memory_stats("cuda:1")["allocated_bytes.all.current"], 0)
+        gpumem.free(p)
+        for bad in ("cpu", "cuda:x", 2**32 + 1, -1):
+            with self.assertRaises(ValueError, msg=repr(bad)):
+                gpumem.torch.memory_stats(bad)
 
     def test_memory_stats(self):
         held = gpumem._lib.lib.held
@@ -428,6 +669,10 @@ class CupyAndNumba(unittest.TestCase):
         self.assertIn(f"at {HERE}:{line_of('# numba-site')} (test_numba_plugin)", gpumem.report())
         mp.finalizer()
         self.assertEqual(gpumem.stats()["bytes"]["device"]["current"], before)
+        said = io.StringIO()
+        with contextlib.redirect_stderr(said):
+            mp.finalizer()   # a finalizer has no caller to raise to: it says why
+        self.assertIn("gpumem: error: double free of 3.9 KiB device memory", said.getvalue())
         empty = mm.memalloc(0)
         self.assertEqual(empty.device_pointer.value, 0)
         self.assertIsNone(empty.finalizer)

@@ -84,6 +84,18 @@ expect 0 "events over 15\.000 us" --summary "$tmp/order.json"
 dropped=3 hand "$tmp/dropped.json" "$(ev b 1.0 0x1 4096)" "$(ev b 1e300 0x2 4096)"
 expect 0 "warning: the traced program could not record 3 events" --summary "$tmp/dropped.json"
 expect 0 "^  1 events with a timestamp that is no time" --summary "$tmp/dropped.json"
+# The page has no place for them: said on stderr, for every output; the rest is shown (exit 0).
+expect 0 "^gpumem report: warning: $tmp/dropped.json: 1 event with a timestamp that is no time \(NaN, infinite or out of range\) left out" \
+  --html "$tmp/dropped.json" -o "$tmp/dropped.html"
+expect 0 "^gpumem report: warning: $tmp/dropped.json: the traced program could not record 3 events" \
+  --html "$tmp/dropped.json" -o "$tmp/dropped.html"
+for t in nan inf -inf -1e300; do
+  hand "$tmp/time_$t.json" "$(ev b 1.0 0x1 4096)" "$(ev b 2.0 0x2 4096)" "$(ev e 3.0 0x2 4096)" \
+    "$(ev e "$t" 0x1 4096)"
+  expect 0 "warning: $tmp/time_$t.json: 1 event with a timestamp that is no time" \
+    --summary "$tmp/time_$t.json"
+  expect 0 "^leaks at end: 4\.0 KiB in 1 allocation" --summary "$tmp/time_$t.json"
+done
 
 # Hostile traces: names that hold terminal escapes are printed without them; sizes whose sums
 # pass int64 stop at its end; a folder or a device is not a trace.
@@ -92,6 +104,12 @@ hand "$tmp/esc.json" "$esc"
 "$gpumem" report --summary "$tmp/esc.json" > "$tmp/esc.txt" 2>&1
 if grep -q "$(printf '\033')" "$tmp/esc.txt"; then echo "FAIL: an escape reached the terminal"; fails=$((fails + 1)); fi
 expect 0 "in 1 device allocation at \?\[31mred\?\? \(f\)$" --summary "$tmp/esc.json"
+# A lone byte 0x9B (CSI to an 8-bit terminal) in a name that is not UTF-8.
+c1=$(printf '{"ph":"b","pid":1,"tid":1,"ts":1.0,"cat":"device","name":"a\2332J (g)","id":"0x1","args":{"bytes":4096,"device":0}}')
+hand "$tmp/c1.json" "$c1"
+"$gpumem" report --summary "$tmp/c1.json" > "$tmp/c1.txt" 2>&1
+if grep -q "$(printf '\233')" "$tmp/c1.txt"; then echo "FAIL: a C1 byte reached the terminal"; fails=$((fails + 1)); fi
+expect 0 "in 1 device allocation at a\?2J \(g\)$" --summary "$tmp/c1.json"
 hand "$tmp/huge.json" "$(ev b 1.0 0x1 9223372036854775807)" "$(ev b 2.0 0x2 9223372036854775807)"
 expect 0 "^leaks at end: 8\.0 EiB in 2 allocations from 1 call site$" --summary "$tmp/huge.json"
 expect 1 "error: $tmp is a folder, not a trace file" --summary "$tmp"
@@ -100,7 +118,14 @@ expect 1 "error: /dev/zero is a device or other special file, not a trace file" 
 # The page never replaces the trace it is made from.
 cp "$tmp/t.json" "$tmp/keep.json"
 expect 2 "error: -o $tmp/t.json is the trace itself" --html "$tmp/t.json" -o "$tmp/t.json"
+mkdir "$tmp/sub"
+ln -s "$tmp/t.json" "$tmp/link.json"
+ln "$tmp/t.json" "$tmp/hard.json"
+expect 2 "is the trace itself" --html "$tmp/t.json" -o "$tmp/sub/../t.json"
+expect 2 "is the trace itself" --html "$tmp/t.json" -o "$tmp/link.json"
+expect 2 "is the trace itself" --html "$tmp/link.json" -o "$tmp/hard.json"
 cmp -s "$tmp/t.json" "$tmp/keep.json" || { echo "FAIL: the trace was overwritten"; fails=$((fails + 1)); }
+rm "$tmp/hard.json"
 
 # Errors: each says what is wrong with which file.
 expect 1 "error: cannot read the trace $tmp/none.json: No such file or directory" --summary "$tmp/none.json"

@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fnmatch.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,7 @@ struct lint_cli {
     struct lint_strlist paths, compdbs, extra;
     const char *output;
     const char *config;
+    char *config_found; /* the configuration found by the search, when no --config */
     int no_config, print_commands;
 };
 
@@ -159,29 +161,56 @@ static void lint_cli_free(struct lint_cli *c)
     lint_strlist_free(&c->paths);
     lint_strlist_free(&c->compdbs);
     lint_strlist_free(&c->extra);
+    free(c->config_found);
 }
 
-/** Refuses an -o that names a source, a header, a path given or a compilation database: the report
- *  would overwrite it. (The baseline may be the output: it is read before anything is
- *  written.) */
-static int output_is_input(const struct lint_cli *c, const struct lint_units *u)
+/** What the input is ("the configuration") when -o names it (then *found is set), else NULL;
+ *  nothing once *found is set. */
+static const char *input_named(const char *output, const char *input, const char *what,
+                               const char **found)
+{
+    if (!*found && input && tool_same_file(output, input))
+        *found = input;
+    return *found ? what : NULL;
+}
+
+/** Refuses an -o that names an input of the run: the configuration (given or found), a
+ *  compilation database (a folder given to -p: its compile_commands.json), the baseline (the
+ *  report would replace it with only what it did not hide), a path given, a source or a
+ *  header. Compared by identity and by name (tool_same_file). */
+static int output_is_input(const struct lint_cli *c, const struct lint_options *o,
+                           const struct lint_units *u)
 {
     if (!c->output || strcmp(c->output, "-") == 0)
         return 0;
-    const char *input = NULL;
-    for (size_t i = 0; i < c->paths.n && !input; i++)
-        input = tool_same_file(c->output, c->paths.v[i]) ? c->paths.v[i] : NULL;
-    for (size_t i = 0; i < c->compdbs.n && !input; i++)
-        input = tool_same_file(c->output, c->compdbs.v[i]) ? c->compdbs.v[i] : NULL;
-    for (size_t i = 0; i < u->n && !input; i++)
-        input = tool_same_file(c->output, u->v[i].path) ? u->v[i].path : NULL;
-    for (size_t i = 0; i < u->headers.n && !input; i++)
-        input = tool_same_file(c->output, u->headers.v[i]) ? u->headers.v[i] : NULL;
-    if (!input)
+    const char *input = NULL, *what = NULL;
+    const char *config = c->config ? c->config : c->config_found;
+    what = input_named(c->output, config, "the configuration", &input);
+    if (!what)
+        what = input_named(c->output, o->baseline, "the baseline", &input);
+    char db[PATH_MAX + 32];
+    for (size_t i = 0; i < c->compdbs.n && !what; i++) {
+        struct stat st;
+        const char *path = c->compdbs.v[i];
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+            snprintf(db, sizeof db, "%s/compile_commands.json", path);
+            path = db;
+        }
+        what = input_named(c->output, path, "the compilation database", &input);
+    }
+    for (size_t i = 0; i < c->paths.n && !what; i++)
+        what = input_named(c->output, c->paths.v[i], "a path given", &input);
+    for (size_t i = 0; i < u->n && !what; i++)
+        what = input_named(c->output, u->v[i].path, "a source", &input);
+    for (size_t i = 0; i < u->headers.n && !what; i++)
+        what = input_named(c->output, u->headers.v[i], "a header", &input);
+    if (!what)
         return 0;
-    fprintf(stderr, "gpumem lint: error: -o %s is the input %s, which the report would "
-                    "overwrite; name another file\n",
-            c->output, input);
+    fputs("gpumem lint: error: -o ", stderr);
+    lint_fputs_visible(stderr, c->output);
+    fputs(" is the input ", stderr);
+    lint_fputs_visible(stderr, input);
+    fprintf(stderr, " (%s), which the report would overwrite; name another file\n", what);
     return 1;
 }
 
@@ -713,13 +742,9 @@ static int lint_main(int argc, char **argv, struct lint_options *o, struct lint_
         if (lint_config_load(o, c->config) != 0)
             return LINT_EXIT_USAGE;
     } else if (!c->no_config) {
-        char *found = lint_config_find(first_path);
-        if (found) {
-            int loaded = lint_config_load(o, found);
-            free(found);
-            if (loaded != 0)
-                return LINT_EXIT_USAGE;
-        }
+        c->config_found = lint_config_find(first_path);
+        if (c->config_found && lint_config_load(o, c->config_found) != 0)
+            return LINT_EXIT_USAGE;
     }
     rc = parse_args(argc, argv, o, c);
     if (rc >= 0)
@@ -769,7 +794,7 @@ static int lint_main(int argc, char **argv, struct lint_options *o, struct lint_
         return LINT_EXIT_INCOMPLETE;
     }
     check_units(o, u);
-    if (output_is_input(c, u))
+    if (output_is_input(c, o, u))
         return LINT_EXIT_USAGE;
 
     char *clang = find_program(o->clang ? o->clang : GPUMEM_LINT_CLANG);

@@ -14,7 +14,7 @@
 
 #include <jansson.h>
 
-#include "sigsafe.h" /* gpumem__utf8_valid_dup */
+#include "sigsafe.h" /* gpumem__utf8_valid_dup, gpumem__visible_piece */
 
 static int cmp_finding(const void *a, const void *b)
 {
@@ -124,18 +124,34 @@ static const char *source_line(const struct source *s, uint32_t line, size_t *le
     return p;
 }
 
+/* The finding's source line, made visible as file names are (a line may hold escape
+ * sequences that a terminal would obey), with the caret under column col: a tab stays a tab,
+ * and an escaped character gets as many spaces as its escape is wide. */
 static void print_caret(FILE *out, const struct source *s, uint32_t line, uint32_t col)
 {
     size_t len;
-    const char *t = source_line(s, line, &len);
-    if (!t || len > 4096)
+    const char *from = source_line(s, line, &len);
+    if (!from || len > 4096)
         return;
-    fprintf(out, "%.*s\n", (int)len, t);
+    char t[4096 + 1], text[4096 * 4 + 1], caret[4096 * 4 + 3];
+    memcpy(t, from, len);
+    t[len] = '\0';
+    size_t o = 0, c = 0, took;
+    for (size_t i = 0; i < len; i += took) {
+        char piece[GPUMEM__VISIBLE_PIECE_MAX];
+        size_t n = gpumem__visible_piece(t + i, piece, &took);
+        if (t[i] == '\t')
+            piece[0] = '\t', n = 1;
+        memcpy(text + o, piece, n);
+        o += n;
+        for (size_t k = 0; i + 1 < col && k < n; k++)
+            caret[c++] = t[i] == '\t' ? '\t' : ' ';
+    }
+    fprintf(out, "%.*s\n", (int)o, text);
     if (col > len + 1)
         return;
-    for (uint32_t c = 1; c < col; c++)
-        fputc(t[c - 1] == '\t' ? '\t' : ' ', out);
-    fputs("^\n", out);
+    memcpy(caret + c, "^\n", 3);
+    fputs(caret, out);
 }
 
 static int same_loc(const struct lint_loc *a, const char *file, uint32_t line, uint32_t col)
@@ -145,22 +161,17 @@ static int same_loc(const struct lint_loc *a, const char *file, uint32_t line, u
 
 void lint_fputs_visible(FILE *out, const char *s)
 {
-    for (const unsigned char *c = (const unsigned char *)s; c && *c; c++) {
-        if (*c == '\n')
-            fputs("\\n", out);
-        else if (*c == '\t')
-            fputs("\\t", out);
-        else if (*c < 0x20 || *c == 0x7f)
-            fprintf(out, "\\x%02x", *c);
-        else
-            fputc(*c, out);
-    }
+    char piece[GPUMEM__VISIBLE_PIECE_MAX];
+    for (size_t took; s && *s; s += took)
+        fwrite(piece, 1, gpumem__visible_piece(s, piece, &took), out);
 }
 
 static void print_note(FILE *out, const struct lint_loc *l)
 {
     lint_fputs_visible(out, l->file);
-    fprintf(out, ":%u:%u: note: %s\n", l->line, l->col, l->message ? l->message : "");
+    fprintf(out, ":%u:%u: note: ", l->line, l->col);
+    lint_fputs_visible(out, l->message);
+    fputc('\n', out);
 }
 
 static int write_text(const struct lint_options *o, const struct lint_findings *fs,
@@ -171,8 +182,9 @@ static int write_text(const struct lint_options *o, const struct lint_findings *
     for (size_t i = 0; i < fs->n; i++) {
         const struct lint_finding *f = &fs->v[i];
         lint_fputs_visible(out, f->file);
-        fprintf(out, ":%u:%u: %s: %s [%s]\n", f->line, f->col, lint_severity_name(f->severity),
-                f->message, lint_rules[f->rule].id);
+        fprintf(out, ":%u:%u: %s: ", f->line, f->col, lint_severity_name(f->severity));
+        lint_fputs_visible(out, f->message);
+        fprintf(out, " [%s]\n", lint_rules[f->rule].id);
         source_load(&src, f->file);
         print_caret(out, &src, f->line, f->col);
         for (size_t k = 0; o->path_mode != LINT_PATH_NONE && k < f->n_path; k++) {

@@ -11,6 +11,7 @@
 
 #include "gpumem.h"
 #include "report.h"
+#include "sigsafe.h" /* gpumem__visible_piece */
 
 /* ---- small maps: site names and allocation ids to indexes ---- */
 
@@ -138,18 +139,17 @@ typedef struct {
  * threads' events were written in, and NOT_RELEASED becomes -1. */
 #define NOT_RELEASED INT64_MIN
 
-/* A copy of text from the trace that is safe to print on a terminal: control characters
- * (C0, DEL and C1, whose CSI starts escape sequences) become '?'. */
+/* A copy of text from the trace that is safe to print on a terminal: each control character
+ * (C0, DEL and C1, whose CSI starts escape sequences, also as a lone byte 0x80 to 0x9F that
+ * an 8-bit terminal reads as C1), as gpumem's text outputs tell them (gpumem__visible_piece),
+ * becomes '?' for each of its bytes. */
 static char *dup_clean(const char *text)
 {
     char *c = strdup(text);
-    unsigned char *u = (unsigned char *)c;
-    for (size_t i = 0; u && u[i]; i++) {
-        if (u[i] < 0x20 || u[i] == 0x7f)
-            u[i] = '?';
-        else if (u[i] == 0xc2 && u[i + 1] >= 0x80 && u[i + 1] <= 0x9f)
-            u[i] = u[i + 1] = '?';
-    }
+    char piece[GPUMEM__VISIBLE_PIECE_MAX];
+    for (size_t i = 0, took; c && c[i]; i += took)
+        if (gpumem__visible_piece(c + i, piece, &took) != took || memcmp(piece, c + i, took) != 0)
+            memset(c + i, '?', took);
     return c;
 }
 

@@ -296,6 +296,18 @@ static int load(const char *path, report_trace *t)
                         "(every event is there, so this report is whole; other viewers such as "
                         "Perfetto may refuse the file)\n",
                 path);
+    /* Damage the output cannot show (the HTML page has no place for it): said on stderr for
+     * every output, and the report made of the rest, as for a trace that ends early. */
+    if (t->bad_times)
+        fprintf(stderr, "gpumem report: warning: %s: %llu event%s with a timestamp that is no "
+                        "time (NaN, infinite or out of range) left out; a release among them "
+                        "makes its allocation look live to the end\n",
+                path, (unsigned long long)t->bad_times, t->bad_times == 1 ? "" : "s");
+    if (t->dropped)
+        fprintf(stderr, "gpumem report: warning: %s: the traced program could not record %llu "
+                        "event%s; a release among them makes its allocation look live to the "
+                        "end\n",
+                path, (unsigned long long)t->dropped, t->dropped == 1 ? "" : "s");
     return 0;
 }
 

@@ -1258,6 +1258,87 @@ static void test_robustness_inputs(void)
     EXPECT_LE(strlen(r.out), 270000);
 }
 
+/** Control characters of a source line and of a message are written as escapes, never raw:
+ *  a terminal would obey them (clear the screen, retitle the window); the caret stays under
+ *  the finding's column. */
+static void test_escapes_in_source(void)
+{
+    fresh("escapes");
+    write_file("e.cu", "void f(unsigned n) {\n"
+                       "    float *d;\n"
+                       "    cudaMalloc(&d, n);\n"
+                       "\x1b[2J if (n) return; /* \x1b]0;title\x07 \xc2\x9b" "2J */ // FAKE: "
+                       "gpumem.EarlyExitLeak alloc=3 leaks \\u001b[31m'd'\n"
+                       "}\n");
+    lint("--no-config", "e.cu", NULL);
+    EXPECT_EQ(r.rc, 1);
+    EXPECT_TRUE(strchr(r.out, '\x1b') == NULL);
+    EXPECT_TRUE(strchr(r.out, '\x07') == NULL);
+    EXPECT_TRUE(strstr(r.out, "\xc2\x9b") == NULL);
+    EXPECT_CONTAINS(r.out, "e.cu:4:5: warning: leaks \\x1b[31m'd' [GM006]\n"
+                           "\\x1b[2J if (n) return; /* \\x1b]0;title\\x07 \\xc2\\x9b2J */");
+    EXPECT_CONTAINS(r.out, "'d'\n       ^\n"); /* under the space after "\x1b[2J" */
+}
+
+/** Whether file name holds exactly text. */
+static int file_is(const char *name, const char *text)
+{
+    char buf[8192] = "";
+    FILE *f = fopen(name, "rb");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return strcmp(buf, text) == 0;
+}
+
+/** An -o that names an input of the run is refused, whatever spelling or link names it, and
+ *  the input is left as it was: the configuration (found or given), a folder's compilation
+ *  database, the baseline, a source. */
+static void test_output_is_an_input(void)
+{
+    fresh("outputs");
+    static const char cfg[] = "disable = GM003\n";
+    write_file("a.cu", leak_src);
+    write_file(".gpumem-lint", cfg);
+    write_file("my.cfg", cfg);
+    char db[1024];
+    snprintf(db, sizeof db, "[{\"directory\": \"%s/outputs\", \"file\": \"a.cu\", "
+             "\"command\": \"nvcc -c a.cu\"}]\n", root);
+    write_file("build/compile_commands.json", db);
+    lint("-o", ".gpumem-lint", "a.cu", NULL); /* the configuration the search found */
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_CONTAINS(r.err, "error: -o .gpumem-lint is the input ");
+    EXPECT_CONTAINS(r.err, ".gpumem-lint (the configuration), which the report would overwrite");
+    EXPECT_TRUE(file_is(".gpumem-lint", cfg));
+    lint("--config", "my.cfg", "-o", "my.cfg", "a.cu", NULL);
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_CONTAINS(r.err, "is the input my.cfg (the configuration)");
+    EXPECT_TRUE(link("my.cfg", "hard.cfg") == 0);
+    lint("--config", "my.cfg", "-o", "hard.cfg", "a.cu", NULL); /* a hard link: by identity */
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_TRUE(file_is("my.cfg", cfg));
+    lint("--no-config", "-p", "build", "-o", "build/compile_commands.json", NULL);
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_CONTAINS(r.err, "(the compilation database)");
+    lint("--no-config", "-p", "build/", "-o", "./build/../build/compile_commands.json", NULL);
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_TRUE(file_is("build/compile_commands.json", db));
+    lint("--no-config", "--format=sarif", "-o", "old.sarif", "a.cu", NULL);
+    EXPECT_EQ(r.rc, 1);
+    lint("--no-config", "--baseline=old.sarif", "-o", "old.sarif", "a.cu", NULL);
+    EXPECT_EQ(r.rc, 2); /* the report would keep only what the baseline did not hide */
+    EXPECT_CONTAINS(r.err, "is the input old.sarif (the baseline)");
+    EXPECT_TRUE(symlink("a.cu", "link.cu") == 0);
+    lint("--no-config", "-o", "link.cu", "a.cu", NULL);
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_CONTAINS(r.err, "(a path given)");
+    EXPECT_TRUE(file_is("a.cu", leak_src));
+    lint("--no-config", "-o", "report.txt", "a.cu", NULL); /* not an input: written */
+    EXPECT_EQ(r.rc, 1);
+}
+
 static void test_unit_helpers(void)
 {
     char *p = lint_path_normalize("./a//b/./c/../d/");
@@ -1352,6 +1433,8 @@ int main(int argc, char **argv)
     RUN(test_fifo_and_deep_paths);
     RUN(test_headers_merged_and_jobs);
     RUN(test_robustness_inputs);
+    RUN(test_output_is_an_input);
+    RUN(test_escapes_in_source);
     if (chdir("/") == 0)
         nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     return harness_exit();
