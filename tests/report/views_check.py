@@ -293,6 +293,9 @@ def check_one_process(packets, seq, trace, name):
     events, stacks = read_trace(trace)
     allocs = allocations(events)
     mine = [p for p in packets if get(p, "trusted_packet_sequence_id") == str(seq)]
+    check(name + ": packets on sequence %d" % seq, bool(mine))
+    if not mine:
+        return 0
     tracks, names, args = {}, {}, {}
     process = None
     for p in mine:

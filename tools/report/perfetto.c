@@ -547,7 +547,8 @@ static int events(pf *w, uint64_t flow_base)
     if (rc == 0) {
         order_trace = t;
         qsort(fail, t->nfailures, sizeof *fail, failure_by_time);
-        memcpy(cps, t->checkpoints, t->ncheckpoints * sizeof *cps);
+        if (t->ncheckpoints) /* none: t->checkpoints is NULL, which memcpy may not get */
+            memcpy(cps, t->checkpoints, t->ncheckpoints * sizeof *cps);
         qsort(cps, t->ncheckpoints, sizeof *cps, checkpoint_by_time);
     }
     size_t fi = 0, ci = 0, pi = 0;
