@@ -253,6 +253,7 @@ static void crash_peaks(const gpumem__group *g, long ng, uint64_t *peak)
 /* How the process ends: by signal sig, or (sig 0) by _exit(code). */
 typedef struct {
     int sig, code;
+    const char *how; /* without a signal: "_exit", or "exit" where the engine was busy */
 } crash_end;
 
 static const char *crash_status_word(crash_end e)
@@ -269,7 +270,8 @@ static void crash_json(crash_end e, const gpumem__group *g, long ng, const crash
     gpumem__sink o;
     gpumem__sink_fd(&o, fd);
     check__json_head(&o, crash_status_word(e), e.sig ? "signal" : "exit_code",
-                     e.sig ? e.sig : e.code, e.sig ? NULL : "_exit");
+                     e.sig ? e.sig : e.code,
+                     e.sig || strcmp(e.how, "_exit") != 0 ? NULL : "_exit");
     long budget = 20 * 1000 * 1000;
     size_t nfindings = 0, shown = 0;
     const finding *findings = NULL;
@@ -408,9 +410,9 @@ static void crash_report_end(gpumem__sink *o, const gpumem__group *g, long ng, u
     check__text_errors(o, check_error_count(), leaks, check__suppressed_count());
 }
 
-void check__finish_safe(int sig, int code)
+void check__finish_safe(int sig, int code, const char *how)
 {
-    crash_end end = {sig, code};
+    crash_end end = {sig, code, how};
     int fd = check__crash_log_fd(), opened = 0;
     if (fd < 0) { /* --log-file, not opened yet */
         fd = crash_open(check__opt.log);
@@ -429,11 +431,17 @@ void check__finish_safe(int sig, int code)
         gpumem__sink_str(&o, " (SIG");
         gpumem__sink_str(&o, abbrev ? abbrev : "?");
         gpumem__sink_str(&o, ")\n");
-    } else {
+    } else if (strcmp(how, "_exit") == 0) {
         check__text_line(&o, "Process ending by _exit(");
         gpumem__sink_i64(&o, code);
         gpumem__sink_str(&o, "), which runs no exit handlers: the report is made as after a "
                              "signal (no pointer scan)\n");
+    } else {
+        check__text_line(&o, "Process ending by exit(");
+        gpumem__sink_i64(&o, code);
+        gpumem__sink_str(&o, ") while gpumem check was busy on its thread or another (a signal "
+                             "handler that calls exit()): the report is made as after a signal "
+                             "(no pointer scan)\n");
     }
 
     gpumem__group *g = NULL;

@@ -728,19 +728,41 @@ static void close_log(void)
     out_file = NULL;
 }
 
+/* The program's own output before the report, where stdio's locks can be had: a stream a
+ * signal handler's thread holds (exit() called in a handler that interrupted a printf) is left
+ * as it is rather than waited on for ever. */
+static void flush_program_output(void)
+{
+    FILE *streams[] = {stdout, stderr};
+    for (size_t i = 0; i < sizeof streams / sizeof *streams; i++)
+        if (ftrylockfile(streams[i]) == 0) {
+            fflush_unlocked(streams[i]);
+            funlockfile(streams[i]);
+        }
+}
+
 void check_finish(const char *status, int code)
 {
     if (atomic_exchange(&finished, 1))
         return;
+    /* exit() called by a signal handler that interrupted gpumem check on this thread: the
+     * locks the engine holds here are this thread's, and would be waited on for ever. */
+    int interrupted = check_tls_busy > 0;
     check_setup();
     check_tls_busy++;
-    if (strcmp(status, "signaled") == 0 || strcmp(status, "_exit") == 0) {
-        check__finish_safe(strcmp(status, "signaled") == 0 ? code : 0, code);
+    long budget = 2L * 1000 * 1000 * 1000; /* another thread holding the output, at most 2 s */
+    int locked = 0;
+    if (strcmp(status, "signaled") != 0 && strcmp(status, "_exit") != 0 && !interrupted)
+        locked = gpumem__trylock_for(&out_lock, &budget);
+    if (!locked) {
+        /* After a signal, at _exit, or where the engine's locks cannot be had: the report that
+         * waits for nothing. */
+        int sig = strcmp(status, "signaled") == 0 ? code : 0;
+        check__finish_safe(sig, code, sig ? NULL : strcmp(status, "_exit") == 0 ? "_exit" : "exit");
         check_tls_busy--;
         return;
     }
-    int locked = pthread_mutex_lock(&out_lock) == 0;
-    fflush(NULL);
+    flush_program_output();
     if (strcmp(status, "exec") == 0)
         check__say("Process replacing its program (exec): what it did with CUDA until then; "
             "its CUDA memory goes with the program");
@@ -777,7 +799,6 @@ void check_finish(const char *status, int code)
     if (check__opt.status)
         write_status(status, code, &st, &s.dev, s.leaks, s.leaked_bytes);
     close_log(); /* a process killed by its signal next writes nothing more */
-    if (locked)
-        pthread_mutex_unlock(&out_lock);
+    pthread_mutex_unlock(&out_lock);
     check_tls_busy--;
 }

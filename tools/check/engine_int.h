@@ -202,8 +202,9 @@ void check__text_rank_header(struct gpumem__sink *o);
 void check__status_lines(struct gpumem__sink *o, const char *status, int code, uint64_t leaks,
                          uint64_t leaked_bytes, int64_t allocations);
 
-/* The report of a process that signal sig ends, or (sig 0) that ends by _exit(code), which runs
- * no exit handlers and may be called in a signal handler (crash.c): async-signal-safe. */
-void check__finish_safe(int sig, int code);
+/* The report of a process that signal sig ends, or (sig 0) that ends by how ("_exit", which runs
+ * no exit handlers and may be called in a signal handler; or "exit", when the engine's locks
+ * could not be had) with status code (crash.c): async-signal-safe. */
+void check__finish_safe(int sig, int code, const char *how);
 
 #endif
