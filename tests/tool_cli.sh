@@ -38,6 +38,12 @@ for cmd in info check bench; do
   expect 0 "gpumem $cmd " $cmd --version
   expect 0 "usage: gpumem $cmd" help $cmd
 done
+# One version everywhere: every command's --version is gpumem's (lint's and report's too).
+version=$("$gpumem" --version | sed -n 's/^gpumem //p')
+for cmd in info check bench lint report; do
+  "$gpumem" help "$cmd" >/dev/null 2>&1 || continue # lint: not built without jansson
+  expect 0 "gpumem $cmd $version" $cmd --version
+done
 expect 0 "gpumem help COMMAND" help
 expect 0 "usage: gpumem" --help
 expect 2 "unknown command 'chek'; did you mean check?" chek

@@ -10,7 +10,11 @@ out=${FUZZ_OUT:-$here/build}
 CC=${CC:-clang-22}
 san=${FUZZ_SANITIZE-address,undefined}
 mkdir -p "$out"
-flags="-std=c11 -O1 -g -Wall -Wextra -fno-sanitize-recover=all -I$lint $(pkg-config --cflags jansson)"
+# gpumem's version, from the one place that defines it.
+version=$(sed -n 's/^#define GPUMEM_VERSION_\(MAJOR\|MINOR\|PATCH\) //p' "$here/../../include/gpumem.h" |
+  paste -sd.)
+flags="-std=c11 -O1 -g -Wall -Wextra -fno-sanitize-recover=all -I$lint -DLINT_VERSION=\"$version\"
+  $(pkg-config --cflags jansson)"
 objs=""
 for s in config.c files.c flags.c suppress.c sarif_in.c output.c runner.c; do
   $CC $flags -fsanitize=fuzzer-no-link${san:+,$san} -c "$lint/$s" -o "$out/${s%.c}.o"

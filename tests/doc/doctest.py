@@ -31,6 +31,7 @@ What the scratch folder holds, for commands to use:
     build/          the build folder (build/examples/gpumem_ownership ...)
     ./prog          a program that only starts gpumem (so it prints gpumem's warnings)
     scripts/demo    the built demo (the real scripts/demo builds first)
+    examples/       the repository's examples (a link), as from the repository's root
 
 usage: doctest.py SOURCE_DIR BUILD_DIR PROG [PAGE.md...]   (default: README.md docs/*.md)
 Exit status 0 when every checked block matches, 1 when one does not (each mismatch is shown
@@ -167,6 +168,7 @@ def scratch_folder(src, build, prog):
     shutil.copy(prog, os.path.join(d, "prog"))
     # The pages' examples name the user's program ./my_program: gpumem check looks for it first.
     shutil.copy(prog, os.path.join(d, "my_program"))
+    os.symlink(os.path.join(src, "examples"), os.path.join(d, "examples"))
     os.makedirs(os.path.join(d, "scripts"))
     demo = os.path.join(d, "scripts", "demo")
     with open(demo, "w") as f:

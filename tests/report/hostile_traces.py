@@ -6,11 +6,13 @@ and never crashes, hangs or prints a terminal escape.
 TRACE is a real trace to start from (make_trace writes one). Each of COUNT mutants is that
 trace with one damage: bytes flipped, a cut, lines swapped or repeated, numbers made huge,
 negative or not numbers, ids set to the extremes, names holding escapes and control bytes,
-invalid UTF-8. Each is read by `gpumem report --summary` and `--html`; a run that dies of a
-signal, outlasts 20 s, exits with another status than 0 or 1, or writes ESC to the terminal
-fails the test. Prints one line per failure and a summary; exit 0 when none failed.
+invalid UTF-8. Each is read by `gpumem report --summary`, `--html`, `--memory-viz` and
+`--perfetto`; a run that dies of a signal, outlasts 20 s, exits with another status than 0 or
+1, or writes ESC to the terminal fails the test, and so does a snapshot that Python's pickle
+cannot read. Prints one line per failure and a summary; exit 0 when none failed.
 """
 import os
+import pickle
 import random
 import re
 import subprocess
@@ -69,6 +71,18 @@ def run(cmd):
     return None
 
 
+def readable(snap):
+    """None, or why the snapshot written (if any) is not one Python reads."""
+    if not os.path.exists(snap):
+        return None
+    try:
+        with open(snap, "rb") as f:
+            pickle.load(f)
+    except Exception as e:  # any failure to read it is the finding
+        return f"the snapshot does not unpickle: {e!r}"
+    return None
+
+
 def main():
     if len(sys.argv) not in (4, 5):
         sys.exit(__doc__)
@@ -78,12 +92,17 @@ def main():
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
         path, page = os.path.join(tmp, "t.json"), os.path.join(tmp, "t.html")
+        snap, proto = os.path.join(tmp, "t.pickle"), os.path.join(tmp, "t.pftrace")
         for n in range(count):
             with open(path, "wb") as f:
                 f.write(mutate(data, rng))
             for cmd in ([gpumem, "report", "--summary", path],
-                        [gpumem, "report", "--html", path, "-o", page]):
-                why = run(cmd)
+                        [gpumem, "report", "--html", path, "-o", page],
+                        [gpumem, "report", "--memory-viz", path, "-o", snap],
+                        [gpumem, "report", "--perfetto", path, "-o", proto]):
+                if os.path.exists(snap):
+                    os.remove(snap)
+                why = run(cmd) or readable(snap)
                 if why:
                     failures += 1
                     keep = os.path.join(os.getcwd(), f"hostile-{n}.json")

@@ -53,6 +53,21 @@ hand() {
 ev() { # ev PH TS ID BYTES
   echo '{"ph":"'"$1"'","pid":1,"tid":1,"ts":'"$2"',"cat":"device","name":"a.c:'"$4"' (f)","id":"'"$3"'","args":{"bytes":'"$4"',"device":0}}'
 }
+# The peak table's columns line up, the longest name ("device-async memory, device 0") too.
+evk() { # evk PH TS ID BYTES KIND
+  echo '{"ph":"'"$1"'","pid":1,"tid":1,"ts":'"$2"',"cat":"'"$5"'","name":"a.c:1 (f)","id":"'"$3"'","args":{"bytes":'"$4"',"device":0}}'
+}
+hand "$tmp/kinds.json" "$(evk b 1.0 0x1 4096 device)" "$(evk b 2.0 0x2 8192 device-async)"
+at=$("$gpumem" report --summary "$tmp/kinds.json" | sed -n '/^peak by memory kind/,/^$/p' |
+  grep ' memory, device ' | awk '{ print index($0, " at ") }' | sort -u)
+if [ "$(printf '%s\n' "$at" | wc -l)" -ne 1 ] || [ -z "$at" ]; then
+  echo "FAIL: the peak table's columns do not line up (' at ' at columns: $at)"
+  "$gpumem" report --summary "$tmp/kinds.json"
+  fails=$((fails + 1))
+else
+  echo "ok   the peak table's columns line up"
+fi
+
 # The largest id is an allocation like any other (it once stood for an empty slot).
 # Its release without its allocation (a trace that began late) releases nothing else.
 hand "$tmp/maxid.json" "$(ev b 1.0 0x1 8192)" "$(ev e 2.0 0xffffffffffffffff 4096)" \
@@ -162,6 +177,16 @@ expect 2 "say what to make"
 expect 2 "unexpected argument '$tmp/t.json' \(gpumem report takes options only\)" "$tmp/t.json"
 expect 2 "--html needs -o FILE.html" --html "$tmp/t.json"
 expect 2 "separate runs" --html "$tmp/t.json" --summary "$tmp/t.json" -o x.html
+expect 2 "--memory-viz needs -o FILE.pickle" --memory-viz "$tmp/t.json"
+expect 2 "--perfetto needs -o FILE.pftrace" --perfetto "$tmp/t.json"
+expect 2 "--perfetto and --memory-viz are separate runs" --perfetto "$tmp/t.json" --memory-viz "$tmp/t.json" -o x
+expect 2 "-o goes with --html, --memory-viz and --perfetto" --summary "$tmp/t.json" -o x
+expect 2 "--max-entries goes with --memory-viz" --perfetto "$tmp/t.json" -o x --max-entries 5
+expect 2 "--max-entries takes a number from 1 to" --memory-viz "$tmp/t.json" -o x --max-entries 0
+expect 2 "is the trace itself, which --perfetto would replace" --perfetto "$tmp/t.json" --perfetto "$tmp/t.json" -o "$tmp/t.json"
+expect 1 "cannot read the trace $tmp/none.json" --perfetto "$tmp/t.json" --perfetto "$tmp/none.json" -o "$tmp/x.pftrace"
+expect 1 "cannot write $tmp/no/such/x.pickle" --memory-viz "$tmp/t.json" -o "$tmp/no/such/x.pickle"
+expect 1 "cannot write $tmp/no/such/x.pftrace" --perfetto "$tmp/t.json" -o "$tmp/no/such/x.pftrace"
 expect 2 "--summary needs a value" --summary
 expect 2 "unknown option '--frob'" --frob
 expect 2 "did you mean --summary" --sumary "$tmp/t.json"

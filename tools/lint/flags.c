@@ -4,19 +4,21 @@
  * `#include <x.h>`, that is neither in a folder of the user's flags (after `--`) nor a system
  * header, the folder under the walked roots that holds x.h (by its path's tail; the nearest to
  * the including file when several do), else in the include/ folder of a path given (or of a
- * named file's folder), following the headers found so to a depth of 16. A
- * derived folder is searched after the user's, so it never hides their headers or the
- * system's: a Windows `unistd.h` shim somewhere in the tree is not put before
- * /usr/include/unistd.h, and a sample's copy of a helper header not before the user's -I.
+ * named file's folder) or of a folder above it up to its repository's top, following the
+ * headers found so to a depth of 16. A derived folder is searched after the user's, so it
+ * never hides their headers or the system's: a Windows `unistd.h` shim somewhere in the tree
+ * is not put before /usr/include/unistd.h, and a sample's copy of a helper header not before
+ * the user's -I.
  * Headers of libraries that install outside the default path are found where the system's
  * packages put them (libraries[]): `omp.h`, which clang 22 does not ship without libomp, in
  * GCC's folder; `mpi.h` in MPI's (Debian's and Ubuntu's alternative, Fedora's, MPI_HOME). A source
  * file that another unit includes (`#include "kernels.cu"`) is analyzed through that unit, as
  * its build compiles it, not alone. The CUDA toolkit is found as scripts/setup finds it. */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "lint_internal.h"
 
 #include <glob.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,8 +227,27 @@ static const char *tree_header(const struct lint_units *u, const char *here, con
     return best;
 }
 
+/** The repository that holds folder @p dir: the nearest folder at or above it with a .git (a
+ *  folder, or a worktree's file), into @p top; 0 when there is none. */
+static int repository_top(const char *dir, char *top, size_t n)
+{
+    snprintf(top, n, "%s", dir);
+    for (;;) {
+        char git[4200];
+        snprintf(git, sizeof git, "%s/.git", top);
+        if (access(git, F_OK) == 0)
+            return 1;
+        char *slash = strrchr(top, '/');
+        if (!slash || slash == top)
+            return 0;
+        *slash = '\0';
+    }
+}
+
 /** NAME in the include/ folder of a root that holds the unit (a named file's folder is a
- *  root, but not walked): the header's path, malloc'd, with that folder an -I of the unit. */
+ *  root, but not walked) or, inside a repository, of a folder above that root up to the
+ *  repository's top: `gpumem lint examples/app.c` in a project with include/ at its top finds
+ *  the header there. The header's path, malloc'd, with that folder an -I of the unit. */
 static char *root_include(const struct lint_units *u, struct lint_unit *x, const char *name,
                           size_t nlen)
 {
@@ -235,12 +256,22 @@ static char *root_include(const struct lint_units *u, struct lint_unit *x, const
         size_t rl = strlen(root);
         if (strncmp(x->abs, root, rl) != 0 || x->abs[rl] != '/')
             continue;
-        char inc[4200];
-        snprintf(inc, sizeof inc, "%s/include", root);
-        char *h = file_in(inc, name, nlen);
-        if (h) {
-            add_include(&x->args, "-I", inc, strlen(inc));
-            return h;
+        /* The walk up is through the folders as they are on disk (a root may be a link). */
+        char dir[PATH_MAX], top[PATH_MAX], inc[PATH_MAX + 16];
+        if (!realpath(root, dir))
+            snprintf(dir, sizeof dir, "%s", root);
+        int in_repo = repository_top(dir, top, sizeof top);
+        for (;;) {
+            snprintf(inc, sizeof inc, "%s/include", dir);
+            char *h = file_in(inc, name, nlen);
+            if (h) {
+                add_include(&x->args, "-I", inc, strlen(inc));
+                return h;
+            }
+            char *slash = strrchr(dir, '/');
+            if (!in_repo || strcmp(dir, top) == 0 || !slash || slash == dir)
+                break;
+            *slash = '\0';
         }
     }
     return NULL;

@@ -11,7 +11,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define LINT_VERSION "0.2.0"
+/* gpumem's version (include/gpumem.h), which the build passes in: lint has no version of its
+ * own. */
+#ifndef LINT_VERSION
+#error "LINT_VERSION comes from the build (tools/lint/CMakeLists.txt, fuzz/lint/build.sh)"
+#endif
 
 /* Exit statuses: one table, used by lint.c and documented in docs/lint.md. */
 enum lint_status {

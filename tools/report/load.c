@@ -103,20 +103,36 @@ static int grow_array(void **arr, size_t *cap, size_t size)
     return 0;
 }
 
+/* The memory kinds a report counts: every kind but reserved address ranges
+ * (cuMemAddressReserve), which hold no memory (what is mapped into them is virtual memory,
+ * counted as such). */
 static int kind_of(const char *name)
 {
-    for (int k = 1; k < REPORT_KINDS; k++)
-        if (name && strcmp(gpumem_kind_name(k), name) == 0)
+    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++)
+        if (name && k != GPUMEM_KIND_RESERVED && strcmp(gpumem_kind_name(k), name) == 0)
             return k;
     return 0;
 }
 
 typedef struct {
     report_trace *t;
-    u64map site_map, alloc_map, track_map;
+    u64map site_map, alloc_map, track_map, release_map;
     size_t sites_cap, tracks_cap, events_cap, allocs_cap, failures_cap, cp_cap, stacks_cap;
+    size_t release_cap;
     int64_t t_last;
+    int have_pid;
 } loader;
+
+/* An allocation ('b') or release ('e') line's fields. */
+typedef struct {
+    char ph;
+    int64_t ts;
+    const char *cat, *name, *id, *released_at;
+    int64_t bytes;
+    int device;
+    uint64_t stack, address, stream;
+    uint32_t tid;
+} span;
 
 /* While a trace is read, times are the trace's own (ns) and a release not yet seen is
  * NOT_RELEASED; at the end they are counted from the earliest event, whatever order the
@@ -167,6 +183,35 @@ static uint32_t site_index(loader *L, const char *name, int kind, uint64_t stack
     }
 }
 
+/* Where allocations were released, each name once (a trace has few: the release calls and
+ * their sites). UINT32_MAX when there is none, or no memory for it. */
+static uint32_t release_index(loader *L, const char *name)
+{
+    report_trace *t = L->t;
+    if (!name)
+        return UINT32_MAX;
+    uint64_t h = str_hash(name);
+    for (uint64_t salt = 0;; salt++) {
+        int found;
+        uint32_t *v = map_slot(&L->release_map, mix(h + salt) | 1, &found);
+        if (!v)
+            return UINT32_MAX;
+        if (found) {
+            if (strcmp(t->release_names[*v], name) == 0)
+                return *v;
+            continue;
+        }
+        char *copy = dup_clean(name);
+        if (!copy || !GROW(t->release_names, t->nrelease_names, L->release_cap)) {
+            free(copy);
+            return UINT32_MAX;
+        }
+        t->release_names[t->nrelease_names] = copy;
+        *v = (uint32_t)t->nrelease_names;
+        return (uint32_t)t->nrelease_names++;
+    }
+}
+
 /* A track per kind and device, found by a map: a trace may name many devices. */
 static uint32_t track_index(loader *L, int kind, int device)
 {
@@ -206,43 +251,49 @@ static int64_t ts_of(json_t *e, int *bad)
 }
 
 /* An allocation (ph 'b') or its release ('e'). Returns 0, or -1 when out of memory. */
-static int take_span(loader *L, char ph, int64_t ts, const char *cat, const char *name,
-                     const char *id_text, int64_t bytes, int device, uint64_t stack)
+static int take_span(loader *L, const span *x)
 {
     report_trace *t = L->t;
-    int kind = kind_of(cat);
-    if (ts > L->t_last)
-        L->t_last = ts;
-    if (!id_text || !name || !kind || bytes <= 0)
+    int kind = kind_of(x->cat);
+    if (x->ts > L->t_last)
+        L->t_last = x->ts;
+    if (!x->id || !x->name || !kind || x->bytes <= 0)
         return 0;
-    uint64_t id = strtoull(id_text, NULL, 16) + 1;
+    uint64_t id = strtoull(x->id, NULL, 16) + 1;
     int found;
     uint32_t *slot = map_slot(&L->alloc_map, id, &found);
     if (!slot)
         return -1;
-    uint32_t site = site_index(L, name, kind, stack);
-    uint32_t track = track_index(L, kind, device);
+    uint32_t site = site_index(L, x->name, kind, x->stack);
+    uint32_t track = track_index(L, kind, x->device);
     if (site == UINT32_MAX || track == UINT32_MAX)
         return -1;
-    if (ph == 'b') {
+    if (x->ph == 'b') {
         if (!GROW(t->allocs, t->nallocs, L->allocs_cap))
             return -1;
-        t->allocs[t->nallocs] = (report_alloc){site, track, bytes, ts, NOT_RELEASED};
+        t->allocs[t->nallocs] = (report_alloc){
+            .site = site, .track = track, .bytes = x->bytes, .t_alloc = x->ts,
+            .t_release = NOT_RELEASED, .address = x->address, .stream = x->stream,
+            .stack = (uint32_t)x->stack, .thread = x->tid, .released_at = UINT32_MAX};
         *slot = (uint32_t)t->nallocs++;
     } else if (!found || t->allocs[*slot].t_release != NOT_RELEASED) {
         /* A release without its allocation: a trace that began late. */
         t->unmatched_releases++;
         return 0;
     } else {
-        t->allocs[*slot].t_release = ts;
+        report_alloc *a = &t->allocs[*slot];
+        a->t_release = x->ts;
+        a->release_thread = x->tid;
+        a->released_at = release_index(L, x->released_at);
     }
     if (!GROW(t->events, t->nevents, L->events_cap))
         return -1;
-    t->events[t->nevents++] = (report_event){ts, ph == 'b' ? bytes : -bytes, site, track, *slot};
-    if (ph == 'b') {
+    t->events[t->nevents++] =
+        (report_event){x->ts, x->ph == 'b' ? x->bytes : -x->bytes, site, track, *slot};
+    if (x->ph == 'b') {
         t->sites[site].count++;
         uint64_t *sum = &t->sites[site].total;
-        *sum = *sum > UINT64_MAX - (uint64_t)bytes ? UINT64_MAX : *sum + (uint64_t)bytes;
+        *sum = *sum > UINT64_MAX - (uint64_t)x->bytes ? UINT64_MAX : *sum + (uint64_t)x->bytes;
     }
     return 0;
 }
@@ -265,6 +316,15 @@ static const char *string_at(const char *p, char *buf, size_t n)
     return buf;
 }
 
+/* The trace's process id, from its first event that has one. */
+static void take_pid(loader *L, long pid)
+{
+    if (!L->have_pid) {
+        L->t->pid = pid;
+        L->have_pid = 1;
+    }
+}
+
 /* The allocation and release lines that gpumem writes (the bulk of a trace), read without a
  * JSON parser: their keys come in a known order and, when the line has no backslash, no string
  * holds a quote. Returns 1 when taken, 0 to leave the line to jansson, -1 out of memory. */
@@ -273,26 +333,46 @@ static int take_fast(loader *L, const char *line)
     if (strncmp(line, "{\"ph\":\"", 7) != 0 || (line[7] != 'b' && line[7] != 'e') ||
         line[8] != '"' || strchr(line, '\\'))
         return 0;
-    char cat[32], name[1024], id[32];
+    char cat[32], name[1024], id[32], released[1024];
+    span x = {.ph = line[7]};
     const char *ts = after(line, ",\"ts\":");
-    const char *c = string_at(after(line, ",\"cat\":\""), cat, sizeof cat);
-    const char *nm = string_at(after(line, ",\"name\":\""), name, sizeof name);
+    x.cat = string_at(after(line, ",\"cat\":\""), cat, sizeof cat);
+    x.name = string_at(after(line, ",\"name\":\""), name, sizeof name);
     const char *args = after(line, ",\"args\":{");
-    const char *i = string_at(after(line, ",\"id\":\""), id, sizeof id);
-    if (!ts || !c || !nm || !i || !args)
+    x.id = string_at(after(line, ",\"id\":\""), id, sizeof id);
+    if (!ts || !x.cat || !x.name || !x.id || !args)
         return 0;
     const char *b = after(args, "\"bytes\":"), *d = after(args, "\"device\":");
-    const char *st = line[7] == 'b' ? after(args, "\"stack\":") : NULL;
+    const char *st = x.ph == 'b' ? after(args, "\"stack\":") : NULL;
+    const char *addr = after(args, "\"address\":\"");
+    const char *stream = x.ph == 'b' ? after(args, "\"stream\":\"") : NULL;
+    const char *tid = after(line, ",\"tid\":"), *pid = after(line, ",\"pid\":");
     if (!b || !d)
         return 0;
     int bad = 0;
-    int64_t when = ns_of(strtod(ts, NULL), &bad);
+    x.ts = ns_of(strtod(ts, NULL), &bad);
     if (bad) {
         L->t->bad_times++;
         return 1;
     }
-    return take_span(L, line[7], when, c, nm, i, strtoll(b, NULL, 10),
-                     (int)strtol(d, NULL, 10), st ? strtoull(st, NULL, 10) : 0) == 0 ? 1 : -1;
+    if (pid)
+        take_pid(L, strtol(pid, NULL, 10));
+    x.bytes = strtoll(b, NULL, 10);
+    x.device = (int)strtol(d, NULL, 10);
+    x.stack = st ? strtoull(st, NULL, 10) : 0;
+    x.address = addr ? strtoull(addr, NULL, 16) : 0;
+    x.stream = stream ? strtoull(stream, NULL, 16) : 0;
+    x.tid = tid ? (uint32_t)strtoul(tid, NULL, 10) : 0;
+    if (x.ph == 'e')
+        x.released_at = string_at(after(args, "\"released_at\":\""), released, sizeof released);
+    return take_span(L, &x) == 0 ? 1 : -1;
+}
+
+/* A hexadecimal string field of args ("0x7f..."), 0 when absent. */
+static uint64_t hex_arg(json_t *args, const char *key)
+{
+    const char *v = json_string_value(json_object_get(args, key));
+    return v ? strtoull(v, NULL, 16) : 0;
 }
 
 static char *dup_or(const char *s, const char *fallback)
@@ -356,12 +436,25 @@ static int take_event(loader *L, json_t *e)
     }
     if (ts > L->t_last)
         L->t_last = ts;
+    json_t *pid = json_object_get(e, "pid");
+    if (json_is_integer(pid))
+        take_pid(L, (long)json_integer_value(pid));
     if ((ph[0] == 'b' || ph[0] == 'e') && ph[1] == '\0') {
-        if (take_span(L, ph[0], ts, json_string_value(json_object_get(e, "cat")), name,
-                      json_string_value(json_object_get(e, "id")),
-                      json_integer_value(json_object_get(args, "bytes")),
-                      (int)json_integer_value(json_object_get(args, "device")),
-                      (uint64_t)json_integer_value(json_object_get(args, "stack"))) != 0)
+        span x = {
+            .ph = ph[0],
+            .ts = ts,
+            .cat = json_string_value(json_object_get(e, "cat")),
+            .name = name,
+            .id = json_string_value(json_object_get(e, "id")),
+            .released_at = json_string_value(json_object_get(args, "released_at")),
+            .bytes = json_integer_value(json_object_get(args, "bytes")),
+            .device = (int)json_integer_value(json_object_get(args, "device")),
+            .stack = (uint64_t)json_integer_value(json_object_get(args, "stack")),
+            .address = hex_arg(args, "address"),
+            .stream = hex_arg(args, "stream"),
+            .tid = (uint32_t)json_integer_value(json_object_get(e, "tid")),
+        };
+        if (take_span(L, &x) != 0)
             return -1;
     } else if (ph[0] == 'i' && strcmp(name, "checkpoint") == 0) {
         if (!GROW(t->checkpoints, t->ncheckpoints, L->cp_cap))
@@ -440,6 +533,7 @@ static void rebase_times(report_trace *t, loader *L)
         t0 = t->pool_samples[i].t < t0 ? t->pool_samples[i].t : t0;
     if (t0 == INT64_MAX)
         t0 = 0;
+    t->t0 = t0;
     for (size_t i = 0; i < t->nevents; i++)
         t->events[i].t -= t0;
     for (size_t i = 0; i < t->nfailures; i++)
@@ -682,6 +776,8 @@ out:
     free(L.alloc_map.vals);
     free(L.track_map.keys);
     free(L.track_map.vals);
+    free(L.release_map.keys);
+    free(L.release_map.vals);
     return rc;
 }
 
@@ -699,6 +795,9 @@ void report_free(report_trace *t)
             free(*f);
         free(t->stack_frames[i]);
     }
+    for (size_t i = 0; i < t->nrelease_names; i++)
+        free(t->release_names[i]);
+    free(t->release_names);
     free(t->stack_frames);
     free(t->stack_ids);
     free(t->sites);
@@ -713,19 +812,25 @@ void report_free(report_trace *t)
     memset(t, 0, sizeof *t);
 }
 
-char **report_stack(const report_trace *t, uint64_t id)
+long report_stack_index(const report_trace *t, uint64_t id)
 {
     size_t lo = 0, hi = t->nstacks; /* sorted by id (sort_stacks) */
     while (id && lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (t->stack_ids[mid] == id)
-            return t->stack_frames[mid];
+            return (long)mid;
         if (t->stack_ids[mid] < id)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return NULL;
+    return -1;
+}
+
+char **report_stack(const report_trace *t, uint64_t id)
+{
+    long i = report_stack_index(t, id);
+    return i < 0 ? NULL : t->stack_frames[i];
 }
 
 const char *report_track_name(const report_trace *t, size_t i, char *buf, size_t n)

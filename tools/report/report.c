@@ -1,6 +1,7 @@
 /* `gpumem report`: a trace as a self-contained HTML timeline, or as a text summary. */
 #include "report.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,8 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: gpumem report --html TRACE -o FILE.html\n"
             "       gpumem report --summary TRACE\n"
+            "       gpumem report --memory-viz TRACE -o FILE.pickle\n"
+            "       gpumem report --perfetto TRACE [--perfetto TRACE...] -o FILE.pftrace\n"
             "       gpumem report --merge [--json=OUT.json] [-o OUT_TRACE.json] FILE...\n"
             "\n"
             "Shows a trace of a program's CUDA memory over time: one that GPUMEM_TRACE=FILE\n"
@@ -26,15 +29,27 @@ static void usage(FILE *out)
             "                      from disk: live memory over time stacked by call site, a\n"
             "                      track per memory kind and device, the peak and what was live\n"
             "                      then, hover, click and drag to zoom, the largest call sites\n"
-            "  -o, --output=FILE   where --html writes (required with --html)\n"
             "  --summary=TRACE     print the peak, the call sites live at the peak and what was\n"
             "                      still live at the end, as text (for terminals and CI logs)\n"
+            "  --memory-viz=TRACE  write PyTorch's memory snapshot (the pickle that\n"
+            "                      torch.cuda.memory._dump_snapshot writes): open it in\n"
+            "                      https://pytorch.org/memory_viz or torch.cuda._memory_viz;\n"
+            "                      every allocation of the program, by any allocator\n"
+            "  --perfetto=TRACE    write Perfetto's own trace format (protobuf TrackEvent):\n"
+            "                      counters in bytes per memory kind and device, a slice per\n"
+            "                      allocation by call site, arrows from each allocation to its\n"
+            "                      release; give --perfetto once per process (the ranks of a\n"
+            "                      job: --trace=trace.%%r.json) to see them side by side\n"
+            "  -o, --output=FILE   where --html, --memory-viz and --perfetto write (required)\n"
             "  --top=N             call sites to list in the summary (default 10)\n"
+            "  --max-entries=N     --memory-viz: keep the last N trace entries of each device\n"
+            "                      (default: all), as torch.cuda.memory._record_memory_history's\n"
+            "                      max_entries does\n"
             "  --merge FILE...     the reports (gpumem check --json) and traces of a job's\n"
             "                      processes as one: `gpumem report --merge --help` says more\n"
             "  -h, --help, --version\n"
             "\n"
-            "exit status: 0 done; 1 the trace cannot be read or the output cannot be written;\n"
+            "exit status: 0 done; 1 a trace cannot be read or the output cannot be written;\n"
             "2 usage error.\n");
 }
 
@@ -54,6 +69,24 @@ static void print_stack(FILE *out, char **frames, const char *indent, int max)
 {
     for (int i = 0; frames && frames[i] && i < max; i++)
         fprintf(out, "%s%s %s\n", indent, i ? "by" : "at", frames[i]);
+}
+
+/* The peak of each memory kind and device, in a table. */
+static void print_track_peaks(const report_trace *t, FILE *out)
+{
+    fprintf(out, "\npeak by memory kind and device:\n");
+    /* One column for the names: 28 wide, or as wide as the longest where one is longer
+     * ("device-async memory, device 12"). */
+    int width = 28;
+    char name[64], b1[32], tb[32];
+    for (size_t i = 0; i < t->ntracks; i++) {
+        int n = (int)strlen(report_track_name(t, i, name, sizeof name));
+        width = n > width ? n : width;
+    }
+    for (size_t i = 0; i < t->ntracks; i++)
+        fprintf(out, "  %-*s %12s at %s\n", width, report_track_name(t, i, name, sizeof name),
+                report_bytes(t->tracks[i].peak, b1, sizeof b1),
+                secs(t->tracks[i].peak_t, tb, sizeof tb));
 }
 
 void report_summary(const report_trace *t, FILE *out, int top)
@@ -107,12 +140,7 @@ void report_summary(const report_trace *t, FILE *out, int top)
     if (rest_sites)
         fprintf(out, "  %12s in %zu more call site%s\n", report_bytes(rest, b1, sizeof b1),
                 rest_sites, rest_sites == 1 ? "" : "s");
-    fprintf(out, "\npeak by memory kind and device:\n");
-    for (size_t i = 0; i < t->ntracks; i++) {
-        char name[64];
-        fprintf(out, "  %-28s %12s at %s\n", report_track_name(t, i, name, sizeof name),
-                report_bytes(t->tracks[i].peak, b1, sizeof b1), secs(t->tracks[i].peak_t, tb, sizeof tb));
-    }
+    print_track_peaks(t, out);
     if (t->leaked_count) {
         fprintf(out, "\nleaks at end: %s in %llu allocation%s from %llu call site%s%s\n",
                 report_bytes(t->leaked_bytes, b1, sizeof b1),
@@ -147,96 +175,193 @@ void report_summary(const report_trace *t, FILE *out, int top)
     report_pools_summary(t, out);
 }
 
+enum report_mode { MODE_NONE, MODE_HTML, MODE_SUMMARY, MODE_MEMORY_VIZ, MODE_PERFETTO };
+
+static const char *const mode_option[] = {"", "--html", "--summary", "--memory-viz", "--perfetto"};
+static const char *const mode_file[] = {"", "FILE.html", "", "FILE.pickle", "FILE.pftrace"};
+
+
+typedef struct {
+    enum report_mode mode;
+    const char *traces[REPORT_MAX_TRACES];
+    size_t ntraces;
+    const char *output;
+    int top;
+    uint64_t max_entries;
+} report_args;
+
+/* A number option's value from 1 to max; -1 (after a usage error) when it is not one. */
+static long long number(cli *c, const char *v, long long max)
+{
+    char *end;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (!*v || *end || errno || n < 1 || n > max) {
+        cli_usage_error(c, "%s takes a number from 1 to %lld, not '%s'", c->opt, max, v);
+        return -1;
+    }
+    return n;
+}
+
+/* Reads the command line into a; returns -1 to go on, else the exit status. */
+/* The options: a mode's option returns the mode. */
+enum { OPT_OUTPUT = MODE_PERFETTO + 1, OPT_TOP, OPT_MAX_ENTRIES };
+static const cli_opt opts[] = {{"--html", 0, CLI_VALUE, MODE_HTML},
+                               {"--summary", 0, CLI_VALUE, MODE_SUMMARY},
+                               {"--memory-viz", 0, CLI_VALUE, MODE_MEMORY_VIZ},
+                               {"--perfetto", 0, CLI_VALUE, MODE_PERFETTO},
+                               {"--output", 'o', CLI_VALUE, OPT_OUTPUT},
+                               {"--top", 0, CLI_VALUE, OPT_TOP},
+                               {"--max-entries", 0, CLI_VALUE, OPT_MAX_ENTRIES}};
+static const cli_cmd cmd = {"report", opts, CLI_COUNT(opts), usage, CLI_NO_OPERANDS};
+
+static int parse(int argc, char **argv, report_args *a)
+{
+    cli c;
+    cli_start(&c, &cmd, argc, argv);
+    for (int id; (id = cli_next(&c)) != CLI_DONE;) {
+        const char *v = c.value;
+        long long n;
+        switch (id) {
+        case CLI_EXIT:
+            return c.status;
+        case OPT_OUTPUT:
+            if (!*v)
+                return cli_usage_error(&c, "%s needs a path", c.opt);
+            a->output = v;
+            break;
+        case OPT_TOP:
+            if ((n = number(&c, v, 100000)) < 0)
+                return CLI_EXIT_USAGE;
+            a->top = (int)n;
+            break;
+        case OPT_MAX_ENTRIES:
+            if ((n = number(&c, v, (long long)1 << 40)) < 0)
+                return CLI_EXIT_USAGE;
+            a->max_entries = (uint64_t)n;
+            break;
+        default: /* a mode and its trace */
+            if (!*v)
+                return cli_usage_error(&c, "%s needs a path", c.opt);
+            if (a->mode && (a->mode != (enum report_mode)id || id != MODE_PERFETTO))
+                return cli_usage_error(&c, "%s and %s are separate runs; give one of them",
+                                       mode_option[a->mode], c.opt);
+            if (a->ntraces == REPORT_MAX_TRACES)
+                return cli_usage_error(&c, "at most %d traces in one --perfetto run", REPORT_MAX_TRACES);
+            a->mode = (enum report_mode)id;
+            a->traces[a->ntraces++] = v;
+            break;
+        }
+    }
+    return -1;
+}
+
+/* The combinations parse() cannot see one option at a time. Returns -1 to go on. */
+static int check_args(const report_args *a)
+{
+    const cli c = {.cmd = &cmd};
+    if (!a->mode)
+        return cli_usage_error(&c, "%s", "say what to make: --html TRACE -o FILE.html, --summary "
+                                         "TRACE, --memory-viz TRACE -o FILE.pickle or "
+                                         "--perfetto TRACE -o FILE.pftrace");
+    const char *opt = mode_option[a->mode];
+    if (a->mode == MODE_SUMMARY && a->output)
+        return cli_usage_error(&c, "%s", "-o goes with --html, --memory-viz and --perfetto");
+    if (a->mode != MODE_SUMMARY && !a->output)
+        return cli_usage_error(&c, "%s needs -o %s, the file to write", opt, mode_file[a->mode]);
+    if (a->max_entries && a->mode != MODE_MEMORY_VIZ)
+        return cli_usage_error(&c, "%s", "--max-entries goes with --memory-viz");
+    for (size_t i = 0; a->output && i < a->ntraces; i++)
+        if (tool_same_file(a->traces[i], a->output))
+            return cli_usage_error(&c, "-o %s is the trace itself, which %s would replace; "
+                                       "name another file",
+                                   a->output, opt);
+    return -1;
+}
+
+/* Reads one trace, with a warning when it ends early. Returns 0, or -1 after an error. */
+static int load(const char *path, report_trace *t)
+{
+    char err[1024];
+    if (report_load(path, t, err, sizeof err) != 0) {
+        fprintf(stderr, "gpumem report: error: %s\n", err);
+        return -1;
+    }
+    if (!t->complete)
+        fprintf(stderr, "gpumem report: warning: %s ends early (no end marker: the program "
+                        "crashed, was killed, or is still running); showing what it has\n",
+                path);
+    else if (t->frames_cut)
+        fprintf(stderr, "gpumem report: warning: %s ends early, inside its stackFrames table "
+                        "(every event is there, so this report is whole; other viewers such as "
+                        "Perfetto may refuse the file)\n",
+                path);
+    /* Damage the output cannot show (the HTML page has no place for it): said on stderr for
+     * every output, and the report made of the rest, as for a trace that ends early. */
+    if (t->bad_times)
+        fprintf(stderr, "gpumem report: warning: %s: %llu event%s with a timestamp that is no "
+                        "time (NaN, infinite or out of range) left out; a release among them "
+                        "makes its allocation look live to the end\n",
+                path, (unsigned long long)t->bad_times, t->bad_times == 1 ? "" : "s");
+    if (t->dropped)
+        fprintf(stderr, "gpumem report: warning: %s: the traced program could not record %llu "
+                        "event%s; a release among them makes its allocation look live to the "
+                        "end\n",
+                path, (unsigned long long)t->dropped, t->dropped == 1 ? "" : "s");
+    return 0;
+}
+
+/* Makes the output of one mode from the traces read. Returns the exit status. */
+static int make(const report_args *a, report_trace *traces)
+{
+    char err[1024] = "";
+    int rc = 0;
+    switch (a->mode) {
+    case MODE_SUMMARY:
+        report_summary(&traces[0], stdout, a->top);
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            snprintf(err, sizeof err, "writing the summary failed");
+            rc = -1;
+        }
+        break;
+    case MODE_HTML:
+        rc = report_html(&traces[0], a->output, err, sizeof err);
+        break;
+    case MODE_MEMORY_VIZ:
+        rc = report_memory_viz(&traces[0], a->output, a->max_entries, err, sizeof err);
+        break;
+    default:
+        rc = report_perfetto(traces, a->traces, a->ntraces, a->output, err, sizeof err);
+        break;
+    }
+    if (rc == 0)
+        return 0;
+    fprintf(stderr, "gpumem report: error: %s\n", err);
+    return 1;
+}
+
 int gpumem_report_main(int argc, char **argv)
 {
     for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) /* merging has options of its own */
         if (strcmp(argv[i], "--merge") == 0)
             return report_merge_main(argc, argv);
-    const char *html = NULL, *summary = NULL, *output = NULL;
-    int top = 10;
-    enum { OPT_HTML, OPT_SUMMARY, OPT_OUTPUT, OPT_TOP };
-    static const cli_opt opts[] = {{"--html", 0, CLI_VALUE, OPT_HTML},
-                                   {"--summary", 0, CLI_VALUE, OPT_SUMMARY},
-                                   {"--output", 'o', CLI_VALUE, OPT_OUTPUT},
-                                   {"--top", 0, CLI_VALUE, OPT_TOP}};
-    static const cli_cmd cmd = {"report", opts, CLI_COUNT(opts), usage, CLI_NO_OPERANDS};
-    cli c;
-    cli_start(&c, &cmd, argc, argv);
-    for (int id; (id = cli_next(&c)) != CLI_DONE;) {
-        const char *v = c.value;
-        switch (id) {
-        case CLI_EXIT:
-            return c.status;
-        case OPT_HTML:
-        case OPT_SUMMARY:
-        case OPT_OUTPUT:
-            if (!*v)
-                return cli_usage_error(&c, "%s needs a path", c.opt);
-            *(id == OPT_HTML ? &html : id == OPT_SUMMARY ? &summary : &output) = v;
-            break;
-        case OPT_TOP: {
-            char *end;
-            long n = strtol(v, &end, 10);
-            if (!*v || *end || n < 1 || n > 100000)
-                return cli_usage_error(&c, "--top takes a number from 1 to 100000, not '%s'", v);
-            top = (int)n;
-            break;
-        }
-        }
-    }
-    if (!html && !summary)
-        return cli_usage_error(&c, "%s",
-                               "say what to make: --html TRACE -o FILE.html, or --summary TRACE");
-    if (html && summary)
-        return cli_usage_error(&c, "%s", "--html and --summary are separate runs; give one of them");
-    if (html && !output)
-        return cli_usage_error(&c, "%s", "--html needs -o FILE.html, the file to write");
-    if (!html && output)
-        return cli_usage_error(&c, "%s", "-o goes with --html");
-    if (html && tool_same_file(html, output))
-        return cli_usage_error(&c, "-o %s is the trace itself, which the page would replace; "
-                                   "name another file",
-                               output);
-
-    report_trace t;
-    char err[1024];
-    if (report_load(html ? html : summary, &t, err, sizeof err) != 0) {
-        fprintf(stderr, "gpumem report: error: %s\n", err);
+    report_args a = {.top = 10};
+    int rc = parse(argc, argv, &a);
+    if (rc < 0)
+        rc = check_args(&a);
+    if (rc >= 0)
+        return rc;
+    report_trace *traces = calloc(a.ntraces, sizeof *traces);
+    if (!traces) {
+        fprintf(stderr, "gpumem report: error: out of memory\n");
         return 1;
     }
-    if (!t.complete)
-        fprintf(stderr, "gpumem report: warning: %s ends early (no end marker: the program "
-                        "crashed, was killed, or is still running); showing what it has\n",
-                html ? html : summary);
-    else if (t.frames_cut)
-        fprintf(stderr, "gpumem report: warning: %s ends early, inside its stackFrames table "
-                        "(every event is there, so this report is whole; other viewers such as "
-                        "Perfetto may refuse the file)\n",
-                html ? html : summary);
-    /* Damage the output cannot show (the HTML page has no place for it): said on stderr for
-     * every output, and the report made of the rest, as for a trace that ends early. */
-    if (t.bad_times)
-        fprintf(stderr, "gpumem report: warning: %s: %llu event%s with a timestamp that is no "
-                        "time (NaN, infinite or out of range) left out; a release among them "
-                        "makes its allocation look live to the end\n",
-                html ? html : summary, (unsigned long long)t.bad_times,
-                t.bad_times == 1 ? "" : "s");
-    if (t.dropped)
-        fprintf(stderr, "gpumem report: warning: %s: the traced program could not record %llu "
-                        "event%s; a release among them makes its allocation look live to the "
-                        "end\n",
-                html ? html : summary, (unsigned long long)t.dropped, t.dropped == 1 ? "" : "s");
-    int rc = 0;
-    if (summary) {
-        report_summary(&t, stdout, top);
-        if (fflush(stdout) != 0 || ferror(stdout)) {
-            fprintf(stderr, "gpumem report: error: writing the summary failed\n");
-            rc = 1;
-        }
-    } else if (report_html(&t, output, err, sizeof err) != 0) {
-        fprintf(stderr, "gpumem report: error: %s\n", err);
-        rc = 1;
-    }
-    report_free(&t);
+    size_t loaded = 0;
+    while (loaded < a.ntraces && load(a.traces[loaded], &traces[loaded]) == 0)
+        loaded++;
+    rc = loaded == a.ntraces ? make(&a, traces) : 1;
+    for (size_t i = 0; i < loaded; i++)
+        report_free(&traces[i]);
+    free(traces);
     return rc;
 }

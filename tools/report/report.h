@@ -7,7 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define REPORT_KINDS 8
+/* Processes one --perfetto run may show side by side (a job's ranks). */
+#define REPORT_MAX_TRACES 1024
 
 typedef struct {
     char *name;        /* "app.cu:31 (load_batch)", or the CUDA call's name */
@@ -38,6 +39,10 @@ typedef struct {
     uint32_t site, track;
     int64_t bytes;
     int64_t t_alloc, t_release; /* t_release -1: live at the end */
+    uint64_t address, stream;   /* as the trace gives them (0 when it does not) */
+    uint32_t stack;             /* the allocation's stack id, 0: none */
+    uint32_t thread, release_thread; /* the trace's small thread numbers (tid) */
+    uint32_t released_at;       /* index into release_names, or UINT32_MAX: not known */
 } report_alloc;
 
 typedef struct {
@@ -59,6 +64,10 @@ typedef struct {
 
 typedef struct {
     char *process;       /* the process_name metadata */
+    long pid;            /* the traced process's id (its events' "pid") */
+    int64_t t0;          /* the trace's own time (ns of CLOCK_MONOTONIC) of time 0 below */
+    char **release_names; /* where allocations were released ("released_at"), each once */
+    size_t nrelease_names;
     char *tool;
     int complete;        /* the gpumem_end marker was read */
     int frames_cut;      /* the file ends inside the stackFrames table after the events */
@@ -100,6 +109,8 @@ int report_load(const char *path, report_trace *t, char *err, size_t errn);
 void report_free(report_trace *t);
 /* Frames of a stack id; NULL when unknown. */
 char **report_stack(const report_trace *t, uint64_t id);
+/* Where stack id is in stack_ids and stack_frames; -1 when unknown. */
+long report_stack_index(const report_trace *t, uint64_t id);
 /* "memory-kind memory, device N" */
 const char *report_track_name(const report_trace *t, size_t i, char *buf, size_t n);
 /* Site indexes ordered by bytes at the peak, then by their own peak (largest first). */
@@ -118,6 +129,15 @@ void report_pools_summary(const report_trace *t, FILE *out);
 void report_pools_free(report_trace *t);
 /* Returns 0, or -1 with why in err. */
 int report_html(const report_trace *t, const char *out_path, char *err, size_t errn);
+
+/* PyTorch's memory snapshot of the trace (memviz.c): the last max_entries trace entries of
+ * each device (0: all). Returns 0, or -1 with why in err. */
+int report_memory_viz(const report_trace *t, const char *out_path, uint64_t max_entries,
+                      char *err, size_t errn);
+/* Perfetto's protobuf trace of n traces (perfetto.c), one process each; names are their
+ * files. Returns 0, or -1 with why in err. */
+int report_perfetto(const report_trace *traces, const char *const *names, size_t n,
+                    const char *out_path, char *err, size_t errn);
 
 /* "1.5 MiB" */
 const char *report_bytes(int64_t v, char *buf, size_t n);

@@ -833,6 +833,32 @@ static void test_user_flags_win(void)
     EXPECT_CONTAINS(r.out, sample);
 }
 
+/* A named file below a repository's top finds the project's include/ at the top
+ * (`gpumem lint examples/leak_hunt.c` in gpumem's own tree), but not above the top. */
+static void test_include_up_to_repository_top(void)
+{
+    fresh("upward");
+    write_file("include/above.h", "int above;\n"); /* outside the repository below */
+    write_file("repo/.git/HEAD", "ref: refs/heads/main\n");
+    write_file("repo/include/proj.h", "int proj;\n");
+    write_file("repo/examples/app.c", "#include \"proj.h\"\n#include \"above.h\"\nint x;\n");
+    lint("--no-config", "--print-commands", "repo/examples/app.c", NULL);
+    char want[600];
+    snprintf(want, sizeof want, "-I %s/upward/repo/include ", root);
+    EXPECT_CONTAINS(r.out, want);
+    snprintf(want, sizeof want, "%s/upward/include", root);
+    EXPECT_TRUE(strstr(r.out, want) == NULL);
+    /* Outside any repository, only the named file's own include/ is looked at. */
+    write_file("plain/src/include/own.h", "int own;\n");
+    write_file("plain/include/top.h", "int top;\n");
+    write_file("plain/src/b.c", "#include \"own.h\"\n#include \"top.h\"\nint y;\n");
+    lint("--no-config", "--print-commands", "plain/src/b.c", NULL);
+    snprintf(want, sizeof want, "-I %s/upward/plain/src/include ", root);
+    EXPECT_CONTAINS(r.out, want);
+    snprintf(want, sizeof want, "%s/upward/plain/include", root);
+    EXPECT_TRUE(strstr(r.out, want) == NULL);
+}
+
 static void test_nearest_header_derived(void)
 {
     fresh("nearest");
@@ -1395,6 +1421,7 @@ int main(int argc, char **argv)
     RUN(test_derived_flags);
     RUN(test_user_flags_win);
     RUN(test_nearest_header_derived);
+    RUN(test_include_up_to_repository_top);
     RUN(test_omp_and_rdc);
     RUN(test_mpi_header);
     RUN(test_included_sources);
