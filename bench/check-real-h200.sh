@@ -52,7 +52,7 @@ if [ -x "$nccl_src/build-kit/build.sh" ]; then
   bash "$nccl_src/build-kit/build.sh" "$nccl_bin" all_reduce all_gather sendrecv \
     > "$out/nccl-build.txt" 2>&1 || echo "nccl-tests did not build (nccl-build.txt)"
 fi
-export GPUMEM_NCCL_TESTS=$nccl_bin NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
+export NCCL_TESTS_BIN=$nccl_bin NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 nccl=$(python3 -c 'import nvidia.nccl, os; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)
 [ -n "$nccl" ] && export LD_LIBRARY_PATH=$nccl/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 

@@ -38,7 +38,7 @@ cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUMEM_BUILD_LIN
   { say "build failed"; tail -40 "$res/build.txt"; }
 wait
 say "build: ${SECONDS} s"
-export GPUMEM_NCCL_TESTS=$nccl_bin NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
+export NCCL_TESTS_BIN=$nccl_bin NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 nccl=$(python3 -c 'import nvidia.nccl, os; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)
 [ -n "$nccl" ] && export LD_LIBRARY_PATH=$nccl/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 gpumem=$build/tools/gpumem

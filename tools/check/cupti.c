@@ -1104,9 +1104,7 @@ static const struct {
 #if CUDA_VERSION >= 12030
     HOT_RT(cudaStreamGetCaptureInfo_v12030), HOT_RT(cudaStreamGetCaptureInfo_ptsz_v12030),
 #endif
-    HOT_RT(cudaPointerGetAttributes_v4000), HOT_RT(cudaFuncGetAttributes_v3020),
-    HOT_RT(cudaFuncSetAttribute_v9000), HOT_RT(cudaOccupancyMaxActiveBlocksPerMultiprocessor_v6000),
-    HOT_RT(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags_v7000),
+    HOT_RT(cudaPointerGetAttributes_v4000),
     /* the driver: the same, and the current context */
     HOT_DRV(cuLaunchKernel), HOT_DRV(cuLaunchKernel_ptsz), HOT_DRV(cuLaunchKernelEx),
     HOT_DRV(cuLaunchKernelEx_ptsz), HOT_DRV(cuCtxGetCurrent), HOT_DRV(cuCtxSetCurrent),

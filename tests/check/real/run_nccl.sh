@@ -8,7 +8,7 @@
 #           ("Out of bounds values : 0 OK"), and with CUMEM=1 virtual memory was seen.
 #     planted: nccl_planted.cu (this folder), built here against the same NCCL: its planted leak
 #           and double release are found, and nothing else.
-# nccl-tests is not part of gpumem: GPUMEM_NCCL_TESTS names a folder with its built programs
+# nccl-tests is not part of gpumem: NCCL_TESTS_BIN names a folder with its built programs
 # (all_reduce_perf, ...; `make` in a clone of github.com/NVIDIA/nccl-tests builds them). NCCL
 # itself is found as PyTorch's wheel ships it (python3 -c 'import nvidia.nccl'), or under
 # NCCL_HOME. Exit status: 0 as expected, 1 not, 77 skipped (no GPU, no nccl-tests or NCCL).
@@ -29,9 +29,9 @@ if [ "$perf" = planted ]; then
     { echo "FAIL: cannot build nccl_planted.cu"; exit 1; }
   prog=("$tmp/nccl_planted")
 else
-  bin=${GPUMEM_NCCL_TESTS:-}
+  bin=${NCCL_TESTS_BIN:-}
   [ -n "$bin" ] && [ -x "$bin/${perf}_perf" ] ||
-    skip "GPUMEM_NCCL_TESTS names no folder with nccl-tests' ${perf}_perf"
+    skip "NCCL_TESTS_BIN names no folder with nccl-tests' ${perf}_perf"
   prog=("$bin/${perf}_perf" -b 8 -e 16M -f 4 -g 1 -c 1)
 fi
 export NCCL_CUMEM_ENABLE=$cumem NCCL_NVLS_ENABLE=0
