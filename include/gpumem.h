@@ -806,9 +806,8 @@ typedef struct gpumem_pool_options_t {
      *  cudaMallocHost of their own. Ignored by device pools. */
     uint64_t chunk_bytes;
     /** How the pool holds memory: GPUMEM_POOL_DESIGN_AUTO (0, the default: the
-     *  GPUMEM_POOL_DESIGN variable, else pages for a device pool where the device can map
-     *  them, else segments), or one of the others; a design a pool cannot use falls back to
-     *  segments. docs/pools.md compares them. */
+     *  GPUMEM_POOL_DESIGN variable, else segments), or one of the others; a design a pool
+     *  cannot use falls back to segments. docs/pools.md compares them. */
     uint32_t design;
     /** GPUMEM_POOL_* flags (0: none). */
     uint32_t flags;
