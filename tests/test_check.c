@@ -397,6 +397,10 @@ static void failed_calls(void)
     EXPECT_EQ(check_call_probe("cudaMemcpyAsync", 600), 1);
     EXPECT_EQ(check_call_probe("cudaMemcpyAsync", 1), 0);
     EXPECT_EQ(check_call_probe("cudaGetDriverEntryPointByVersion", 500), 1);
+    /* NCCL asks of each of its kernels whether it has code for this GPU (seen on an H200). */
+    EXPECT_EQ(check_call_probe("cuLibraryGetKernel", 209), 1);
+    EXPECT_EQ(check_call_probe("cuLibraryGetKernel", 1), 0);
+    EXPECT_EQ(check_call_probe("cuLaunchKernel", 209), 0);
 }
 
 static void test_failed_calls(void)
