@@ -45,19 +45,18 @@ static void setup(void)
     gpumem__init_once();
     gpumem__report_at_exit_disable();
     snprintf(check__prefix, sizeof check__prefix, "==%ld== ", (long)getpid());
-    const char *leak = check_setting_get(CHECK_SET_LEAK, "full");
-    check__opt.leak = strcmp(leak, "no") == 0 ? LEAK_NO : strcmp(leak, "summary") == 0 ? LEAK_SUMMARY
-                                                                                : LEAK_FULL;
-    check__opt.show_kinds = (unsigned)check_leak_kinds_parse(check_setting_get(CHECK_SET_SHOW_LEAK_KINDS, "all"));
-    check__opt.error_kinds = (unsigned)check_leak_kinds_parse(check_setting_get(CHECK_SET_ERRORS_FOR_LEAK_KINDS, "all"));
-    check__opt.gen_supp = strcmp(check_setting_get(CHECK_SET_GEN_SUPPRESSIONS, "no"), "yes") == 0;
-    check__opt.stacks = strcmp(check_setting_get(CHECK_SET_STACKS, "1"), "0") != 0;
-    check__opt.quiet = strcmp(check_setting_get(CHECK_SET_QUIET, "0"), "1") == 0;
-    check__opt.root = strtol(check_setting_get(CHECK_SET_ROOT, "0"), NULL, 10);
+    /* The choices' order in settings.def is LEAK_NO, LEAK_SUMMARY, LEAK_FULL's. */
+    check__opt.leak = check_setting_choice(CHECK_SET_LEAK);
+    check__opt.show_kinds = (unsigned)check_leak_kinds_parse(check_setting_value(CHECK_SET_SHOW_LEAK_KINDS));
+    check__opt.error_kinds = (unsigned)check_leak_kinds_parse(check_setting_value(CHECK_SET_ERRORS_FOR_LEAK_KINDS));
+    check__opt.gen_supp = check_setting_choice(CHECK_SET_GEN_SUPPRESSIONS) == 1;
+    check__opt.stacks = check_setting_choice(CHECK_SET_STACKS) == 1;
+    check__opt.quiet = check_setting_choice(CHECK_SET_QUIET) == 1;
+    check__opt.root = strtol(check_setting_value(CHECK_SET_ROOT), NULL, 10);
     check__opt.log = check_setting_path(CHECK_SET_LOG);
     check__opt.json = check_setting_path(CHECK_SET_JSON);
     check__opt.status = check_setting_path(CHECK_SET_STATUS);
-    check__opt.image = atoi(check_setting_get(CHECK_SET_IMAGE, "0"));
+    check__opt.image = atoi(check_setting_value(CHECK_SET_IMAGE));
     check_rank_read(&check__opt.rank);
     gpumem__command_line(check__opt.command, sizeof check__opt.command);
     /* Suppression files, separated by newlines (the launcher checked them already). */
