@@ -370,6 +370,63 @@ static void json_close(gpumem__sink *o, int depth, int empty, const char *bracke
     gpumem__sink_str(o, bracket);
 }
 
+/* A site's stack as JSON frames (the value of its "stack" key). */
+static void write_json_stack(gpumem__sink *o, uint32_t stack)
+{
+    gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
+    int nf = gpumem__stack_frames(stack, frames, GPUMEM__STACK_MAX_FRAMES);
+    gpumem__sink_str(o, "[");
+    int ffirst = 1;
+    for (int k = 0; k < nf; k++) {
+        json_key(o, 4, NULL, &ffirst);
+        int ff = 1;
+        gpumem__sink_str(o, "{");
+        json_key(o, 5, "function", &ff);
+        gpumem__sink_json_str(o, frames[k].func);
+        json_key(o, 5, "file", &ff);
+        gpumem__sink_json_str(o, frames[k].file);
+        json_key(o, 5, "line", &ff);
+        gpumem__sink_i64(o, frames[k].line);
+        json_close(o, 4, 0, "}");
+    }
+    json_close(o, 3, ffirst, "]");
+}
+
+/* One call site's live allocations, an element of "sites". */
+static void write_json_site(gpumem__sink *o, const gpumem__group *g)
+{
+    int f = 1;
+    gpumem__sink_str(o, "{");
+    json_key(o, 3, "file", &f);
+    gpumem__sink_json_str(o, g->site.file);
+    json_key(o, 3, "line", &f);
+    gpumem__sink_i64(o, g->site.line);
+    json_key(o, 3, "function", &f);
+    gpumem__sink_json_str(o, g->site.func);
+    json_key(o, 3, "kind", &f);
+    gpumem__sink_json_str(o, gpumem_kind_name(g->kind));
+    json_key(o, 3, "device", &f);
+    gpumem__sink_i64(o, g->device);
+    json_key(o, 3, "count", &f);
+    gpumem__sink_u64(o, g->count);
+    json_key(o, 3, "bytes", &f);
+    gpumem__sink_u64(o, g->bytes);
+    json_key(o, 3, "first_seq", &f);
+    gpumem__sink_str(o, "[");
+    int qfirst = 1;
+    size_t shown = g->count < 5 ? (size_t)g->count : 5;
+    for (size_t k = 0; k < shown; k++) {
+        json_key(o, 4, NULL, &qfirst);
+        gpumem__sink_u64(o, g->first_seq[k]);
+    }
+    json_close(o, 3, qfirst, "]");
+    if (g->stack) {
+        json_key(o, 3, "stack", &f);
+        write_json_stack(o, g->stack);
+    }
+    json_close(o, 2, 0, "}");
+}
+
 static void write_json(gpumem__sink *o, const gpumem_live *live, const gpumem__group *g, long n,
                        int skipped, const char *when)
 {
@@ -408,52 +465,7 @@ static void write_json(gpumem__sink *o, const gpumem_live *live, const gpumem__g
     int sfirst = 1;
     for (long i = 0; i < n; i++) {
         json_key(o, 2, NULL, &sfirst);
-        int f = 1;
-        gpumem__sink_str(o, "{");
-        json_key(o, 3, "file", &f);
-        gpumem__sink_json_str(o, g[i].site.file);
-        json_key(o, 3, "line", &f);
-        gpumem__sink_i64(o, g[i].site.line);
-        json_key(o, 3, "function", &f);
-        gpumem__sink_json_str(o, g[i].site.func);
-        json_key(o, 3, "kind", &f);
-        gpumem__sink_json_str(o, gpumem_kind_name(g[i].kind));
-        json_key(o, 3, "device", &f);
-        gpumem__sink_i64(o, g[i].device);
-        json_key(o, 3, "count", &f);
-        gpumem__sink_u64(o, g[i].count);
-        json_key(o, 3, "bytes", &f);
-        gpumem__sink_u64(o, g[i].bytes);
-        json_key(o, 3, "first_seq", &f);
-        gpumem__sink_str(o, "[");
-        int qfirst = 1;
-        size_t shown = g[i].count < 5 ? (size_t)g[i].count : 5;
-        for (size_t k = 0; k < shown; k++) {
-            json_key(o, 4, NULL, &qfirst);
-            gpumem__sink_u64(o, g[i].first_seq[k]);
-        }
-        json_close(o, 3, qfirst, "]");
-        if (g[i].stack) {
-            gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
-            int nf = gpumem__stack_frames(g[i].stack, frames, GPUMEM__STACK_MAX_FRAMES);
-            json_key(o, 3, "stack", &f);
-            gpumem__sink_str(o, "[");
-            int ffirst = 1;
-            for (int k = 0; k < nf; k++) {
-                json_key(o, 4, NULL, &ffirst);
-                int ff = 1;
-                gpumem__sink_str(o, "{");
-                json_key(o, 5, "function", &ff);
-                gpumem__sink_json_str(o, frames[k].func);
-                json_key(o, 5, "file", &ff);
-                gpumem__sink_json_str(o, frames[k].file);
-                json_key(o, 5, "line", &ff);
-                gpumem__sink_i64(o, frames[k].line);
-                json_close(o, 4, 0, "}");
-            }
-            json_close(o, 3, ffirst, "]");
-        }
-        json_close(o, 2, 0, "}");
+        write_json_site(o, &g[i]);
     }
     json_close(o, 1, sfirst, "]");
     json_key(o, 1, "complete", &first);
