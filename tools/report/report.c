@@ -89,11 +89,11 @@ static void print_track_peaks(const report_trace *t, FILE *out)
                 secs(t->tracks[i].peak_t, tb, sizeof tb));
 }
 
-void report_summary(const report_trace *t, FILE *out, int top)
+/* The summary's first lines: the process, the trace's size, and what was left out of it. */
+static void print_head(const report_trace *t, FILE *out)
 {
-    char b1[32];
-    fprintf(out, "gpumem report: %s\n", t->process ? t->process : "(unnamed process)");
     char tb[32];
+    fprintf(out, "gpumem report: %s\n", t->process ? t->process : "(unnamed process)");
     fprintf(out, "  %zu allocations, %zu events over %s, %zu call sites%s\n", t->nallocs,
             t->nevents, secs(t->duration, tb, sizeof tb), t->nsites,
             t->complete ? "" : "; the trace ends early (the program crashed or was killed)");
@@ -109,6 +109,53 @@ void report_summary(const report_trace *t, FILE *out, int top)
         fprintf(out, "  %llu events with a timestamp that is no time (NaN, infinite or out of "
                      "range) were left out\n",
                 (unsigned long long)t->bad_times);
+}
+
+/* The memory live at the end, by call site (the top of rank). */
+static void print_leaks(const report_trace *t, FILE *out, const uint32_t *rank, int top)
+{
+    char b1[32];
+    if (!t->leaked_count) {
+        fprintf(out, "\nleaks at end: none (every allocation in the trace was released)\n");
+        return;
+    }
+    fprintf(out, "\nleaks at end: %s in %llu allocation%s from %llu call site%s%s\n",
+            report_bytes(t->leaked_bytes, b1, sizeof b1), (unsigned long long)t->leaked_count,
+            t->leaked_count == 1 ? "" : "s", (unsigned long long)t->leaked_sites,
+            t->leaked_sites == 1 ? "" : "s",
+            t->complete ? "" : " (the trace ends early: some may have been released later)");
+    int shown = 0;
+    for (size_t i = 0; i < t->nsites && shown < top; i++) {
+        const report_site *s = &t->sites[rank[i]];
+        if (!s->leaked_count)
+            continue;
+        shown++;
+        fprintf(out, "  %12s in %llu %s allocation%s at %s\n",
+                report_bytes(s->leaked, b1, sizeof b1), (unsigned long long)s->leaked_count,
+                gpumem_kind_name(s->kind), s->leaked_count == 1 ? "" : "s", s->name);
+        print_stack(out, report_stack(t, s->stack), "                 ", 6);
+    }
+}
+
+static void print_failures(const report_trace *t, FILE *out, int top)
+{
+    char b1[32], tb[32];
+    if (!t->nfailures)
+        return;
+    fprintf(out, "\nfailed allocations: %zu\n", t->nfailures);
+    for (size_t i = 0; i < t->nfailures && (int)i < top; i++) {
+        const report_failure *f = &t->failures[i];
+        fprintf(out, "  %s: %s: %s %s memory on device %d at %s%s%s\n",
+                secs(f->t, tb, sizeof tb), f->what, report_bytes(f->bytes, b1, sizeof b1),
+                gpumem_kind_name(f->kind), f->device, f->site,
+                f->cuda_error ? ", " : "", f->cuda_error ? f->cuda_error : "");
+    }
+}
+
+void report_summary(const report_trace *t, FILE *out, int top)
+{
+    char b1[32], tb[32];
+    print_head(t, out);
     if (!t->nevents) {
         fprintf(out, "no allocations in the trace\n");
         return;
@@ -141,36 +188,8 @@ void report_summary(const report_trace *t, FILE *out, int top)
         fprintf(out, "  %12s in %zu more call site%s\n", report_bytes(rest, b1, sizeof b1),
                 rest_sites, rest_sites == 1 ? "" : "s");
     print_track_peaks(t, out);
-    if (t->leaked_count) {
-        fprintf(out, "\nleaks at end: %s in %llu allocation%s from %llu call site%s%s\n",
-                report_bytes(t->leaked_bytes, b1, sizeof b1),
-                (unsigned long long)t->leaked_count, t->leaked_count == 1 ? "" : "s",
-                (unsigned long long)t->leaked_sites, t->leaked_sites == 1 ? "" : "s",
-                t->complete ? "" : " (the trace ends early: some may have been released later)");
-        shown = 0;
-        for (size_t i = 0; i < t->nsites && shown < top; i++) {
-            const report_site *s = &t->sites[rank[i]];
-            if (!s->leaked_count)
-                continue;
-            shown++;
-            fprintf(out, "  %12s in %llu %s allocation%s at %s\n",
-                    report_bytes(s->leaked, b1, sizeof b1), (unsigned long long)s->leaked_count,
-                    gpumem_kind_name(s->kind), s->leaked_count == 1 ? "" : "s", s->name);
-            print_stack(out, report_stack(t, s->stack), "                 ", 6);
-        }
-    } else {
-        fprintf(out, "\nleaks at end: none (every allocation in the trace was released)\n");
-    }
-    if (t->nfailures) {
-        fprintf(out, "\nfailed allocations: %zu\n", t->nfailures);
-        for (size_t i = 0; i < t->nfailures && (int)i < top; i++) {
-            const report_failure *f = &t->failures[i];
-            fprintf(out, "  %s: %s: %s %s memory on device %d at %s%s%s\n",
-                    secs(f->t, tb, sizeof tb), f->what, report_bytes(f->bytes, b1, sizeof b1),
-                    gpumem_kind_name(f->kind), f->device, f->site,
-                    f->cuda_error ? ", " : "", f->cuda_error ? f->cuda_error : "");
-        }
-    }
+    print_leaks(t, out, rank, top);
+    print_failures(t, out, top);
     free(rank);
     report_pools_summary(t, out);
 }
