@@ -584,6 +584,34 @@ static int file_kind(const char *path, json_t **doc)
     return 0;
 }
 
+/* One file to merge, put among the ranks' reports (m) or the traces, by what it holds; an
+ * input that is also an output is refused. Returns 0, or the exit status (said). */
+static int sort_input(const char *path, const char *output, const char *json_out, merge_state *m,
+                      trace_input *traces, size_t *ntraces)
+{
+    for (const char *o = output ? output : json_out; o; o = o == output ? json_out : NULL)
+        if (tool_same_file(path, o)) {
+            fprintf(stderr, "gpumem report: error: %s is both an input and an output\n", path);
+            return 2;
+        }
+    json_t *doc = NULL;
+    int kind = file_kind(path, &doc);
+    if (kind == 1) {
+        json_t *rank = json_object_get(doc, "rank");
+        m->ranks[m->nranks++] =
+            (rank_report){path, doc, json_is_integer(rank) ? (long)json_integer_value(rank) : -1,
+                          num(doc, "pid"), 0, 0};
+        return 0;
+    }
+    if (kind == 2) {
+        traces[(*ntraces)++].path = path;
+        return 0;
+    }
+    fprintf(stderr, "gpumem report: error: %s: %s\n", path,
+            kind < 0 ? strerror(errno) : "neither a gpumem check JSON report nor a trace");
+    return 1;
+}
+
 int report_merge_main(int argc, char **argv)
 {
     const char *json_out = NULL, *output = NULL;
@@ -626,29 +654,8 @@ int report_merge_main(int argc, char **argv)
     m.ranks = calloc((size_t)nfiles, sizeof *m.ranks);
     size_t ntraces = 0;
     int rc = traces && m.ranks ? 0 : 1;
-    for (int i = 0; i < nfiles && rc == 0; i++) {
-        const char *path = files[i];
-        for (const char *o = output ? output : json_out; o; o = o == output ? json_out : NULL)
-            if (tool_same_file(path, o)) {
-                fprintf(stderr, "gpumem report: error: %s is both an input and an output\n", path);
-                rc = 2;
-            }
-        json_t *doc = NULL;
-        int kind = rc ? 0 : file_kind(path, &doc);
-        if (rc)
-            break;
-        if (kind == 1) {
-            json_t *rank = json_object_get(doc, "rank");
-            m.ranks[m.nranks++] = (rank_report){path, doc, json_is_integer(rank) ? (long)json_integer_value(rank) : -1,
-                                                num(doc, "pid"), 0, 0};
-        } else if (kind == 2) {
-            traces[ntraces++].path = path;
-        } else {
-            fprintf(stderr, "gpumem report: error: %s: %s\n", path,
-                    kind < 0 ? strerror(errno) : "neither a gpumem check JSON report nor a trace");
-            rc = 1;
-        }
-    }
+    for (int i = 0; i < nfiles && rc == 0; i++)
+        rc = sort_input(files[i], output, json_out, &m, traces, &ntraces);
     if (rc == 0 && ntraces && !output)
         rc = cli_usage_error(&c, "%s", "traces were given: -o FILE names the merged trace");
     if (rc == 0 && !ntraces && output)
