@@ -202,6 +202,17 @@ std::string calledName(const Expr *E, const ASTContext &Ctx) {
   return Text.str();
 }
 
+/// \p State holds the status (or launch) of the call \p At as not read yet.
+bool records(ProgramStateRef State, const Expr *At) {
+  if (State->get<GpumemDiscardedStatuses>(At) ||
+      State->get<GpumemPendingLaunch>() == At)
+    return true;
+  for (const auto &[Region, Stored] : State->get<GpumemStoredStatuses>())
+    if (Stored.Call == At)
+      return true;
+  return false;
+}
+
 } // namespace
 
 void StatusChecker::report(StringRef Msg, const Expr *At,
@@ -222,10 +233,13 @@ void StatusChecker::report(StringRef Msg, const Expr *At,
   // made it: not at the later call (maybe in another helper) where the
   // engine noticed, whose notes ("Calling 'other'") would lead elsewhere,
   // and where clang would merge two findings of one message into one.
+  // The node is the one where this checker recorded the status (a change
+  // of state, so the engine never reclaims it, as it may other nodes).
   const ExplodedNode *Origin = N;
-  for (const ExplodedNode *Cur = N; Cur; Cur = Cur->getFirstPred()) {
-    auto SP = Cur->getLocation().getAs<StmtPoint>();
-    if (SP && SP->getStmt() == At && Cur->getLocationContext() == LC) {
+  for (const ExplodedNode *Cur = N; Cur && Cur->getFirstPred();
+       Cur = Cur->getFirstPred()) {
+    if (records(Cur->getState(), At) &&
+        !records(Cur->getFirstPred()->getState(), At)) {
       Origin = Cur;
       break;
     }
