@@ -404,8 +404,25 @@ void MemoryChecker::reportLeaks(ArrayRef<SymbolRef> Leaked,
 
 namespace {
 
-/// exit(0), exit(EXIT_SUCCESS), _exit(0)... written in \p S.
-bool callsSuccessfulExit(const Stmt *S, const ASTContext &Ctx) {
+/// Does \p S hold an expression of a CUDA status type?
+bool testsStatus(const Stmt *S) {
+  if (const auto *E = dyn_cast_or_null<Expr>(S))
+    if (const TagDecl *TD = E->getType().getCanonicalType()->getAsTagDecl())
+      if (TD->getIdentifier() &&
+          (TD->getName() == "cudaError" || TD->getName() == "cudaError_enum"))
+        return true;
+  for (const Stmt *Child : S ? S->children() : Stmt::const_child_range(
+                                                   Stmt::const_child_iterator(),
+                                                   Stmt::const_child_iterator()))
+    if (testsStatus(Child))
+      return true;
+  return false;
+}
+
+/// exit(0), exit(EXIT_SUCCESS), _exit(0)... written in \p S, not as the
+/// error branch of a check.
+bool callsSuccessfulExit(const Stmt *S, const ParentMap &PM,
+                         const ASTContext &Ctx) {
   if (!S)
     return false;
   if (const auto *CE = dyn_cast<CallExpr>(S))
@@ -414,16 +431,29 @@ bool callsSuccessfulExit(const Stmt *S, const ASTContext &Ctx) {
           (FD->getName() == "exit" || FD->getName() == "_exit" ||
            FD->getName() == "_Exit" || FD->getName() == "quick_exit")) {
         Expr::EvalResult R;
-        if (CE->getArg(0)->EvaluateAsInt(R, Ctx) && R.Val.getInt() == 0)
+        if (CE->getArg(0)->EvaluateAsInt(R, Ctx) && R.Val.getInt() == 0 &&
+            !isErrorBranchExit(CE, PM))
           return true;
       }
   for (const Stmt *Child : S->children())
-    if (callsSuccessfulExit(Child, Ctx))
+    if (callsSuccessfulExit(Child, PM, Ctx))
       return true;
   return false;
 }
 
 } // namespace
+
+bool isErrorBranchExit(const Expr *Exit, const ParentMap &PM) {
+  // A check macro's exit, whatever status it gives (`exit(0)` in some).
+  if (Exit->getBeginLoc().isMacroID())
+    return true;
+  for (const Stmt *Cur = Exit, *P = PM.getParent(Exit); P;
+       Cur = P, P = PM.getParent(P))
+    if (const auto *IS = dyn_cast<IfStmt>(P))
+      if (IS->getCond() != Cur && testsStatus(IS->getCond()))
+        return true;
+  return false;
+}
 
 bool MemoryChecker::mayExitSuccessfully(const LocationContext *LC) const {
   for (const StackFrameContext *SF = LC->getStackFrame(); SF;
@@ -432,8 +462,10 @@ bool MemoryChecker::mayExitSuccessfully(const LocationContext *LC) const {
     auto It = ExitingFunctions.find(D);
     if (It == ExitingFunctions.end())
       It = ExitingFunctions
-               .try_emplace(D, D && callsSuccessfulExit(D->getBody(),
-                                                        D->getASTContext()))
+               .try_emplace(D, D && D->getBody() &&
+                                   callsSuccessfulExit(
+                                       D->getBody(), SF->getParentMap(),
+                                       D->getASTContext()))
                .first;
     if (It->second)
       return true;

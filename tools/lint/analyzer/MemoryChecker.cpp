@@ -9,6 +9,7 @@
 #include "MemoryChecker.h"
 #include "clang/AST/Attr.h"
 #include "clang/AST/DeclCXX.h"
+#include "clang/AST/ParentMap.h"
 #include "clang/Basic/SourceManager.h"
 #include "clang/Lex/Lexer.h"
 #include "clang/StaticAnalyzer/Core/PathSensitive/CallEvent.h"
@@ -481,7 +482,9 @@ static bool isSuccessfulExit(const CallEvent &Call, CheckerContext &C) {
     return false;
   const llvm::APSInt *Status =
       C.getSValBuilder().getKnownValue(C.getState(), Call.getArgSVal(0));
-  return Status && Status->isZero();
+  const Expr *E = Call.getOriginExpr();
+  return Status && Status->isZero() && E &&
+         !isErrorBranchExit(E, C.getLocationContext()->getParentMap());
 }
 
 void MemoryChecker::checkPreCall(const CallEvent &Call,

@@ -19,6 +19,10 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
 
+namespace clang {
+class ParentMap;
+}
+
 namespace gpumem {
 
 class MemoryChecker
@@ -228,6 +232,10 @@ CallSite userCallSite(const clang::Expr *E, llvm::StringRef Name,
 
 /// \p R without the element-0 views that casts of a pointer make.
 const clang::ento::MemRegion *stripPointerCasts(const clang::ento::MemRegion *R);
+
+/// An exit() that is the error branch of a check: written by a macro (a
+/// check macro's), or under an `if` that tests a CUDA status.
+bool isErrorBranchExit(const clang::Expr *Exit, const clang::ParentMap &PM);
 
 /// True inside __global__ or __device__ code.
 bool inDeviceCode(clang::ento::CheckerContext &C);
