@@ -15,9 +15,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define GPUMEM_FAMILY_MEMORY 1
+#define GPUMEM_FAMILY_OWN 0
 const struct lint_rule_info lint_rules[LINT_RULE_COUNT] = {
 #define GPUMEM_RULE(id, checker, family, name, desc, brief, help)                                \
-    {#id, "gpumem." #checker, name, desc, brief, help},
+    {#id, "gpumem." #checker, name, desc, brief, help, GPUMEM_FAMILY_##family},
 #include "analyzer/rules.def"
 #undef GPUMEM_RULE
 };

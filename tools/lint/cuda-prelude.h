@@ -91,3 +91,11 @@ static inline __device__ void __nv_atomic_store_n(T *p, V v, int order, int scop
 #define cudaThreadSetCacheConfig cudaDeviceSetCacheConfig
 #define cudaThreadGetCacheConfig cudaDeviceGetCacheConfig
 #endif
+
+/* nvcc accepts an initializer on a __shared__ variable (it warns that it is ignored, or takes a
+ * constant one); clang stops the unit at it ("initialization is not supported for __shared__
+ * variables"), device code or not. A host-only analysis does not look at where device
+ * variables live, so __shared__ is read as nothing: such a variable is an ordinary local (or
+ * static) one of its kernel. */
+#undef __shared__
+#define __shared__

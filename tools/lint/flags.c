@@ -103,6 +103,30 @@ static const char *library_dir(const char *name, size_t nlen, char *buf, size_t 
     return NULL;
 }
 
+#ifndef GPUMEM_LINT_STUBS_INSTALLED
+#define GPUMEM_LINT_STUBS_INSTALLED ""
+#endif
+#ifndef GPUMEM_LINT_STUBS_SOURCE
+#define GPUMEM_LINT_STUBS_SOURCE ""
+#endif
+
+/** The folder of gpumem lint's stand-in for a library header that no installation here holds
+ *  (`mpi.h`: tools/lint/stubs/mpi.h, installed in <datadir>/gpumem/lint-stubs), so that a
+ *  program that also uses MPI is analyzed where MPI is not installed; or NULL. */
+static const char *stub_dir(const char *name, size_t nlen)
+{
+    if (nlen != 5 || memcmp(name, "mpi.h", 5) != 0)
+        return NULL;
+    const char *cands[] = {GPUMEM_LINT_STUBS_INSTALLED, GPUMEM_LINT_STUBS_SOURCE};
+    char probe[4200];
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(probe, sizeof probe, "%s/mpi.h", cands[i]);
+        if (cands[i][0] && access(probe, R_OK) == 0)
+            return cands[i];
+    }
+    return NULL;
+}
+
 /** The include folders of the user's flags: -I, -iquote, -isystem, -idirafter, joined or
  *  separate, made absolute. */
 static void user_dirs(const struct lint_strlist *flags, struct lint_strlist *out)
@@ -303,6 +327,11 @@ static char *resolve(const struct lint_units *u, const struct search *s, struct 
     if (h) {
         add_include(&x->args, "-I", h, strlen(h) - nlen - 1);
         return strdup(h);
+    }
+    const char *stubs = stub_dir(name, nlen);
+    if (stubs) {
+        add_include(&x->args, "-isystem", stubs, strlen(stubs));
+        return NULL;
     }
     return root_include(u, x, name, nlen);
 }

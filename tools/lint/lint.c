@@ -817,7 +817,7 @@ static int lint_main(int argc, char **argv, struct lint_options *o, struct lint_
     if (c->print_commands) {
         for (size_t i = 0; i < u->n; i++) {
             struct lint_strlist a = {0};
-            lint_unit_argv(o, run, &u->v[i], "UNIT.sarif", &a);
+            lint_unit_argv(o, run, &u->v[i], "UNIT.sarif", NULL, NULL, &a);
             for (size_t k = 0; k < a.n; k++)
                 printf("%s%s", k ? " " : "", a.v[k]);
             printf("\n");

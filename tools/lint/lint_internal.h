@@ -50,6 +50,7 @@ struct lint_rule_info {
     const char *desc;    /**< "memory never released on some path" (--help's list) */
     const char *brief;   /**< one line */
     const char *help;    /**< what to do about it */
+    int memory;          /**< a rule of gpumem.Memory's family: that checker's options apply */
 };
 extern const struct lint_rule_info lint_rules[LINT_RULE_COUNT];
 
@@ -304,13 +305,22 @@ struct lint_run {
     int progress;              /**< print [k/n] on stderr */
 };
 /** The analyzer's argument vector for one unit (without the output file), for tests and
- *  for --print-commands; NULL-terminated, malloc'd strings. */
+ *  for --print-commands; NULL-terminated, malloc'd strings. @p facts_out, where the unit's
+ *  facts go, and @p facts_in, the merged facts of the other units, may be NULL (facts.c). */
 void lint_unit_argv(const struct lint_options *o, const struct lint_run *r,
-                    const struct lint_unit *u, const char *sarif_out, struct lint_strlist *argv);
+                    const struct lint_unit *u, const char *sarif_out, const char *facts_out,
+                    const char *facts_in, struct lint_strlist *argv);
 /** Runs the analyzer on every unit, o->jobs at a time. @p res has one entry per unit.
  *  Returns 0, or -1 after printing why nothing could run (temporary folder, spawn). */
 int lint_run_units(const struct lint_options *o, const struct lint_run *r,
                    const struct lint_units *u, struct lint_unit_result *res);
+
+/* ---- facts.c ---- */
+/** Merges the facts files TMP/I.facts of the units analyzed (@p analyzed[i]) into @p out, and
+ *  sets @p rerun[i] for each unit that calls a function another unit defines with facts.
+ *  Returns how many units are to be analyzed again, or -1 when @p out cannot be written. */
+int lint_facts_merge(const char *tmp, size_t n, const unsigned char *analyzed, const char *out,
+                     unsigned char *rerun);
 
 /* ---- output.c ---- */
 struct lint_summary {

@@ -95,7 +95,8 @@ static void lenient_flags(const char *lang, struct lint_strlist *a)
 }
 
 void lint_unit_argv(const struct lint_options *o, const struct lint_run *r,
-                    const struct lint_unit *u, const char *sarif_out, struct lint_strlist *a)
+                    const struct lint_unit *u, const char *sarif_out, const char *facts_out,
+                    const char *facts_in, struct lint_strlist *a)
 {
     const char *cuda = lint_cuda_root();
     char buf[4200];
@@ -187,6 +188,19 @@ void lint_unit_argv(const struct lint_options *o, const struct lint_run *r,
             add_xclang(a, "-analyzer-config");
             add_xclang(a, "gpumem.VectorAlignment:Pedantic=true");
         }
+        /* gpumem.Memory is loaded only with a rule of its family. */
+        int memory = 0;
+        for (int rr = 0; rr < LINT_RULE_COUNT; rr++)
+            memory |= o->enabled[rr] && lint_rules[rr].memory;
+        if (!memory)
+            facts_out = facts_in = NULL;
+        struct lint_strlist one = {0};
+        if (facts_out && lint_strlist_add(&one, facts_out) == 0)
+            add_config(a, "gpumem.Memory:FactsOut", &one);
+        lint_strlist_free(&one);
+        if (facts_in && lint_strlist_add(&one, facts_in) == 0)
+            add_config(a, "gpumem.Memory:FactsIn", &one);
+        lint_strlist_free(&one);
     }
     lint_strlist_add(a, "--analyzer-output");
     lint_strlist_add(a, "sarif");
@@ -280,18 +294,23 @@ static void remove_tmp(const char *tmp, size_t n)
         unlink(path);
         snprintf(path, sizeof path, "%s/%zu.sarif", tmp, i);
         unlink(path);
+        snprintf(path, sizeof path, "%s/%zu.facts", tmp, i);
+        unlink(path);
     }
+    snprintf(path, sizeof path, "%s/facts", tmp);
+    unlink(path);
     rmdir(tmp);
 }
 
 static pid_t spawn(const struct lint_options *o, const struct lint_run *r,
-                   const struct lint_unit *u, const char *tmp, size_t i)
+                   const struct lint_unit *u, const char *tmp, size_t i, const char *facts_in)
 {
-    char out[4200], err[4200];
+    char out[4200], err[4200], facts[4200];
     snprintf(out, sizeof out, "%s/%zu.sarif", tmp, i);
     snprintf(err, sizeof err, "%s/%zu.err", tmp, i);
+    snprintf(facts, sizeof facts, "%s/%zu.facts", tmp, i);
     struct lint_strlist argv = {0};
-    lint_unit_argv(o, r, u, out, &argv);
+    lint_unit_argv(o, r, u, out, facts_in ? NULL : facts, facts_in, &argv);
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
@@ -364,48 +383,33 @@ static void stop_all(struct slot *run, int jobs, const char *tmp, size_t n,
     raise((int)stop_signal);
 }
 
-int lint_run_units(const struct lint_options *o, const struct lint_run *r,
-                   const struct lint_units *u, struct lint_unit_result *res)
+/** One pass: runs the analyzer on the units @p todo marks, o->jobs at a time, into their
+ *  slots of @p res; with @p facts_in, the other units' facts are given to each. */
+static void run_pass(const struct lint_options *o, const struct lint_run *r,
+                     const struct lint_units *u, const unsigned char *todo, const char *tmp,
+                     const char *facts_in, struct slot *run, int jobs,
+                     const struct sigaction old[3], struct lint_unit_result *res)
 {
-    const char *base = getenv("TMPDIR");
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s/gpumem-lint.XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(tmp)) {
-        fprintf(stderr,
-                "gpumem lint: error: cannot make a temporary folder in %s: %s (set TMPDIR to a "
-                "writable folder)\n",
-                base && *base ? base : "/tmp", strerror(errno));
-        return -1;
-    }
-    int jobs = o->jobs < 1 ? 1 : o->jobs;
-    struct slot *run = calloc((size_t)jobs, sizeof *run);
-    if (!run) {
-        rmdir(tmp);
-        return -1;
-    }
-    size_t next = 0, done = 0, started = 0;
+    size_t next = 0, done = 0, started = 0, total = 0;
     int active = 0;
-    struct sigaction old[3];
-    catch_stop_signals(old);
     for (size_t i = 0; i < u->n; i++)
-        if (u->v[i].skip)
-            done++;
-    size_t total = u->n - done;
+        total += todo[i];
+    done = u->n - total;
     while (done < u->n) {
         if (stop_signal)
             stop_all(run, jobs, tmp, u->n, old);
         while (active < jobs && next < u->n) {
             size_t i = next++;
-            if (u->v[i].skip)
+            if (!todo[i])
                 continue;
             started++;
             if (r->progress) {
-                fprintf(stderr, "\r\033[K[%zu/%zu] %s", started, total,
-                        u->v[i].path);
+                fprintf(stderr, "\r\033[K[%zu/%zu]%s %s", started, total,
+                        facts_in ? " again, with other files' facts:" : "", u->v[i].path);
                 fflush(stderr);
             }
             double t0 = now();
-            pid_t pid = spawn(o, r, &u->v[i], tmp, i);
+            pid_t pid = spawn(o, r, &u->v[i], tmp, i, facts_in);
             if (pid < 0) {
                 res[i].status = 1;
                 char buf[600];
@@ -437,7 +441,7 @@ int lint_run_units(const struct lint_options *o, const struct lint_run *r,
             if (w == 0 || (w < 0 && errno == EINTR))
                 continue;
             size_t i = run[k].unit;
-            res[i].seconds = now() - run[k].start;
+            res[i].seconds += now() - run[k].start;
             if (w < 0)
                 st = 127 << 8;
             collect(tmp, i, st, timed_out, o->timeout, &res[i]);
@@ -451,6 +455,72 @@ int lint_run_units(const struct lint_options *o, const struct lint_run *r,
             nanosleep(&ts, NULL);
         }
     }
+}
+
+/** The second pass (facts.c): the units that call functions other units define, analyzed
+ *  again with those functions' facts. A unit whose second analysis fails keeps the first. */
+static void run_with_facts(const struct lint_options *o, const struct lint_run *r,
+                           const struct lint_units *u, const char *tmp, struct slot *run,
+                           int jobs, const struct sigaction old[3],
+                           struct lint_unit_result *res)
+{
+    unsigned char *analyzed = calloc(u->n ? u->n : 1, 1);
+    unsigned char *again = calloc(u->n ? u->n : 1, 1);
+    struct lint_unit_result *second = calloc(u->n ? u->n : 1, sizeof *second);
+    char facts[4200];
+    snprintf(facts, sizeof facts, "%s/facts", tmp);
+    for (size_t i = 0; analyzed && i < u->n; i++)
+        analyzed[i] = !u->v[i].skip && res[i].status == 0;
+    if (analyzed && again && second && lint_facts_merge(tmp, u->n, analyzed, facts, again) > 0) {
+        run_pass(o, r, u, again, tmp, facts, run, jobs, old, second);
+        for (size_t i = 0; i < u->n; i++) {
+            if (!again[i])
+                continue;
+            res[i].seconds += second[i].seconds;
+            if (second[i].status == 0) {
+                free(res[i].sarif);
+                res[i].sarif = second[i].sarif;
+                res[i].sarif_len = second[i].sarif_len;
+            } else {
+                free(second[i].sarif);
+            }
+            free(second[i].error);
+        }
+    }
+    free(analyzed);
+    free(again);
+    free(second);
+}
+
+int lint_run_units(const struct lint_options *o, const struct lint_run *r,
+                   const struct lint_units *u, struct lint_unit_result *res)
+{
+    const char *base = getenv("TMPDIR");
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s/gpumem-lint.XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(tmp)) {
+        fprintf(stderr,
+                "gpumem lint: error: cannot make a temporary folder in %s: %s (set TMPDIR to a "
+                "writable folder)\n",
+                base && *base ? base : "/tmp", strerror(errno));
+        return -1;
+    }
+    int jobs = o->jobs < 1 ? 1 : o->jobs;
+    struct slot *run = calloc((size_t)jobs, sizeof *run);
+    unsigned char *todo = calloc(u->n ? u->n : 1, 1);
+    if (!run || !todo) {
+        free(run);
+        free(todo);
+        rmdir(tmp);
+        return -1;
+    }
+    struct sigaction old[3];
+    catch_stop_signals(old);
+    for (size_t i = 0; i < u->n; i++)
+        todo[i] = !u->v[i].skip;
+    run_pass(o, r, u, todo, tmp, NULL, run, jobs, old, res);
+    if (r->plugin && !stop_signal)
+        run_with_facts(o, r, u, tmp, run, jobs, old, res);
     if (r->progress) {
         fputs("\r\033[K", stderr);
         fflush(stderr);
@@ -459,6 +529,7 @@ int lint_run_units(const struct lint_options *o, const struct lint_run *r,
         stop_all(run, jobs, tmp, u->n, old); /* it came as the last unit finished */
     restore_stop_signals(old);
     free(run);
+    free(todo);
     remove_tmp(tmp, u->n);
     return 0;
 }

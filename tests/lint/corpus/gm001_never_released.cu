@@ -231,10 +231,18 @@ void ok_null_test(size_t n, int use) {
         CUDA_CHECK(cudaFree(d));
 }
 
-// case: process exits
+// case: the process exits with a failure status (the error branch of a check)
 void ok_exit(size_t n) {
     float *d;
     CUDA_CHECK(cudaMalloc(&d, n));
+    consume(d);
+    exit(1);
+}
+
+// case: the process ends with exit(0), as a return from main ends it
+void exits_successfully(size_t n) {
+    float *d;
+    CUDA_CHECK(cudaMalloc(&d, n));  // expect: GM001
     consume(d);
     exit(0);
 }

@@ -14,9 +14,10 @@ void gm004_memcpy(float *d, const float *h, size_t n) {
     cudaMemcpy(d, h, n, cudaMemcpyHostToDevice);  // expect: GM004
 }
 
-// case: cudaFree result dropped
-void gm004_free(float *d) {
+// case: cudaFree result dropped, and the program goes on with CUDA calls
+void gm004_free(float *d, float *e, size_t n) {
     cudaFree(d);  // expect: GM004
+    CUDA_CHECK(cudaMemset(e, 0, n));
 }
 
 // case: cudaMalloc result dropped
@@ -94,6 +95,24 @@ void ok_macros(float *d, float *h, size_t n) {
     CUDA_SAFE_CALL(cudaDeviceSynchronize());
     gpuErrchk(cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost));
     GPUMEM_CHECK(cudaStreamSynchronize(0));
+}
+
+// case: teardown: releases last, nothing left to act on their statuses
+void ok_teardown(float *d, float *h, cudaStream_t s) {
+    cudaFree(d);
+    cudaFreeHost(h);
+    cudaStreamDestroy(s);
+}
+
+// case: an error path's cleanup: the function returns the error already
+int ok_error_cleanup(float **a, float **b, size_t n) {
+    if (cudaMalloc((void **)a, n) != cudaSuccess)
+        return -1;
+    if (cudaMalloc((void **)b, n) != cudaSuccess) {
+        cudaFree(*a);
+        return -1;
+    }
+    return 0;
 }
 
 // case: compared right away

@@ -43,5 +43,33 @@ grep -q "allocated here with cudaMalloc" "$out/notes" || { echo "FAIL: no alloca
 if grep -q "argc\|cuda_runtime.h" "$out/notes"; then
   echo "FAIL: path steps before the allocation or in CUDA's headers:"; cat "$out/notes"; fail=1
 fi
+# Units clang refused and nvcc compiles: a __shared__ variable with an initializer, and an
+# MPI program where MPI is not installed (gpumem lint's own mpi.h then stands in).
+cat > "$out/nvcc_accepts.cu" <<'EOF2'
+#include <mpi.h>
+#include <cuda_runtime.h>
+__global__ void count(int *out) {
+  __shared__ int seen = 0;
+  out[0] = seen;
+}
+int main(int argc, char **argv) {
+  int rank;
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int *d;
+  if (cudaMalloc(&d, sizeof(int)) != cudaSuccess)
+    return 1;
+  count<<<1, 1>>>(d);
+  MPI_Finalize();
+  return 0;
+}
+EOF2
+"$lint" --no-config --clang="$clang" --analyzer-plugin="$plugin" "$out/nvcc_accepts.cu" \
+  >"$out/accepts" 2>"$out/accepts.err"
+if grep -q "not analyzed" "$out/accepts.err"; then
+  echo "FAIL: a unit nvcc compiles was not analyzed:"; cat "$out/accepts.err"; fail=1
+fi
+grep -q "memory allocated with cudaMalloc is never released" "$out/accepts" ||
+  { echo "FAIL: no GM001 in the MPI program:"; cat "$out/accepts"; fail=1; }
 [ "$fail" -eq 0 ] && echo "plugin end-to-end: 1 passed, 0 failed"
 exit "$fail"

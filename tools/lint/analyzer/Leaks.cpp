@@ -111,15 +111,10 @@ bool isEarlyExit(const Stmt *S, const Stmt *AllocExpr,
   return false;
 }
 
+/// A release of the memory the leak rules follow (not free or realloc).
 bool isReleaseName(StringRef Name) {
-  return Name == "cudaFree" || Name == "cudaFreeHost" ||
-         Name == "cudaFreeAsync" || Name == "cudaFreeArray" ||
-         Name == "cuMemFree" || Name == "cuMemFree_v2" ||
-         Name == "cuMemFreeHost" || Name == "cuMemFreeAsync" ||
-         Name == "cuMemRelease" || Name == "cuMemAddressFree" ||
-         Name == "cuMemUnmap" ||
-         Name == "gpumem_free" ||
-         Name == "gpumem_free_at" || Name == "gpumem_free_async_at";
+  const ReleaseSpec *RS = findReleaseNamed(Name);
+  return RS && RS->Fn != ReleaseFn::Free;
 }
 
 bool containsRelease(const Stmt *S, const llvm::StringSet<> &Extra) {
@@ -405,6 +400,113 @@ void MemoryChecker::reportLeaks(ArrayRef<SymbolRef> Leaked,
   }
   if (ExitOfAll)
     reportEarlyExit(ExitOfAll, AtExit, Before, N, false, C);
+}
+
+namespace {
+
+/// Does \p S hold an expression of a CUDA status type?
+bool testsStatus(const Stmt *S) {
+  if (const auto *E = dyn_cast_or_null<Expr>(S))
+    if (const TagDecl *TD = E->getType().getCanonicalType()->getAsTagDecl())
+      if (TD->getIdentifier() &&
+          (TD->getName() == "cudaError" || TD->getName() == "cudaError_enum"))
+        return true;
+  for (const Stmt *Child : S ? S->children() : Stmt::const_child_range(
+                                                   Stmt::const_child_iterator(),
+                                                   Stmt::const_child_iterator()))
+    if (testsStatus(Child))
+      return true;
+  return false;
+}
+
+/// exit(0), exit(EXIT_SUCCESS), _exit(0)... written in \p S, not as the
+/// error branch of a check.
+bool callsSuccessfulExit(const Stmt *S, const ParentMap &PM,
+                         const ASTContext &Ctx) {
+  if (!S)
+    return false;
+  if (const auto *CE = dyn_cast<CallExpr>(S))
+    if (const FunctionDecl *FD = CE->getDirectCallee())
+      if (FD->getIdentifier() && CE->getNumArgs() == 1 &&
+          (FD->getName() == "exit" || FD->getName() == "_exit" ||
+           FD->getName() == "_Exit" || FD->getName() == "quick_exit")) {
+        Expr::EvalResult R;
+        if (CE->getArg(0)->EvaluateAsInt(R, Ctx) && R.Val.getInt() == 0 &&
+            !isErrorBranchExit(CE, PM))
+          return true;
+      }
+  for (const Stmt *Child : S->children())
+    if (callsSuccessfulExit(Child, PM, Ctx))
+      return true;
+  return false;
+}
+
+} // namespace
+
+bool isErrorBranchExit(const Expr *Exit, const ParentMap &PM) {
+  // A check macro's exit, whatever status it gives (`exit(0)` in some).
+  if (Exit->getBeginLoc().isMacroID())
+    return true;
+  for (const Stmt *Cur = Exit, *P = PM.getParent(Exit); P;
+       Cur = P, P = PM.getParent(P))
+    if (const auto *IS = dyn_cast<IfStmt>(P))
+      if (IS->getCond() != Cur && testsStatus(IS->getCond()))
+        return true;
+  return false;
+}
+
+bool MemoryChecker::mayExitSuccessfully(const LocationContext *LC) const {
+  for (const StackFrameContext *SF = LC->getStackFrame(); SF;
+       SF = SF->getParent() ? SF->getParent()->getStackFrame() : nullptr) {
+    const Decl *D = SF->getDecl();
+    auto It = ExitingFunctions.find(D);
+    if (It == ExitingFunctions.end())
+      It = ExitingFunctions
+               .try_emplace(D, D && D->getBody() &&
+                                   callsSuccessfulExit(
+                                       D->getBody(), SF->getParentMap(),
+                                       D->getASTContext()))
+               .first;
+    if (It->second)
+      return true;
+  }
+  return false;
+}
+
+void MemoryChecker::reportLeaksAtExit(const CallEvent &Exit,
+                                      CheckerContext &C) const {
+  if (!NeverReleased.isEnabled())
+    return;
+  ProgramStateRef State = C.getState();
+  ExplodedNode *N = nullptr;
+  llvm::SmallVector<std::pair<SymbolRef, AllocState>, 4> Leaked;
+  for (const auto &[Sym, AS] : getLeakedBeforeExit(State))
+    Leaked.push_back({Sym, AS});
+  for (const auto &[Sym, AS] : getAllocs(State))
+    if (!AS.Released && isLeakTracked(AS.Kind) && !(AS.Flags & FlagGlobal) &&
+        !allocationFailed(State, Sym, AS))
+      Leaked.push_back({Sym, AS});
+  for (const auto &[Sym, AS] : Leaked) {
+    if (!AS.Alloc.Expr || !AS.Alloc.Context)
+      continue;
+    if (!N)
+      N = C.generateNonFatalErrorNode();
+    if (!N)
+      return;
+    std::string Msg = ("memory allocated with " + AS.Alloc.Name +
+                       " is never released on this path, which ends the "
+                       "program with " +
+                       calleeName(Exit) + "(0); release it with " +
+                       expectedRelease(AS.Kind) + " before")
+                          .str();
+    PathDiagnosticLocation Unique = PathDiagnosticLocation::createBegin(
+        AS.Alloc.Expr, C.getSourceManager(), AS.Alloc.Context);
+    auto R = std::make_unique<PathSensitiveBugReport>(
+        ExitLeak, Msg, N, Unique, AS.Alloc.Context->getDecl());
+    R->markInteresting(Sym);
+    R->addVisitor<NoteVisitor>(Sym, AS.Alloc.Expr, AS.Alloc.Context);
+    C.emitReport(std::move(R));
+  }
 }
 
 void MemoryChecker::checkPreStmt(const CXXThrowExpr *TE,

@@ -6,7 +6,6 @@
 
 #include "MemoryApi.h"
 #include "clang/AST/Decl.h"
-#include "clang/StaticAnalyzer/Core/PathSensitive/CallDescription.h"
 
 using namespace clang;
 using namespace clang::ento;
@@ -14,87 +13,85 @@ using namespace clang::ento;
 namespace gpumem {
 namespace {
 
-using Mode = CallDescription::Mode;
+/// The allocating calls: the function's name, and what it makes. One table,
+/// read by name (CallDescription's SimpleFunc matching is by name too, for
+/// the extern "C" functions findAllocation() lets through).
+const std::pair<StringRef, AllocSpec> AllocationRows[] = {
+    {"cudaMalloc", {MemKind::Device, "cudaMalloc", 0, -1, false}},
+    {"cudaMallocPitch", {MemKind::Device, "cudaMallocPitch", 0, -1, false}},
+    {"cudaMalloc3D", {MemKind::Device, "cudaMalloc3D", 0, -1, true}},
+    {"cudaMallocManaged",
+     {MemKind::Managed, "cudaMallocManaged", 0, -1, false}},
+    {"cudaMallocAsync",
+     {MemKind::StreamOrdered, "cudaMallocAsync", 0, -1, false}},
+    {"cudaMallocFromPoolAsync",
+     {MemKind::StreamOrdered, "cudaMallocFromPoolAsync", 0, -1, false}},
+    {"cudaMallocHost", {MemKind::Pinned, "cudaMallocHost", 0, -1, false}},
+    {"cudaHostAlloc", {MemKind::Pinned, "cudaHostAlloc", 0, 2, false}},
+    {"cudaMallocArray", {MemKind::Array, "cudaMallocArray", 0, -1, false}},
+    {"cudaMalloc3DArray", {MemKind::Array, "cudaMalloc3DArray", 0, -1, false}},
+    {"cuMemAlloc", {MemKind::Device, "cuMemAlloc", 0, -1, false}},
+    {"cuMemAlloc_v2", {MemKind::Device, "cuMemAlloc", 0, -1, false}},
+    {"cuMemAllocPitch", {MemKind::Device, "cuMemAllocPitch", 0, -1, false}},
+    {"cuMemAllocPitch_v2", {MemKind::Device, "cuMemAllocPitch", 0, -1, false}},
+    {"cuMemAllocManaged",
+     {MemKind::Managed, "cuMemAllocManaged", 0, -1, false}},
+    {"cuMemAllocAsync",
+     {MemKind::StreamOrdered, "cuMemAllocAsync", 0, -1, false}},
+    {"cuMemAllocFromPoolAsync",
+     {MemKind::StreamOrdered, "cuMemAllocFromPoolAsync", 0, -1, false}},
+    {"cuMemAllocHost", {MemKind::Pinned, "cuMemAllocHost", 0, -1, false}},
+    {"cuMemAllocHost_v2", {MemKind::Pinned, "cuMemAllocHost", 0, -1, false}},
+    {"cuMemHostAlloc", {MemKind::Pinned, "cuMemHostAlloc", 0, 2, false}},
+    {"cuMemCreate", {MemKind::Physical, "cuMemCreate", 0, -1, false}},
+    {"cuMemAddressReserve",
+     {MemKind::AddressRange, "cuMemAddressReserve", 0, -1, false}},
+    {"gpumem_device_alloc_at",
+     {MemKind::GpumemDevice, "gpumem_device_alloc", -1, -1, false}},
+    {"gpumem_managed_alloc_at",
+     {MemKind::GpumemManaged, "gpumem_managed_alloc", -1, -1, false}},
+    {"gpumem_pinned_alloc_at",
+     {MemKind::GpumemPinned, "gpumem_pinned_alloc", -1, -1, false}},
+    {"gpumem_host_alloc_at",
+     {MemKind::GpumemHost, "gpumem_host_alloc", -1, 2, false}},
+    {"gpumem_device_alloc_async_at",
+     {MemKind::GpumemDeviceAsync, "gpumem_device_alloc_async", -1, -1, false}},
+    {"malloc", {MemKind::Heap, "malloc", -1, -1, false}},
+    {"calloc", {MemKind::Heap, "calloc", -1, -1, false}},
+    {"realloc", {MemKind::Heap, "realloc", -1, -1, false}},
+    {"aligned_alloc", {MemKind::Heap, "aligned_alloc", -1, -1, false}},
+};
 
-CallDescription fn(StringRef Name) { return {Mode::SimpleFunc, {Name}}; }
+/// The release calls, as AllocationRows.
+const std::pair<StringRef, ReleaseSpec> ReleaseRows[] = {
+    {"cudaFree", {ReleaseFn::CudaFree, "cudaFree", 0}},
+    {"cudaFreeHost", {ReleaseFn::CudaFreeHost, "cudaFreeHost", 0}},
+    {"cudaFreeAsync", {ReleaseFn::CudaFreeAsync, "cudaFreeAsync", 0}},
+    {"cudaFreeArray", {ReleaseFn::CudaFreeArray, "cudaFreeArray", 0}},
+    {"cuMemFree", {ReleaseFn::CuMemFree, "cuMemFree", 0}},
+    {"cuMemFree_v2", {ReleaseFn::CuMemFree, "cuMemFree", 0}},
+    {"cuMemFreeHost", {ReleaseFn::CuMemFreeHost, "cuMemFreeHost", 0}},
+    {"cuMemFreeAsync", {ReleaseFn::CuMemFreeAsync, "cuMemFreeAsync", 0}},
+    {"cuMemRelease", {ReleaseFn::CuMemRelease, "cuMemRelease", 0}},
+    {"cuMemAddressFree", {ReleaseFn::CuMemAddressFree, "cuMemAddressFree", 0}},
+    // Releases the mapping made at the address, not the address range
+    // (MemoryChecker::release looks the mapping up).
+    {"cuMemUnmap", {ReleaseFn::CuMemUnmap, "cuMemUnmap", 0}},
+    {"gpumem_free", {ReleaseFn::GpumemFree, "gpumem_free", 0}},
+    {"gpumem_free_at", {ReleaseFn::GpumemFree, "gpumem_free", 0}},
+    {"gpumem_free_async_at",
+     {ReleaseFn::GpumemFreeAsync, "gpumem_free_async", 0}},
+    {"free", {ReleaseFn::Free, "free", 0}},
+    {"realloc", {ReleaseFn::Free, "realloc", 0}},
+};
 
-const CallDescriptionMap<AllocSpec> &allocations() {
-  static const CallDescriptionMap<AllocSpec> Map = {
-      {fn("cudaMalloc"), {MemKind::Device, "cudaMalloc", 0, -1, false}},
-      {fn("cudaMallocPitch"), {MemKind::Device, "cudaMallocPitch", 0, -1, false}},
-      {fn("cudaMalloc3D"), {MemKind::Device, "cudaMalloc3D", 0, -1, true}},
-      {fn("cudaMallocManaged"),
-       {MemKind::Managed, "cudaMallocManaged", 0, -1, false}},
-      {fn("cudaMallocAsync"),
-       {MemKind::StreamOrdered, "cudaMallocAsync", 0, -1, false}},
-      {fn("cudaMallocFromPoolAsync"),
-       {MemKind::StreamOrdered, "cudaMallocFromPoolAsync", 0, -1, false}},
-      {fn("cudaMallocHost"), {MemKind::Pinned, "cudaMallocHost", 0, -1, false}},
-      {fn("cudaHostAlloc"), {MemKind::Pinned, "cudaHostAlloc", 0, 2, false}},
-      {fn("cudaMallocArray"), {MemKind::Array, "cudaMallocArray", 0, -1, false}},
-      {fn("cudaMalloc3DArray"),
-       {MemKind::Array, "cudaMalloc3DArray", 0, -1, false}},
-      {fn("cuMemAlloc"), {MemKind::Device, "cuMemAlloc", 0, -1, false}},
-      {fn("cuMemAlloc_v2"), {MemKind::Device, "cuMemAlloc", 0, -1, false}},
-      {fn("cuMemAllocPitch"), {MemKind::Device, "cuMemAllocPitch", 0, -1, false}},
-      {fn("cuMemAllocPitch_v2"),
-       {MemKind::Device, "cuMemAllocPitch", 0, -1, false}},
-      {fn("cuMemAllocManaged"),
-       {MemKind::Managed, "cuMemAllocManaged", 0, -1, false}},
-      {fn("cuMemAllocAsync"),
-       {MemKind::StreamOrdered, "cuMemAllocAsync", 0, -1, false}},
-      {fn("cuMemAllocFromPoolAsync"),
-       {MemKind::StreamOrdered, "cuMemAllocFromPoolAsync", 0, -1, false}},
-      {fn("cuMemAllocHost"), {MemKind::Pinned, "cuMemAllocHost", 0, -1, false}},
-      {fn("cuMemAllocHost_v2"),
-       {MemKind::Pinned, "cuMemAllocHost", 0, -1, false}},
-      {fn("cuMemHostAlloc"), {MemKind::Pinned, "cuMemHostAlloc", 0, 2, false}},
-      {fn("cuMemCreate"), {MemKind::Physical, "cuMemCreate", 0, -1, false}},
-      {fn("cuMemAddressReserve"),
-       {MemKind::AddressRange, "cuMemAddressReserve", 0, -1, false}},
-      {fn("gpumem_device_alloc_at"),
-       {MemKind::GpumemDevice, "gpumem_device_alloc", -1, -1, false}},
-      {fn("gpumem_managed_alloc_at"),
-       {MemKind::GpumemManaged, "gpumem_managed_alloc", -1, -1, false}},
-      {fn("gpumem_pinned_alloc_at"),
-       {MemKind::GpumemPinned, "gpumem_pinned_alloc", -1, -1, false}},
-      {fn("gpumem_host_alloc_at"),
-       {MemKind::GpumemHost, "gpumem_host_alloc", -1, 2, false}},
-      {fn("gpumem_device_alloc_async_at"),
-       {MemKind::GpumemDeviceAsync, "gpumem_device_alloc_async", -1, -1,
-        false}},
-      {fn("malloc"), {MemKind::Heap, "malloc", -1, -1, false}},
-      {fn("calloc"), {MemKind::Heap, "calloc", -1, -1, false}},
-      {fn("realloc"), {MemKind::Heap, "realloc", -1, -1, false}},
-      {fn("aligned_alloc"), {MemKind::Heap, "aligned_alloc", -1, -1, false}},
-  };
-  return Map;
-}
-
-const CallDescriptionMap<ReleaseSpec> &releases() {
-  static const CallDescriptionMap<ReleaseSpec> Map = {
-      {fn("cudaFree"), {ReleaseFn::CudaFree, "cudaFree", 0}},
-      {fn("cudaFreeHost"), {ReleaseFn::CudaFreeHost, "cudaFreeHost", 0}},
-      {fn("cudaFreeAsync"), {ReleaseFn::CudaFreeAsync, "cudaFreeAsync", 0}},
-      {fn("cudaFreeArray"), {ReleaseFn::CudaFreeArray, "cudaFreeArray", 0}},
-      {fn("cuMemFree"), {ReleaseFn::CuMemFree, "cuMemFree", 0}},
-      {fn("cuMemFree_v2"), {ReleaseFn::CuMemFree, "cuMemFree", 0}},
-      {fn("cuMemFreeHost"), {ReleaseFn::CuMemFreeHost, "cuMemFreeHost", 0}},
-      {fn("cuMemFreeAsync"), {ReleaseFn::CuMemFreeAsync, "cuMemFreeAsync", 0}},
-      {fn("cuMemRelease"), {ReleaseFn::CuMemRelease, "cuMemRelease", 0}},
-      {fn("cuMemAddressFree"),
-       {ReleaseFn::CuMemAddressFree, "cuMemAddressFree", 0}},
-      // Releases the mapping made at the address, not the address range
-      // (MemoryChecker::release looks the mapping up).
-      {fn("cuMemUnmap"), {ReleaseFn::CuMemUnmap, "cuMemUnmap", 0}},
-      {fn("gpumem_free"), {ReleaseFn::GpumemFree, "gpumem_free", 0}},
-      {fn("gpumem_free_at"), {ReleaseFn::GpumemFree, "gpumem_free", 0}},
-      {fn("gpumem_free_async_at"),
-       {ReleaseFn::GpumemFreeAsync, "gpumem_free_async", 0}},
-      {fn("free"), {ReleaseFn::Free, "free", 0}},
-      {fn("realloc"), {ReleaseFn::Free, "realloc", 0}},
-  };
-  return Map;
+template <class Spec, size_t N>
+const Spec *lookup(const std::pair<StringRef, Spec> (&Rows)[N],
+                   StringRef Name) {
+  for (const auto &[RowName, S] : Rows)
+    if (RowName == Name)
+      return &S;
+  return nullptr;
 }
 
 bool isExternCFunction(const CallEvent &Call) {
@@ -114,22 +111,31 @@ StringRef calleeName(const CallEvent &Call) {
 const AllocSpec *findAllocation(const CallEvent &Call) {
   if (!isExternCFunction(Call))
     return nullptr;
-  return allocations().lookup(Call);
+  return lookup(AllocationRows, calleeName(Call));
 }
 
 const ReleaseSpec *findRelease(const CallEvent &Call) {
   if (!isExternCFunction(Call))
     return nullptr;
-  return releases().lookup(Call);
+  return lookup(ReleaseRows, calleeName(Call));
 }
 
-bool isCudaApiCall(const CallEvent &Call) {
-  if (!isExternCFunction(Call))
-    return false;
-  StringRef Name = calleeName(Call);
+const AllocSpec *findAllocationNamed(StringRef Name) {
+  return lookup(AllocationRows, Name);
+}
+
+const ReleaseSpec *findReleaseNamed(StringRef Name) {
+  return lookup(ReleaseRows, Name);
+}
+
+bool isCudaApiName(StringRef Name) {
   if (Name.starts_with("cuda"))
     return Name.size() > 4 && isUppercase(Name[4]);
   return Name.starts_with("cu") && Name.size() > 2 && isUppercase(Name[2]);
+}
+
+bool isCudaApiCall(const CallEvent &Call) {
+  return isExternCFunction(Call) && isCudaApiName(calleeName(Call));
 }
 
 bool isGpumemKind(MemKind Kind) {

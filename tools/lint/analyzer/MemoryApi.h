@@ -84,6 +84,11 @@ const AllocSpec *findAllocation(const clang::ento::CallEvent &Call);
 /// The release a call performs, if it is one of the modelled ones.
 const ReleaseSpec *findRelease(const clang::ento::CallEvent &Call);
 
+/// The same, by the name of an extern "C" function (a call the analysis
+/// did not see, learnt from a function's body).
+const AllocSpec *findAllocationNamed(llvm::StringRef Name);
+const ReleaseSpec *findReleaseNamed(llvm::StringRef Name);
+
 ReleaseVerdict judgeRelease(MemKind Kind, ReleaseFn Fn);
 /// The calls that release \p Kind correctly, for messages.
 llvm::StringRef expectedRelease(MemKind Kind);
@@ -94,6 +99,8 @@ bool isHostAccessible(MemKind Kind);
 /// True for memory made by gpumem's allocators.
 bool isGpumemKind(MemKind Kind);
 
+/// True for a name of CUDA's runtime (cudaX...) or driver (cuX...) API.
+bool isCudaApiName(llvm::StringRef Name);
 /// True for an extern "C" function of CUDA's runtime or driver API.
 bool isCudaApiCall(const clang::ento::CallEvent &Call);
 /// The name of the function called, or "" when there is none.

@@ -9,6 +9,7 @@
 #include "MemoryChecker.h"
 #include "clang/AST/Attr.h"
 #include "clang/AST/DeclCXX.h"
+#include "clang/AST/ParentMap.h"
 #include "clang/Basic/SourceManager.h"
 #include "clang/Lex/Lexer.h"
 #include "clang/StaticAnalyzer/Core/PathSensitive/CallEvent.h"
@@ -120,7 +121,8 @@ static Target classifyTarget(const MemRegion *R) {
 
 ProgramStateRef MemoryChecker::allocate(const AllocSpec &Spec,
                                         const CallEvent &Call, CheckerContext &C,
-                                        ProgramStateRef State) const {
+                                        ProgramStateRef State,
+                                        bool StatusReturned) const {
   const LocationContext *LC = C.getLocationContext();
   SValBuilder &SVB = C.getSValBuilder();
 
@@ -156,7 +158,13 @@ ProgramStateRef MemoryChecker::allocate(const AllocSpec &Spec,
       return State;
     if (Where == Target::Global)
       AS.Flags |= FlagGlobal;
-    QualType T = Call.getArgExpr(Spec.OutArg)->getType()->getPointeeType();
+    // A pointer to the variable (cudaMalloc(&p, n)), or the variable itself
+    // bound to a reference parameter (a helper's `float *&p`).
+    QualType ArgT = Call.getArgExpr(Spec.OutArg)->getType();
+    bool ByReference =
+        unsigned(Spec.OutArg) < Call.parameters().size() &&
+        Call.parameters()[Spec.OutArg]->getType()->isReferenceType();
+    QualType T = ByReference ? ArgT : ArgT->getPointeeType();
     if (Spec.PitchedPtr) {
       const auto *RD = T.isNull() ? nullptr : T->getAsRecordDecl();
       if (!RD)
@@ -184,7 +192,8 @@ ProgramStateRef MemoryChecker::allocate(const AllocSpec &Spec,
                  : SVal(nonloc::SymbolVal(New));
     State = State->bindLoc(loc::MemRegionVal(Out), V, LC);
     Sym = allocationSymbol(V);
-    AS.Status = Call.getReturnValue().getAsSymbol();
+    if (StatusReturned)
+      AS.Status = Call.getReturnValue().getAsSymbol();
   }
   if (!Sym)
     return State;
@@ -244,9 +253,12 @@ void MemoryChecker::mapped(const CallEvent &Call, CheckerContext &C) const {
   C.addTransition(setMapping(State, Address, Mapping));
 }
 
-void MemoryChecker::release(SVal Ptr, ReleaseFn Fn, CallSite Site,
-                            CheckerContext &C) const {
-  ProgramStateRef State = C.getState();
+ExplodedNode *MemoryChecker::release(SVal Ptr, ReleaseFn Fn, CallSite Site,
+                                     CheckerContext &C,
+                                     ExplodedNode *Pred) const {
+  if (!Pred)
+    Pred = C.getPredecessor();
+  ProgramStateRef State = Pred->getState();
   if (auto LI = Ptr.getAs<nonloc::LocAsInteger>())
     Ptr = LI->getLoc();
   SymbolRef Sym = nullptr;
@@ -255,10 +267,10 @@ void MemoryChecker::release(SVal Ptr, ReleaseFn Fn, CallSite Site,
     RegionOffset RO = R->StripCasts()->getAsOffset();
     const auto *SR = dyn_cast_or_null<SymbolicRegion>(RO.getRegion());
     if (!SR)
-      return;
+      return nullptr;
     Sym = SR->getSymbol();
     if (RO.hasSymbolicOffset())
-      return;
+      return nullptr;
     Interior = RO.getOffset() / C.getASTContext().getCharWidth();
   } else if (SymbolRef S = Ptr.getAsSymbol()) {
     Sym = S;
@@ -270,22 +282,22 @@ void MemoryChecker::release(SVal Ptr, ReleaseFn Fn, CallSite Site,
       }
   }
   if (!Sym)
-    return;
+    return nullptr;
   if (Fn == ReleaseFn::CuMemUnmap) {
     // cuMemUnmap(va, size) ends the mapping made at va, not the range.
     Sym = Interior == 0 ? getMapping(State, Sym) : nullptr;
     if (!Sym)
-      return;
+      return nullptr;
   }
   const AllocState *AS = getAlloc(State, Sym);
   if (!AS || allocationFailed(State, Sym, *AS))
-    return;
+    return nullptr;
 
   std::string Msg;
   llvm::raw_string_ostream OS(Msg);
   if (Interior != 0) {
     if (!InteriorRelease.isEnabled())
-      return;
+      return nullptr;
     OS << Site.Name << " is given a pointer " << Interior
        << " bytes into the memory allocated with " << AS->Alloc.Name
        << "; pass the pointer " << AS->Alloc.Name << " returned";
@@ -293,18 +305,16 @@ void MemoryChecker::release(SVal Ptr, ReleaseFn Fn, CallSite Site,
     AllocState Next = *AS;
     Next.Released = true;
     Next.Release = Site;
-    reportRelease(InteriorRelease, Msg, Sym, Site.Expr,
-                  setAlloc(State, Sym, Next), C);
-    return;
+    return reportRelease(InteriorRelease, Msg, Sym, Site.Expr,
+                         setAlloc(State, Sym, Next), C, Pred);
   }
   if (AS->Released) {
     if (!DoubleRelease.isEnabled())
-      return;
+      return nullptr;
     OS << "memory allocated with " << AS->Alloc.Name
        << " is released again with " << Site.Name
        << " (it was released with " << AS->Release.Name << ")";
-    reportRelease(DoubleRelease, Msg, Sym, Site.Expr, C.getState(), C);
-    return;
+    return reportRelease(DoubleRelease, Msg, Sym, Site.Expr, State, C, Pred);
   }
 
   AllocState Next = *AS;
@@ -314,31 +324,27 @@ void MemoryChecker::release(SVal Ptr, ReleaseFn Fn, CallSite Site,
 
   switch (judgeRelease(AS->Kind, Fn)) {
   case ReleaseVerdict::Matches:
-    C.addTransition(State);
-    return;
+    return C.addTransition(State, Pred);
   case ReleaseVerdict::Mismatched:
-    if (!MismatchedRelease.isEnabled()) {
-      C.addTransition(State);
-      return;
-    }
+    if (!MismatchedRelease.isEnabled())
+      return C.addTransition(State, Pred);
     OS << "memory allocated with " << AS->Alloc.Name << " is released with "
        << Site.Name << "; release it with " << expectedRelease(AS->Kind);
     if (AS->Flags & FlagRegistered)
       OS << " after cudaHostUnregister";
-    reportRelease(MismatchedRelease, Msg, Sym, Site.Expr, State, C);
-    return;
+    return reportRelease(MismatchedRelease, Msg, Sym, Site.Expr, State, C,
+                         Pred);
   case ReleaseVerdict::NotStreamOrdered:
-    if (!StreamOrderedRelease.isEnabled()) {
-      C.addTransition(State);
-      return;
-    }
+    if (!StreamOrderedRelease.isEnabled())
+      return C.addTransition(State, Pred);
     OS << Site.Name << " releases in stream order, but memory allocated with "
        << AS->Alloc.Name
        << " is not stream-ordered device memory; release it with "
        << expectedRelease(AS->Kind);
-    reportRelease(StreamOrderedRelease, Msg, Sym, Site.Expr, State, C);
-    return;
+    return reportRelease(StreamOrderedRelease, Msg, Sym, Site.Expr, State, C,
+                         Pred);
   }
+  return nullptr;
 }
 
 static ProgramStateRef escapeArguments(ProgramStateRef State,
@@ -464,9 +470,30 @@ static bool takesOwnership(const CallEvent &Call) {
   return !RD || !RD->hasDefinition() || !RD->hasTrivialDestructor();
 }
 
+/// exit(0), exit(EXIT_SUCCESS) and their kind: the program ends as a
+/// `return 0;` from main ends it. A failure status (or one the path does not
+/// know) is the error branch of a check: the failure is what it reports.
+static bool isSuccessfulExit(const CallEvent &Call, CheckerContext &C) {
+  if (!Call.isGlobalCFunction() || Call.getNumArgs() != 1)
+    return false;
+  StringRef Name = calleeName(Call);
+  if (Name != "exit" && Name != "_exit" && Name != "_Exit" &&
+      Name != "quick_exit")
+    return false;
+  const llvm::APSInt *Status =
+      C.getSValBuilder().getKnownValue(C.getState(), Call.getArgSVal(0));
+  const Expr *E = Call.getOriginExpr();
+  return Status && Status->isZero() && E &&
+         !isErrorBranchExit(E, C.getLocationContext()->getParentMap());
+}
+
 void MemoryChecker::checkPreCall(const CallEvent &Call,
                                  CheckerContext &C) const {
   StringRef Name = calleeName(Call);
+  if (isSuccessfulExit(Call, C)) {
+    reportLeaksAtExit(Call, C);
+    return;
+  }
   // A smart pointer or any object that is handed the pointer at construction
   // and may release it when it dies owns it from then on; so do the
   // project's owner functions. An object with a trivial destructor (a view,
@@ -491,6 +518,13 @@ void MemoryChecker::checkPreCall(const CallEvent &Call,
               userCallSite(Call.getOriginExpr(), RS->Name, C), C);
     return;
   }
+  // A release helper of another unit (no body here): released before the
+  // call, so that a reference parameter's pointer is read as it was.
+  if (!Call.getRuntimeDefinition().getDecl())
+    if (const Facts *F = factsFor(Call, false)) {
+      applyFacts(*F, Call, /*Releases=*/true, /*After=*/false, C);
+      return;
+    }
   if ((Name == "cudaHostRegister" || Name == "cudaHostUnregister") &&
       Call.getNumArgs() > 0) {
     ProgramStateRef State = C.getState();
@@ -537,6 +571,14 @@ void MemoryChecker::checkPostCall(const CallEvent &Call,
       Call.isGlobalCFunction()) {
     if (!madeByLibrary(C))
       mapped(Call, C);
+    return;
+  }
+  if (const Facts *F = factsFor(Call, C.wasInlined)) {
+    // A helper of this unit the engine did not inline releases after the
+    // call (its pointers were not escaped); one of another unit before it.
+    applyFacts(*F, Call,
+               /*Releases=*/Call.getRuntimeDefinition().getDecl() != nullptr,
+               /*After=*/true, C);
     return;
   }
   if (const AllocSpec *Spec = findAllocation(Call)) {
@@ -610,8 +652,11 @@ void MemoryChecker::checkDeadSymbols(SymbolReaper &SR,
     if (!SR.isDead(Sym))
       continue;
     if (!AS.Released && isLeakTracked(AS.Kind) && !(AS.Flags & FlagGlobal) &&
-        !allocationFailed(Before, Sym, AS))
+        !allocationFailed(Before, Sym, AS)) {
       Leaked.push_back(Sym);
+      if (mayExitSuccessfully(C.getLocationContext()))
+        State = setLeakedBeforeExit(State, Sym, AS);
+    }
     State = removeAlloc(State, Sym);
   }
   State = removeDeadMappings(State, SR);
@@ -637,11 +682,45 @@ void MemoryChecker::checkLiveSymbols(ProgramStateRef State,
       SR.markLive(Mapping);
 }
 
+/// The name a call through a function pointer is written with: the
+/// variable's or the field's (`kernel`, `drv.cuMemFree`: cuMemFree).
+static StringRef pointerCalleeName(const CallEvent &Call) {
+  const auto *CE = dyn_cast_or_null<CallExpr>(Call.getOriginExpr());
+  if (!CE)
+    return "";
+  const Expr *Callee = CE->getCallee()->IgnoreParenImpCasts();
+  if (const auto *UO = dyn_cast<UnaryOperator>(Callee);
+      UO && UO->getOpcode() == UO_Deref)
+    Callee = UO->getSubExpr()->IgnoreParenImpCasts();
+  const NamedDecl *ND = nullptr;
+  if (const auto *DR = dyn_cast<DeclRefExpr>(Callee))
+    ND = DR->getDecl();
+  else if (const auto *ME = dyn_cast<MemberExpr>(Callee))
+    ND = ME->getMemberDecl();
+  return ND && ND->getIdentifier() ? ND->getName() : "";
+}
+
+/// A call through a function pointer whose target the path does not know
+/// (the engine follows the ones it knows): taken as releasing nothing and
+/// keeping nothing, unless its name says it releases (a table of driver
+/// entry points' `cuMemFree`, a `free_fn`).
+static bool isUnknownTargetThatKeepsNothing(const CallEvent &Call) {
+  if (Call.getDecl() || !isa<SimpleFunctionCall>(Call))
+    return false;
+  StringRef Name = pointerCalleeName(Call);
+  for (StringRef Word : {"free", "release", "destroy", "delete", "dealloc",
+                         "own", "adopt", "keep", "store", "push", "insert"})
+    if (Name.contains_insensitive(Word))
+      return false;
+  return true;
+}
+
 ProgramStateRef
 MemoryChecker::checkPointerEscape(ProgramStateRef State,
                                   const InvalidatedSymbols &Escaped,
                                   const CallEvent *Call,
                                   PointerEscapeKind Kind) const {
+  llvm::SmallPtrSet<SymbolRef, 4> Kept;
   // The out-parameter escape of a modelled call is the allocation itself.
   if (Call && (Kind == PSK_DirectEscapeOnCall ||
                Kind == PSK_IndirectEscapeOnCall ||
@@ -655,8 +734,25 @@ MemoryChecker::checkPointerEscape(ProgramStateRef State,
     if (Call->isInSystemHeader() && !isa<CXXInstanceCall>(Call) &&
         !isa<CXXConstructorCall>(Call) && !OwnerFunctions.contains(Name))
       return State;
+    // Only the pointers given as they are: one whose variable the call may
+    // overwrite (`fp(&d)`) is gone with the old value.
+    if (Kind == PSK_DirectEscapeOnCall &&
+        isUnknownTargetThatKeepsNothing(*Call))
+      return State;
+    // A function whose facts say what it does with a pointer keeps nothing
+    // it only reads, returns or releases (the release is applied around the
+    // call).
+    if (Kind == PSK_DirectEscapeOnCall)
+      if (const Facts *F = factsFor(*Call, false))
+        for (const Fact &Fa : *F)
+          if (Fa.Param >= 0 && unsigned(Fa.Param) < Call->getNumArgs() &&
+              Fa.Kind != FactKind::Allocates)
+            if (SymbolRef Sym = allocationSymbol(Call->getArgSVal(Fa.Param)))
+              Kept.insert(Sym);
   }
   for (SymbolRef Sym : Escaped) {
+    if (Kept.count(Sym))
+      continue;
     if (getAlloc(State, Sym))
       State = removeAlloc(State, Sym);
     // Whoever takes the address range takes the mapping made in it.
@@ -664,6 +760,95 @@ MemoryChecker::checkPointerEscape(ProgramStateRef State,
       State = removeAlloc(State, Mapping);
   }
   return State;
+}
+
+const Facts *MemoryChecker::factsFor(const CallEvent &Call,
+                                     bool Inlined) const {
+  const auto *FD = dyn_cast_or_null<FunctionDecl>(Call.getDecl());
+  if (Inlined || !FD || Call.isInSystemHeader() ||
+      !isa<SimpleFunctionCall>(Call) || findAllocation(Call) ||
+      findRelease(Call))
+    return nullptr;
+  FD = FD->getCanonicalDecl();
+  if (const Decl *Def = Call.getRuntimeDefinition().getDecl()) {
+    auto It = LocalFacts.find(FD);
+    if (It == LocalFacts.end())
+      It = LocalFacts.try_emplace(FD, learnFacts(cast<FunctionDecl>(Def)))
+               .first;
+    return It->second.empty() ? nullptr : &It->second;
+  }
+  if (ImportedFacts.empty())
+    return nullptr;
+  auto It = FactNames.find(FD);
+  if (It == FactNames.end())
+    It = FactNames.try_emplace(FD, factName(FD)).first;
+  return ImportedFacts.find(It->second);
+}
+
+StringRef MemoryChecker::siteName(StringRef Helper, StringRef Call) const {
+  return SiteNames.insert((Helper + " (" + Call + ")").str()).first->getKey();
+}
+
+void MemoryChecker::applyFacts(const Facts &F, const CallEvent &Call,
+                               bool Releases, bool After,
+                               CheckerContext &C) const {
+  StringRef Helper = calleeName(Call);
+  const auto *FD = dyn_cast<FunctionDecl>(Call.getDecl());
+  const bool HasBody = Call.getRuntimeDefinition().getDecl() != nullptr;
+  // One node after the other: each fact sees what the ones before did.
+  ExplodedNode *N = C.getPredecessor();
+  auto Next = [&N](ExplodedNode *Made) {
+    if (Made)
+      N = Made;
+  };
+  for (const Fact &Fa : F) {
+    if (Fa.Param >= int(Call.getNumArgs()) ||
+        Fa.Param >= int(FD->getNumParams()))
+      continue;
+    bool Reference =
+        Fa.Param >= 0 &&
+        FD->getParamDecl(Fa.Param)->getType()->isReferenceType();
+    if (Releases && Fa.Kind == FactKind::Releases) {
+      const ReleaseSpec *RS = findReleaseNamed(Fa.Call);
+      SVal Ptr = Call.getArgSVal(Fa.Param);
+      // A reference parameter: the pointer is the variable's value, which a
+      // call the engine evaluated without the body has made unknown.
+      if (Reference) {
+        auto L = Ptr.getAs<Loc>();
+        if (HasBody || !L)
+          continue;
+        Ptr = N->getState()->getSVal(*L);
+      }
+      if (RS)
+        Next(release(Ptr, RS->Fn,
+                     {Call.getOriginExpr(), C.getLocationContext(),
+                      siteName(Helper, RS->Name)},
+                     C, N));
+    } else if (After && Fa.Kind == FactKind::Allocates) {
+      const AllocSpec *AS = findAllocationNamed(Fa.Call);
+      if (!AS)
+        continue;
+      AllocSpec Spec = *AS;
+      Spec.Name = siteName(Helper, AS->Name);
+      Spec.FlagsArg = -1;
+      Spec.OutArg = Fa.Param;
+      bool Status = isa<EnumType>(Call.getResultType().getCanonicalType());
+      Next(C.addTransition(allocate(Spec, Call, C, N->getState(), Status), N));
+    } else if (After && Fa.Kind == FactKind::Returns && !Reference) {
+      if (const auto *CE = dyn_cast_or_null<CallExpr>(Call.getOriginExpr()))
+        Next(C.addTransition(
+            N->getState()->BindExpr(CE, C.getLocationContext(),
+                                    Call.getArgSVal(Fa.Param)),
+            N));
+    }
+  }
+}
+
+void MemoryChecker::checkEndOfTranslationUnit(const TranslationUnitDecl *TU,
+                                              AnalysisManager &,
+                                              BugReporter &) const {
+  if (!FactsOut.empty())
+    writeFacts(TU, FactsOut);
 }
 
 } // namespace gpumem

@@ -10,6 +10,7 @@
 #ifndef GPUMEM_ANALYZER_MEMORYCHECKER_H
 #define GPUMEM_ANALYZER_MEMORYCHECKER_H
 
+#include "Facts.h"
 #include "MemoryState.h"
 #include "clang/StaticAnalyzer/Core/BugReporter/BugType.h"
 #include "clang/StaticAnalyzer/Core/Checker.h"
@@ -17,6 +18,10 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
+
+namespace clang {
+class ParentMap;
+}
 
 namespace gpumem {
 
@@ -30,7 +35,7 @@ class MemoryChecker
           clang::ento::check::Location, clang::ento::check::Bind,
           clang::ento::check::DeadSymbols, clang::ento::check::LiveSymbols,
           clang::ento::check::PointerEscape, clang::ento::check::BlockEntrance,
-          clang::ento::eval::Call> {
+          clang::ento::check::EndOfTranslationUnit, clang::ento::eval::Call> {
 public:
   clang::ento::CheckerFrontend Modelling;
   // Leaks found on a path that ends in exit() or abort() anyway (the error
@@ -66,6 +71,12 @@ public:
   /// written with, for handlers whose body is in another translation unit.
   llvm::StringSet<> NoReturnFunctions;
 
+  /// gpumem.Memory:FactsIn: the facts of functions defined in other
+  /// translation units (Facts.h), as the front end's first pass learnt them.
+  FactTable ImportedFacts;
+  /// gpumem.Memory:FactsOut: where this unit's facts go.
+  std::string FactsOut;
+
   llvm::StringRef getDebugTag() const override { return "gpumem.Memory"; }
 
   bool evalCall(const clang::ento::CallEvent &Call,
@@ -95,6 +106,9 @@ public:
   /// does not write (Widening.cpp).
   void checkBlockEntrance(const clang::BlockEntrance &BE,
                           clang::ento::CheckerContext &C) const;
+  void checkEndOfTranslationUnit(const clang::TranslationUnitDecl *TU,
+                                 clang::ento::AnalysisManager &,
+                                 clang::ento::BugReporter &) const;
   clang::ento::ProgramStateRef
   checkPointerEscape(clang::ento::ProgramStateRef State,
                      const clang::ento::InvalidatedSymbols &Escaped,
@@ -108,7 +122,8 @@ private:
   clang::ento::ProgramStateRef allocate(const AllocSpec &Spec,
                                         const clang::ento::CallEvent &Call,
                                         clang::ento::CheckerContext &C,
-                                        clang::ento::ProgramStateRef State) const;
+                                        clang::ento::ProgramStateRef State,
+                                        bool StatusReturned = true) const;
   /// realloc: a null result released nothing, the old block stays allocated;
   /// a non-null one is a new allocation (the old one was released before).
   void reallocated(const AllocSpec &Spec, const clang::ento::CallEvent &Call,
@@ -117,8 +132,32 @@ private:
   /// by cuMemUnmap at the same address.
   void mapped(const clang::ento::CallEvent &Call,
               clang::ento::CheckerContext &C) const;
-  void release(clang::ento::SVal Ptr, ReleaseFn Fn, CallSite Site,
-               clang::ento::CheckerContext &C) const;
+  /// Releases \p Ptr from \p Pred (the context's node when null); the
+  /// node made, or null when nothing changed.
+  clang::ento::ExplodedNode *release(clang::ento::SVal Ptr, ReleaseFn Fn,
+                                     CallSite Site,
+                                     clang::ento::CheckerContext &C,
+                                     clang::ento::ExplodedNode *Pred =
+                                         nullptr) const;
+
+  // Facts of the functions the analysis does not follow into (Facts.cpp,
+  // applied in MemoryChecker.cpp).
+  /// The facts of the function \p Call calls, when the engine does not
+  /// inline it: learnt from its body in this unit (\p Inlined false: the
+  /// engine evaluated the call without it), or imported. Null otherwise.
+  const Facts *factsFor(const clang::ento::CallEvent &Call,
+                        bool Inlined) const;
+  /// Applies \p F at \p Call: its releases (\p Releases), and its
+  /// allocations and returns (\p After, once the call is evaluated).
+  void applyFacts(const Facts &F, const clang::ento::CallEvent &Call,
+                  bool Releases, bool After,
+                  clang::ento::CheckerContext &C) const;
+  /// "release_buffer (cudaFree)": a name with storage as long as the
+  /// checker's.
+  llvm::StringRef siteName(llvm::StringRef Helper, llvm::StringRef Call) const;
+  mutable llvm::DenseMap<const clang::Decl *, Facts> LocalFacts;
+  mutable llvm::DenseMap<const clang::Decl *, std::string> FactNames;
+  mutable llvm::StringSet<> SiteNames;
 
   // Early exits by throw: the engine ends the path there, so these reports
   // are not suppressed by the sink.
@@ -126,11 +165,19 @@ private:
                                  "Allocation leaked by a throw",
                                  "gpumem memory", false};
 
+  // Leaks at exit(0): the engine ends the path at the call, so these
+  // reports are not suppressed by the sink.
+  clang::ento::BugType ExitLeak{&NeverReleased,
+                                "Allocation never released before exit",
+                                "gpumem memory", false};
+
   // Reports (Reports.cpp).
-  void reportRelease(const clang::ento::CheckerFrontendWithBugType &Rule,
-                     llvm::StringRef Msg, clang::ento::SymbolRef Sym,
-                     const clang::Expr *At, clang::ento::ProgramStateRef State,
-                     clang::ento::CheckerContext &C) const;
+  clang::ento::ExplodedNode *
+  reportRelease(const clang::ento::CheckerFrontendWithBugType &Rule,
+                llvm::StringRef Msg, clang::ento::SymbolRef Sym,
+                const clang::Expr *At, clang::ento::ProgramStateRef State,
+                clang::ento::CheckerContext &C,
+                clang::ento::ExplodedNode *Pred) const;
   void reportAccess(const clang::ento::CheckerFrontendWithBugType &Rule,
                     llvm::StringRef Msg, clang::ento::SymbolRef Sym,
                     const clang::Stmt *At,
@@ -141,6 +188,13 @@ private:
                    clang::ento::ProgramStateRef Before,
                    clang::ento::ProgramStateRef After,
                    clang::ento::CheckerContext &C) const;
+  /// GM001 for each allocation still held when the program ends with
+  /// exit(0), as at the end of main.
+  void reportLeaksAtExit(const clang::ento::CallEvent &Exit,
+                         clang::ento::CheckerContext &C) const;
+  /// Some function on the stack calls exit(0) (or exit(EXIT_SUCCESS)).
+  bool mayExitSuccessfully(const clang::LocationContext *LC) const;
+  mutable llvm::DenseMap<const clang::Decl *, bool> ExitingFunctions;
   const clang::Stmt *findEarlyExit(const clang::ento::ExplodedNode *N,
                                    clang::ento::SymbolRef Sym,
                                    const AllocState &AS) const;
@@ -178,6 +232,10 @@ CallSite userCallSite(const clang::Expr *E, llvm::StringRef Name,
 
 /// \p R without the element-0 views that casts of a pointer make.
 const clang::ento::MemRegion *stripPointerCasts(const clang::ento::MemRegion *R);
+
+/// An exit() that is the error branch of a check: written by a macro (a
+/// check macro's), or under an `if` that tests a CUDA status.
+bool isErrorBranchExit(const clang::Expr *Exit, const clang::ParentMap &PM);
 
 /// True inside __global__ or __device__ code.
 bool inDeviceCode(clang::ento::CheckerContext &C);

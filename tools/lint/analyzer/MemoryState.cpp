@@ -15,6 +15,8 @@ using namespace clang::ento;
 REGISTER_MAP_WITH_PROGRAMSTATE(GpumemAllocations, SymbolRef,
                                gpumem::AllocState)
 REGISTER_MAP_WITH_PROGRAMSTATE(GpumemMappings, SymbolRef, SymbolRef)
+REGISTER_MAP_WITH_PROGRAMSTATE(GpumemLeakedBeforeExit, SymbolRef,
+                               gpumem::AllocState)
 
 namespace gpumem {
 
@@ -33,6 +35,15 @@ ProgramStateRef removeAlloc(ProgramStateRef State, SymbolRef Sym) {
 
 AllocMap getAllocs(ProgramStateRef State) {
   return State->get<GpumemAllocations>();
+}
+
+ProgramStateRef setLeakedBeforeExit(ProgramStateRef State, SymbolRef Sym,
+                                    const AllocState &AS) {
+  return State->set<GpumemLeakedBeforeExit>(Sym, AS);
+}
+
+AllocMap getLeakedBeforeExit(ProgramStateRef State) {
+  return State->get<GpumemLeakedBeforeExit>();
 }
 
 SymbolRef getMapping(ProgramStateRef State, SymbolRef Address) {

@@ -66,6 +66,14 @@ clang::ento::ProgramStateRef removeAlloc(clang::ento::ProgramStateRef State,
                                          clang::ento::SymbolRef Sym);
 AllocMap getAllocs(clang::ento::ProgramStateRef State);
 
+/// Allocations found leaked on a path through a function that may end the
+/// program with exit(0): that path's GM001 is suppressed by the sink the
+/// exit is, so the exit reports them again (as a `return` from main would).
+clang::ento::ProgramStateRef
+setLeakedBeforeExit(clang::ento::ProgramStateRef State,
+                    clang::ento::SymbolRef Sym, const AllocState &AS);
+AllocMap getLeakedBeforeExit(clang::ento::ProgramStateRef State);
+
 /// cuMemMap: the mapping made at an address range's symbol, itself an
 /// allocation (kind Mapping) under a symbol of its own that lives as long as
 /// the address does.

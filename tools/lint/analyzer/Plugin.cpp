@@ -38,6 +38,11 @@ void registerMemory(CheckerManager &Mgr) {
             Opts.getCheckerStringOption("gpumem.Memory", "OwnerFunctions"));
   readNames(Chk->NoReturnFunctions,
             Opts.getCheckerStringOption("gpumem.Memory", "NoReturnFunctions"));
+  StringRef In = Opts.getCheckerStringOption("gpumem.Memory", "FactsIn");
+  if (!In.empty())
+    Chk->ImportedFacts.read(In);
+  Chk->FactsOut =
+      Opts.getCheckerStringOption("gpumem.Memory", "FactsOut").str();
 }
 
 bool always(const CheckerManager &) { return true; }
@@ -92,6 +97,18 @@ extern "C" GPUMEM_PLUGIN_EXPORT void clang_registerCheckers(CheckerRegistry &Reg
                             "Comma-separated error handlers (functions or the "
                             "macros calls are written with) that do not "
                             "return, for handlers defined in another file",
+                            "released");
+
+  Registry.addCheckerOption("string", "gpumem.Memory", "FactsOut", "",
+                            "Where to write the facts of the functions this "
+                            "unit defines (what each does with the pointers "
+                            "it is given) and the functions it calls without "
+                            "a body here",
+                            "released");
+  Registry.addCheckerOption("string", "gpumem.Memory", "FactsIn", "",
+                            "Facts of functions defined in other units, as "
+                            "FactsOut writes them (merged), applied at calls "
+                            "of those functions",
                             "released");
 
   struct Rule {

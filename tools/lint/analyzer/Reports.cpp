@@ -13,19 +13,20 @@ using namespace clang::ento;
 
 namespace gpumem {
 
-void MemoryChecker::reportRelease(const CheckerFrontendWithBugType &Rule,
-                                  StringRef Msg, SymbolRef Sym, const Expr *At,
-                                  ProgramStateRef State,
-                                  CheckerContext &C) const {
-  ExplodedNode *N = C.generateNonFatalErrorNode(State);
+ExplodedNode *MemoryChecker::reportRelease(
+    const CheckerFrontendWithBugType &Rule, StringRef Msg, SymbolRef Sym,
+    const Expr *At, ProgramStateRef State, CheckerContext &C,
+    ExplodedNode *Pred) const {
+  ExplodedNode *N = C.generateNonFatalErrorNode(State, Pred);
   if (!N)
-    return;
+    return nullptr;
   auto R = std::make_unique<PathSensitiveBugReport>(Rule, Msg, N);
   if (At)
     R->addRange(At->getSourceRange());
   R->markInteresting(Sym);
   R->addVisitor<NoteVisitor>(Sym);
   C.emitReport(std::move(R));
+  return N;
 }
 
 void MemoryChecker::reportAccess(const CheckerFrontendWithBugType &Rule,

@@ -42,6 +42,9 @@ REGISTER_TRAIT_WITH_PROGRAMSTATE(GpumemPendingLaunch, const Expr *)
 // cudaPeekAtLastError next reads the error they recorded.
 REGISTER_MAP_WITH_PROGRAMSTATE(GpumemDiscardedStatuses, const Expr *,
                                const LocationContext *)
+// Of those, the statuses of releases (cudaFree, cudaStreamDestroy, ...):
+// judged only at a later CUDA call that is not a release (not in teardown).
+REGISTER_SET_WITH_PROGRAMSTATE(GpumemCleanupStatuses, const Expr *)
 REGISTER_TRAIT_WITH_PROGRAMSTATE(GpumemPendingLaunchContext,
                                  const LocationContext *)
 // The pending launch was followed by a synchronization: the function waited
@@ -94,17 +97,11 @@ bool inUserCode(CheckerContext &C) {
   return !inSystemHeader(C.getStackFrame()->getDecl());
 }
 
-bool looksLikeCudaApi(StringRef Name) {
-  if (Name.starts_with("cuda"))
-    return Name.size() > 4 && isUppercase(Name[4]);
-  return Name.starts_with("cu") && Name.size() > 2 && isUppercase(Name[2]);
-}
-
 /// A CUDA runtime or driver call as the user wrote it (the C function, or
 /// the runtime header's C++ wrapper of it).
 bool isUserCudaCall(const CallEvent &Call, CheckerContext &C) {
   return inUserCode(C) && Call.isInSystemHeader() &&
-         looksLikeCudaApi(calleeName(Call));
+         isCudaApiName(calleeName(Call));
 }
 
 /// A function whose name says it checks errors: "check" or "error" in it,
@@ -129,6 +126,18 @@ bool isLastErrorQuery(StringRef Name) {
 bool isErrorText(StringRef Name) {
   return Name == "cudaGetErrorName" || Name == "cudaGetErrorString" ||
          Name == "cuGetErrorName" || Name == "cuGetErrorString";
+}
+
+/// A call that releases or destroys something: in teardown, and in the
+/// cleanup of an error path, its status is not the program's to act on.
+bool isCleanupCall(StringRef Name) {
+  if (!isCudaApiName(Name))
+    return false;
+  for (StringRef Word : {"Free", "Destroy", "Unregister", "Release", "Unload",
+                         "Unmap"})
+    if (Name.contains(Word))
+      return true;
+  return Name == "cudaDeviceReset";
 }
 
 /// True when the value of \p E is dropped: it is a statement of its own.
@@ -193,6 +202,17 @@ std::string calledName(const Expr *E, const ASTContext &Ctx) {
   return Text.str();
 }
 
+/// \p State holds the status (or launch) of the call \p At as not read yet.
+bool records(ProgramStateRef State, const Expr *At) {
+  if (State->get<GpumemDiscardedStatuses>(At) ||
+      State->get<GpumemPendingLaunch>() == At)
+    return true;
+  for (const auto &[Region, Stored] : State->get<GpumemStoredStatuses>())
+    if (Stored.Call == At)
+      return true;
+  return false;
+}
+
 } // namespace
 
 void StatusChecker::report(StringRef Msg, const Expr *At,
@@ -209,7 +229,22 @@ void StatusChecker::report(StringRef Msg, const Expr *At,
                     SM.getExpansionLineNumber(Loc)})
            .second)
     return;
-  auto R = std::make_unique<PathSensitiveBugReport>(Unchecked, Msg, N);
+  // The path ends at the call whose status went unread, in the frame that
+  // made it: not at the later call (maybe in another helper) where the
+  // engine noticed, whose notes ("Calling 'other'") would lead elsewhere,
+  // and where clang would merge two findings of one message into one.
+  // The node is the one where this checker recorded the status (a change
+  // of state, so the engine never reclaims it, as it may other nodes).
+  const ExplodedNode *Origin = N;
+  for (const ExplodedNode *Cur = N; Cur && Cur->getFirstPred();
+       Cur = Cur->getFirstPred()) {
+    if (records(Cur->getState(), At) &&
+        !records(Cur->getFirstPred()->getState(), At)) {
+      Origin = Cur;
+      break;
+    }
+  }
+  auto R = std::make_unique<PathSensitiveBugReport>(Unchecked, Msg, Origin);
   R->addVisitor<StatusEndVisitor>(At, LC);
   C.emitReport(std::move(R));
 }
@@ -226,9 +261,13 @@ void StatusChecker::checkPostCall(const CallEvent &Call,
   // of the function: the runtime records a failing call's error until it is
   // read, so a last-error query then (or a check function the analyzer cannot
   // see, which may make one) reads it.
-  if (isDiscarded(CE, C.getLocationContext()->getParentMap()))
-    C.addTransition(C.getState()->set<GpumemDiscardedStatuses>(
-        CE, C.getLocationContext()));
+  if (isDiscarded(CE, C.getLocationContext()->getParentMap())) {
+    ProgramStateRef State =
+        C.getState()->set<GpumemDiscardedStatuses>(CE, C.getLocationContext());
+    if (isCleanupCall(Name))
+      State = State->add<GpumemCleanupStatuses>(CE);
+    C.addTransition(State);
+  }
 }
 
 static std::string discardedMessage(const Expr *Call, const ASTContext &Ctx) {
@@ -260,7 +299,8 @@ void StatusChecker::checkPreCall(const CallEvent &Call,
     // Another file's check function (checkCUDAError) may ask for the last
     // error; a timer or a logger does not, so the name must say so.
     if (LaunchChecks.contains(Name) || (Opaque && namesACheck(Name)))
-      Next = Next->remove<GpumemDiscardedStatuses>();
+      Next = Next->remove<GpumemDiscardedStatuses>()
+                 ->remove<GpumemCleanupStatuses>();
     if (Next != State)
       C.addTransition(Next);
     return;
@@ -279,13 +319,21 @@ void StatusChecker::checkPreCall(const CallEvent &Call,
   const auto *OE = dyn_cast_or_null<CallExpr>(Call.getOriginExpr());
   if (isLastErrorQuery(Name)) {
     if (OE && !isDiscarded(OE, C.getLocationContext()->getParentMap()))
-      State = State->remove<GpumemDiscardedStatuses>();
+      State = State->remove<GpumemDiscardedStatuses>()
+                  ->remove<GpumemCleanupStatuses>();
   } else if (!isSynchronization(Name)) {
+    // A release after a release (teardown, an error path's cleanup) leaves
+    // the earlier releases' statuses to be judged later.
+    bool Cleanup = isCleanupCall(Name);
     for (const auto &[Discarded, Context] :
-         State->get<GpumemDiscardedStatuses>())
+         State->get<GpumemDiscardedStatuses>()) {
+      if (Cleanup && State->contains<GpumemCleanupStatuses>(Discarded))
+        continue;
       Findings.push_back({discardedMessage(Discarded, C.getASTContext()),
                           Discarded, Context});
-    State = State->remove<GpumemDiscardedStatuses>();
+      State = State->remove<GpumemDiscardedStatuses>(Discarded)
+                  ->remove<GpumemCleanupStatuses>(Discarded);
+    }
   }
   // A last-error query (an error-clearing cudaGetLastError() between the
   // call and the test of its status, say) leaves a stored status as it was.
@@ -385,7 +433,12 @@ void StatusChecker::checkEndFunction(const ReturnStmt *,
              "returns; the synchronization after it does not read it",
              Pending, State->get<GpumemPendingLaunchContext>(), N, C);
     }
+  // Releases whose statuses no CUDA call but other releases followed: the
+  // program's teardown, or the cleanup of an error path that returns the
+  // error. Nothing is left to act on such a status.
   for (const auto &[Call, Context] : State->get<GpumemDiscardedStatuses>()) {
+    if (State->contains<GpumemCleanupStatuses>(Call))
+      continue;
     if (!N)
       N = C.generateNonFatalErrorNode();
     report(discardedMessage(Call, C.getASTContext()), Call, Context, N, C);
