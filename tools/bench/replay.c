@@ -64,10 +64,12 @@ static int streams_make(replayer *r, const replay_trace *t)
     return 0;
 }
 
+/* Teardown after the measurement: a failure here would have shown already as a failed
+ * allocation or release of the replay, so statuses are deliberately not checked. */
 static void streams_end(replayer *r)
 {
     for (int i = 0; on_cuda && i < r->nstreams; i++) {
-        cudaStreamSynchronize(r->streams[i]);
+        (void)cudaStreamSynchronize(r->streams[i]);
         if (r->streams[i])
             cudaStreamDestroy(r->streams[i]);
     }
@@ -118,7 +120,8 @@ static int async_start(replayer *r, const replay_trace *t, uint64_t limit)
         cudaSuccess)
         return -1;
     uint64_t zero = 0;
-    cudaMemPoolSetAttribute(r->mempool, cudaMemPoolAttrReservedMemHigh, &zero);
+    if (cudaMemPoolSetAttribute(r->mempool, cudaMemPoolAttrReservedMemHigh, &zero) != cudaSuccess)
+        return -1;
     return streams_make(r, t);
 }
 
@@ -135,24 +138,26 @@ static int async_release(replayer *r, void *p, int stream)
 static uint64_t async_reserved(replayer *r)
 {
     uint64_t v = 0;
-    cudaMemPoolGetAttribute(r->mempool, cudaMemPoolAttrReservedMemCurrent, &v);
+    if (cudaMemPoolGetAttribute(r->mempool, cudaMemPoolAttrReservedMemCurrent, &v) != cudaSuccess)
+        return 0;
     return v;
 }
 
 static void async_stop(replayer *r)
 {
     streams_end(r);
-    uint64_t zero = 0;
-    cudaMemPoolSetAttribute(r->mempool, cudaMemPoolAttrReleaseThreshold, &zero);
-    cudaDeviceSynchronize();
-    cudaMemPoolTrimTo(r->mempool, 0);
+    uint64_t zero = 0; /* teardown: see streams_end */
+    (void)cudaMemPoolSetAttribute(r->mempool, cudaMemPoolAttrReleaseThreshold, &zero);
+    (void)cudaDeviceSynchronize();
+    (void)cudaMemPoolTrimTo(r->mempool, 0);
 }
 
 static int malloc_start(replayer *r, const replay_trace *t, uint64_t limit)
 {
     (void)limit;
     size_t total = 0;
-    cudaDeviceSynchronize();
+    if (cudaDeviceSynchronize() != cudaSuccess)
+        return -1;
     if (cudaMemGetInfo(&r->free_at_start, &total) != cudaSuccess)
         return -1;
     return streams_make(r, t);
@@ -173,7 +178,8 @@ static int malloc_release(replayer *r, void *p, int stream)
 static uint64_t malloc_reserved(replayer *r)
 {
     size_t free_bytes = 0, total = 0;
-    cudaMemGetInfo(&free_bytes, &total);
+    if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess)
+        return 0;
     return free_bytes < r->free_at_start ? r->free_at_start - free_bytes : 0;
 }
 
