@@ -79,9 +79,10 @@ static void test_pair(void)
                             "capability 12.0, whose link rate gpumem does not know)");
     } else if (strcmp(mode, "pcie") == 0) {
         /* No NVLink: the slower PCIe link, 3C's 4.0 x16. */
-        EXPECT_STR_EQ(text, "PCIe 4.0 x16 (no NVLink between them), limit 31.5 GB/s a direction");
+        EXPECT_STR_EQ(text, "PCIe 4.0 x16 (NVML shows no NVLink between them), limit 31.5 GB/s a "
+                            "direction");
     } else if (strcmp(mode, "hidden") == 0) {
-        EXPECT_STR_EQ(text, "link limit unknown (no NVLink between them, and NVML has no PCIe "
+        EXPECT_STR_EQ(text, "link limit unknown (NVML shows no NVLink between them, and no PCIe "
                             "link for device 0: Not Supported)");
     } else if (strcmp(mode, "nodevice") == 0) {
         EXPECT_STR_EQ(text, "link limit unknown (NVML does not know PCI device 0000:3B:00.0 or "

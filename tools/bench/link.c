@@ -184,7 +184,7 @@ static void pcie_pair(nvmlDevice_t a, nvmlDevice_t b, bench_pair_link *pair)
         if (rc == NVML_SUCCESS)
             rc = nvml.max_width(d[i], &w[i]);
         if (rc != NVML_SUCCESS) {
-            snprintf(pair->why, sizeof pair->why, "no NVLink between them, and NVML has no PCIe "
+            snprintf(pair->why, sizeof pair->why, "NVML shows no NVLink between them, and no PCIe "
                      "link for device %d: %s", i ? pair->dst : pair->src,
                      nvml_error(rc, err, sizeof err));
             return;
@@ -195,7 +195,7 @@ static void pcie_pair(nvmlDevice_t a, nvmlDevice_t b, bench_pair_link *pair)
     pair->pcie_width = w[lower];
     pair->limit_gbps = bench_link_gbps(g[lower], w[lower]);
     if (pair->limit_gbps <= 0.0)
-        snprintf(pair->why, sizeof pair->why, "no NVLink between them; NVML reports PCIe "
+        snprintf(pair->why, sizeof pair->why, "NVML shows no NVLink between them, and PCIe "
                  "generation %u, x%u", g[lower], w[lower]);
 }
 

@@ -93,8 +93,8 @@ char *bench_pair_describe(const bench_pair_link *pair, char *buf, size_t n)
                  pair->nvlinks, pair->nvlinks == 1 ? "" : "s", pair->nvlink_gbps,
                  pair->limit_gbps);
     else
-        snprintf(buf, n, "PCIe %u.0 x%u (no NVLink between them), limit %.1f GB/s a direction",
-                 pair->pcie_gen, pair->pcie_width, pair->limit_gbps);
+        snprintf(buf, n, "PCIe %u.0 x%u (NVML shows no NVLink between them), limit %.1f GB/s a "
+                 "direction", pair->pcie_gen, pair->pcie_width, pair->limit_gbps);
     return buf;
 }
 
