@@ -32,10 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#if defined(__x86_64__) && defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
+#include "copy_workers.h"
 #include "internal.h"
 
 /* Where one end of a copy is. */
@@ -45,10 +43,6 @@ enum { TO_DEVICE, FROM_DEVICE };
 #define MAX_DEVICES 64
 #define MAX_SLOTS 64u
 #define MAX_THREADS 64u
-/* The smallest piece of a slot one thread copies: below it, waking a thread costs more than
- * the copy it would do (a wake-up is a few microseconds; 64 KiB take about 12 us on one
- * thread at 5.4 GB/s). */
-#define MIN_PART ((size_t)64 << 10)
 /* The first and last chunks of a staged copy (see chunk_at). Measured on an H200 against one
  * part (64 KiB, which the caller fills alone while the workers wake): no faster to the device,
  * and slower from it (68 to 69 % of pinned at 32 MiB against 75 to 80 %: more, smaller
@@ -92,230 +86,6 @@ void gpumem__copy_counts_get(gpumem__copy_counts *out)
     out->peer_staged = atomic_load(&counts.peer_staged);
 }
 
-/* ---- worker threads: one memcpy split into parts ---- */
-
-/* Why the workers spin during a staged copy: measured on an H200's 16-vCPU host, a staged copy
- * of 32 MiB reached 17 GB/s where the link carries 55. Each slot's fill woke the workers
- * through a condition variable and each woken thread took the mutex in turn; in a virtual
- * machine a wake-up of an idle vCPU costs tens of microseconds, as long as a thread's share of
- * a slot takes to copy, so the caller did most parts alone. Now a staged copy opens a session
- * (busy): the workers are woken once at its start and spin between jobs until it ends, so a
- * job is picked up within a fraction of a microsecond; outside a session they sleep.
- *
- * The job protocol, without a lock: the caller writes the job's fields, then publishes its
- * number in open (and gen). A worker that sees a new gen counts itself in active, then takes
- * parts only if open still holds that number. The caller closes a job (open = 0) once every
- * part is done and waits until active is 0 before writing the next job's fields, so no late
- * worker can read fields half written or take a part of the next job. */
-typedef struct workers {
-    pthread_mutex_t lock;   /* guards sleeping only */
-    pthread_cond_t wake;    /* a session started */
-    unsigned nthreads;      /* worker threads running (the caller works too) */
-    atomic_uint sleepers;   /* workers in (or about to be in) the condition wait */
-    atomic_int busy;        /* a staged copy runs: spin between jobs */
-    atomic_ullong gen;      /* the last job posted */
-    atomic_ullong open;     /* the job that may still be picked up; 0 when none */
-    atomic_uint active;     /* workers holding a job */
-    char *dst;              /* the job: written by the caller before open */
-    const char *src;
-    size_t len, part;
-    unsigned parts;
-    int stream;             /* fill with streaming stores (copy_stream) */
-    atomic_uint next, done;
-} workers;
-
-/* A job as the caller sees it: how many parts it has (0 when the caller copies it alone). */
-typedef struct job {
-    char *dst;
-    const char *src;
-    size_t len, part;
-    unsigned parts;
-    int stream;
-} job;
-
-static void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
-/* One round of a spin wait: a pause, and now and then the core for someone else (the driver's
- * threads, the program's), so that spinning workers never starve what they wait for. */
-static void spin_round(unsigned *n)
-{
-    if ((++*n & 255u) == 0)
-        sched_yield();
-    else
-        cpu_relax();
-}
-
-/* Why a fill of a slot for the device uses streaming stores: measured on an H200's host with
- * CUPTI's transfer records (bench/profile_copy), the DMA engine read a slot just filled by
- * ordinary stores at 20 to 39 GB/s, where it reads other pinned memory at 55; the slot's lines
- * were still in the CPUs' caches, dirty, and each read of the engine had to fetch them from
- * there. Non-temporal stores write around the caches, so the engine reads the slot from
- * memory. The copy from the device is drained with memcpy: the engine's writes already took
- * the lines out of the caches, and the program's buffer is best left in them. */
-static void copy_stream(char *dst, const char *src, size_t n)
-{
-#if defined(__x86_64__) && defined(__SSE2__)
-    size_t head = (16 - ((uintptr_t)dst & 15)) & 15;
-    if (head > n)
-        head = n;
-    memcpy(dst, src, head);
-    dst += head, src += head, n -= head;
-    for (; n >= 64; n -= 64, dst += 64, src += 64) {
-        __m128i a = _mm_loadu_si128((const __m128i *)src);
-        __m128i b = _mm_loadu_si128((const __m128i *)(src + 16));
-        __m128i c = _mm_loadu_si128((const __m128i *)(src + 32));
-        __m128i d = _mm_loadu_si128((const __m128i *)(src + 48));
-        _mm_stream_si128((__m128i *)dst, a);
-        _mm_stream_si128((__m128i *)(dst + 16), b);
-        _mm_stream_si128((__m128i *)(dst + 32), c);
-        _mm_stream_si128((__m128i *)(dst + 48), d);
-    }
-    memcpy(dst, src, n);
-    _mm_sfence(); /* the stores are visible before the part is counted done */
-#else
-    memcpy(dst, src, n);
-#endif
-}
-
-static void run_parts(workers *w, char *dst, const char *src, size_t len, size_t part,
-                      unsigned parts)
-{
-    int stream = w->stream;
-    for (;;) {
-        unsigned i = atomic_fetch_add(&w->next, 1u);
-        if (i >= parts)
-            return;
-        size_t off = (size_t)i * part;
-        size_t n = len - off < part ? len - off : part;
-        if (stream)
-            copy_stream(dst + off, src + off, n);
-        else
-            memcpy(dst + off, src + off, n);
-        atomic_fetch_add(&w->done, 1u);
-    }
-}
-
-static void *worker_main(void *arg)
-{
-    workers *w = arg;
-    unsigned long long seen = 0;
-    unsigned spins = 0;
-    for (;;) {
-        unsigned long long g = atomic_load(&w->gen);
-        if (g == seen) {
-            if (atomic_load(&w->busy)) {
-                spin_round(&spins);
-                continue;
-            }
-            pthread_mutex_lock(&w->lock);
-            atomic_fetch_add(&w->sleepers, 1u);
-            while (atomic_load(&w->gen) == seen && !atomic_load(&w->busy))
-                pthread_cond_wait(&w->wake, &w->lock);
-            atomic_fetch_sub(&w->sleepers, 1u);
-            pthread_mutex_unlock(&w->lock);
-            continue;
-        }
-        seen = g;
-        atomic_fetch_add(&w->active, 1u);
-        if (atomic_load(&w->open) == g)
-            run_parts(w, w->dst, w->src, w->len, w->part, w->parts);
-        atomic_fetch_sub(&w->active, 1u);
-    }
-    return NULL;
-}
-
-/* Starts up to n workers with every signal blocked, so that the program's signals keep going
- * to its own threads. Fewer start when the system refuses: the caller does all the parts the
- * workers do not take, so any number, zero included, copies correctly. */
-static void workers_start(workers *w, unsigned n)
-{
-    pthread_mutex_init(&w->lock, NULL);
-    pthread_cond_init(&w->wake, NULL);
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    for (unsigned i = 0; i < n; i++) {
-        pthread_t t;
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        int rc = pthread_create(&t, &attr, worker_main, w);
-        pthread_attr_destroy(&attr);
-        if (rc != 0)
-            break;
-        w->nthreads++;
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-}
-
-/* Opens (busy = 1) or closes a session. Opening wakes the sleeping workers, which then spin
- * until it is closed. With seq_cst order, a worker about to sleep either is counted in
- * sleepers before the caller reads it, or reads busy after it was set. */
-static void workers_session(workers *w, int busy)
-{
-    atomic_store(&w->busy, busy);
-    if (busy && atomic_load(&w->sleepers)) {
-        pthread_mutex_lock(&w->lock);
-        pthread_cond_broadcast(&w->wake);
-        pthread_mutex_unlock(&w->lock);
-    }
-}
-
-/* Posts memcpy(dst, src, len) to the workers, in as many parts as the size is worth; the
- * caller may do other work (queue a transfer) before job_join. A job of one part is left to
- * the caller alone. Only one job is posted at a time. */
-static void job_post(workers *w, job *j, void *dst, const void *src, size_t len, int stream)
-{
-    j->dst = dst;
-    j->src = src;
-    j->len = len;
-    j->parts = 0;
-    j->stream = stream;
-    size_t want = (len + MIN_PART - 1) / MIN_PART;
-    unsigned parts = want < (size_t)w->nthreads + 1 ? (unsigned)want : w->nthreads + 1;
-    if (parts <= 1)
-        return;
-    j->part = ((len + parts - 1) / parts + 4095) & ~(size_t)4095;
-    j->parts = (unsigned)((len + j->part - 1) / j->part);
-    w->dst = j->dst;
-    w->src = j->src;
-    w->len = len;
-    w->part = j->part;
-    w->parts = j->parts;
-    w->stream = stream;
-    atomic_store(&w->next, 0u);
-    atomic_store(&w->done, 0u);
-    unsigned long long g = atomic_load(&w->gen) + 1u;
-    atomic_store(&w->open, g);
-    atomic_store(&w->gen, g);
-}
-
-/* Does the parts of j no worker took, waits for the others, and closes the job. */
-static void job_join(workers *w, const job *j)
-{
-    if (j->parts == 0) {
-        if (j->stream)
-            copy_stream(j->dst, j->src, j->len);
-        else
-            memcpy(j->dst, j->src, j->len);
-        return;
-    }
-    run_parts(w, j->dst, j->src, j->len, j->part, j->parts);
-    unsigned spins = 0;
-    while (atomic_load(&w->done) < j->parts)
-        spin_round(&spins);
-    atomic_store(&w->open, 0ull);
-    while (atomic_load(&w->active))
-        spin_round(&spins);
-}
-
 /* ---- staging rings ---- */
 
 typedef struct slot {
@@ -332,7 +102,7 @@ typedef struct ring {
     size_t slot_bytes;
     unsigned next;        /* the slot the next copy starts with: the one idle the longest */
     int broken;           /* a transfer's end could not be tracked: copies go direct */
-    workers w;
+    gpumem__workers w;
 } ring;
 
 static pthread_mutex_t rings_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -415,7 +185,7 @@ static ring *ring_get(int dev, int dir)
         return NULL;
     }
     pthread_mutex_init(&g->lock, NULL);
-    workers_start(&g->w, forked ? 0u : copy_threads() - 1u);
+    gpumem__workers_start(&g->w, forked ? 0u : copy_threads() - 1u);
     rings[dev][dir] = g;
     pthread_mutex_unlock(&rings_lock);
     return g;
@@ -424,7 +194,7 @@ static ring *ring_get(int dev, int dir)
 /* fork(): the rings' table, every ring (held by the copy that uses it, so the fork waits for
  * staged copies in flight to end, and the child gets each ring idle), its workers' lock, and
  * the buffer of copies between devices (fork.c). The child has none of the worker threads:
- * its rings keep their slots, and its calling thread fills and drains them alone (job_post
+ * its rings keep their slots, and its calling thread fills and drains them alone (gpumem__job_post
  * leaves every part to the caller when there are no workers); a ring it makes gets none
  * either (forked). */
 static void rings_at_fork(int phase)
@@ -463,7 +233,7 @@ static size_t chunk_at(const ring *g, size_t off, size_t bytes)
     size_t c = off < left / 2 ? off : left / 2;
     if (c < CHUNK_MIN)
         c = CHUNK_MIN;
-    c -= c % MIN_PART;
+    c -= c % GPUMEM__COPY_MIN_PART;
     if (c > g->slot_bytes)
         c = g->slot_bytes;
     if (left - (c < left ? c : left) < CHUNK_MIN && left <= g->slot_bytes)
@@ -521,12 +291,12 @@ static int stage_to_device(ring *g, char *dst, const char *src, size_t bytes, co
         err = slot_wait(s);
         if (err)
             break;
-        job j;
-        job_post(&g->w, &j, s->mem, src + off, n,
+        gpumem__job j;
+        gpumem__job_post(&g->w, &j, s->mem, src + off, n,
                  gpumem__opt_bool(GPUMEM__OPT_COPY_STREAM_STORES));
         if (prev)
             err = slot_transfer(g, prev, dst + prev->off, prev->mem, prev->n, o->stream, call);
-        job_join(&g->w, &j);
+        gpumem__job_join(&g->w, &j);
         s->off = off;
         s->n = n;
         prev = s;
@@ -574,14 +344,14 @@ static int stage_from_device(ring *g, char *dst, const char *src, size_t bytes, 
         err = slot_wait(s);
         if (err)
             break;
-        job j;
-        job_post(&g->w, &j, dst + s->off, s->mem, s->n, 0);
+        gpumem__job j;
+        gpumem__job_post(&g->w, &j, dst + s->off, s->mem, s->n, 0);
         if (qoff < bytes && head - tail < g->count) {
             size_t n = chunk_at(g, qoff, bytes);
             err = slot_fetch(g, &g->slots[(first + head++) % g->count], src, qoff, n, o, call);
             qoff += n;
         }
-        job_join(&g->w, &j);
+        gpumem__job_join(&g->w, &j);
         tail++;
     }
     g->next = (unsigned)((first + head) % g->count);
@@ -917,6 +687,53 @@ static int locate(const op *o, end *x, size_t bytes)
     return GPUMEM_OK;
 }
 
+/* copy_staged's answer when the copy is left to a direct one (no status is positive). */
+#define STAGED_NOT 1
+
+/* A large copy between pageable memory and a device (dir): through memory the registration
+ * cache holds, else through the device's staging ring. Returns GPUMEM_OK or the failure (said),
+ * or STAGED_NOT where neither can take it (the ring is broken): then the copy is a direct one. */
+static int copy_staged(const op *o, end *d, end *s, void *dst, const void *src, size_t bytes,
+                       int dir)
+{
+    const char *call = "cuMemcpyAsync";
+    int err = 0;
+    if (copy_registered(o, dst, src, bytes, dir, &err, &call)) {
+        if (err)
+            return fail_cuda(o, d, s, bytes, err, call, 0);
+        gpumem__err_clear();
+        return GPUMEM_OK;
+    }
+    int dev = 0;
+    ring *g = NULL;
+    call = "cuCtxGetDevice";
+    err = gpumem__be->current_device(&dev);
+    if (!err)
+        g = ring_get(dev, dir);
+    if (g) {
+        pthread_mutex_lock(&g->lock);
+        if (!g->broken) {
+            gpumem__workers_session(&g->w, 1);
+            err = dir == TO_DEVICE ? stage_to_device(g, dst, src, bytes, o, &call)
+                                   : stage_from_device(g, dst, src, bytes, o, &call);
+            gpumem__workers_session(&g->w, 0);
+            pthread_mutex_unlock(&g->lock);
+            gpumem__regcache_kick(); /* after the copy: registering would slow it down */
+            atomic_fetch_add(&counts.staged, 1);
+            if (err)
+                return fail_cuda(o, d, s, bytes, err, call, 1);
+            gpumem__err_clear();
+            return GPUMEM_OK;
+        }
+        pthread_mutex_unlock(&g->lock);
+    }
+    gpumem__regcache_kick();
+    if (err)
+        return fail_cuda(o, d, s, bytes, err, call, 0);
+    atomic_fetch_add(&counts.fallbacks, 1);
+    return STAGED_NOT;
+}
+
 static int copy(const op *o, void *dst, const void *src, size_t bytes)
 {
     if (bytes == 0) {
@@ -968,46 +785,11 @@ static int copy(const op *o, void *dst, const void *src, size_t bytes)
         else if (s.place == PLACE_DEVICE && d.place == PLACE_PAGEABLE)
             dir = FROM_DEVICE;
     }
+    if (dir >= 0 && (rc = copy_staged(o, &d, &s, dst, src, bytes, dir)) != STAGED_NOT)
+        return rc;
     const char *call = "cuMemcpyAsync";
-    int err = 0;
-    if (dir >= 0 && copy_registered(o, dst, src, bytes, dir, &err, &call)) {
-        if (err)
-            return fail_cuda(o, &d, &s, bytes, err, call, 0);
-        gpumem__err_clear();
-        return GPUMEM_OK;
-    }
-    if (dir >= 0) {
-        int dev = 0;
-        ring *g = NULL;
-        call = "cuCtxGetDevice";
-        err = gpumem__be->current_device(&dev);
-        if (!err)
-            g = ring_get(dev, dir);
-        if (g) {
-            pthread_mutex_lock(&g->lock);
-            if (!g->broken) {
-                workers_session(&g->w, 1);
-                err = dir == TO_DEVICE ? stage_to_device(g, dst, src, bytes, o, &call)
-                                       : stage_from_device(g, dst, src, bytes, o, &call);
-                workers_session(&g->w, 0);
-                pthread_mutex_unlock(&g->lock);
-                gpumem__regcache_kick(); /* after the copy: registering would slow it down */
-                atomic_fetch_add(&counts.staged, 1);
-                if (err)
-                    return fail_cuda(o, &d, &s, bytes, err, call, 1);
-                gpumem__err_clear();
-                return GPUMEM_OK;
-            }
-            pthread_mutex_unlock(&g->lock);
-        }
-        gpumem__regcache_kick();
-        if (err)
-            return fail_cuda(o, &d, &s, bytes, err, call, 0);
-        atomic_fetch_add(&counts.fallbacks, 1);
-    }
     atomic_fetch_add(&counts.direct, 1);
-    call = "cuMemcpyAsync";
-    err = gpumem__be->memcpy_async(dst, src, bytes, o->stream);
+    int err = gpumem__be->memcpy_async(dst, src, bytes, o->stream);
     if (!err && o->sync) {
         call = "cuStreamSynchronize";
         err = gpumem__be->stream_sync(o->stream);

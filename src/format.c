@@ -6,9 +6,23 @@
 #include <string.h>
 
 #include "gpumem.h"
-#include "sigsafe.h"
+#include "format.h"
 
 __extension__ typedef unsigned __int128 u128;
+
+char *gpumem__fmt_u64(uint64_t v, char *buf)
+{
+    char tmp[21];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (int i = 0; i < n; i++)
+        buf[i] = tmp[n - 1 - i];
+    buf[n] = '\0';
+    return buf;
+}
 
 /* The text printf("%.1f %s") gives for bytes / 1024^unit: one decimal, rounded half to even as
  * printf rounds an exact tie. */

@@ -253,74 +253,63 @@ static void forget(entry *e)
     unlock();
 }
 
-int gpumem__regcache_get(const void *p, size_t bytes, void **out)
+/* A range a registration covers: whole pages [base, end), of which the program's buffers use
+ * [ubase, uend). */
+typedef struct {
+    uintptr_t base, end, ubase, uend;
+} span;
+
+/* The live entry that covers r, taken for a copy; NULL when none does. Under the lock. */
+static entry *cache_hit(const span *r)
 {
-    *out = NULL;
-    uintptr_t pg = page_size(), a = (uintptr_t)p;
-    if (bytes == 0 || a + bytes < a)
-        return 0;
-    uintptr_t base = a & ~(pg - 1), end = (a + bytes + pg - 1) & ~(pg - 1);
-    uintptr_t ubase = a, uend = a + bytes;
-    entry *victims[MAX_ENTRIES];
-    int nv = 0, dev = 0;
-    if (holding || atomic_load(&closing) || atomic_load(&broken) ||
-        gpumem__be->current_device(&dev) != 0)
-        return 0;
-    pthread_once(&exit_once, cache_at_exit_setup);
-    lock();
-    /* The limit counts whole pages; the two a buffer shares with its neighbours are not held
-     * against it, so a buffer of exactly the limit's size fits. */
-    uintptr_t limit = rc.limit + 2 * pg;
-    if (!usable() || end - base > limit) {
-        unlock();
-        return 0;
-    }
-    entry *slot = NULL;
     for (int i = 0; i < MAX_ENTRIES; i++) {
         entry *e = &rc.e[i];
-        if (e->state == E_LIVE && e->base <= base && end <= e->end) {
+        if (e->state == E_LIVE && e->base <= r->base && r->end <= e->end) {
             e->users++;
             e->used = ++rc.tick;
-            e->ubase = ubase < e->ubase ? ubase : e->ubase;
-            e->uend = uend > e->uend ? uend : e->uend;
+            e->ubase = r->ubase < e->ubase ? r->ubase : e->ubase;
+            e->uend = r->uend > e->uend ? r->uend : e->uend;
             rc.n.hits++;
-            unlock();
-            in_cache++; /* until put: the copy's own frees inside CUDA skip the cache */
-            *out = e;
-            return 1;
+            return e;
         }
     }
-    rc.n.misses++;
-    /* A range overlapping the new one would make the driver refuse it (two heap blocks side
-     * by side share a page): the new registration covers both, and the old one goes first.
-     * If a copy uses one, this copy is staged instead. */
+    return NULL;
+}
+
+/* A range overlapping the new one would make the driver refuse it (two heap blocks side by
+ * side share a page): the new registration covers both, and the old one goes first. Widens r
+ * over them; returns -1 when a copy uses one (this copy is staged instead). Under the lock. */
+static int widen_over_neighbours(span *r)
+{
     for (int i = 0; i < MAX_ENTRIES; i++) {
         entry *e = &rc.e[i];
-        if (e->state != E_FREE && e->base < end && base < e->end) {
-            if (e->state != E_LIVE || e->users) {
-                unlock();
-                return 0;
-            }
-            base = e->base < base ? e->base : base;
-            end = e->end > end ? e->end : end;
-            ubase = e->ubase < ubase ? e->ubase : ubase;
-            uend = e->uend > uend ? e->uend : uend;
+        if (e->state != E_FREE && e->base < r->end && r->base < e->end) {
+            if (e->state != E_LIVE || e->users)
+                return -1;
+            r->base = e->base < r->base ? e->base : r->base;
+            r->end = e->end > r->end ? e->end : r->end;
+            r->ubase = e->ubase < r->ubase ? e->ubase : r->ubase;
+            r->uend = e->uend > r->uend ? e->uend : r->uend;
         }
     }
-    if (end - base > limit) {
-        unlock();
-        return 0;
-    }
+    return 0;
+}
+
+/* Retires the entries r replaces, then the least recently used idle ones until r fits under
+ * limit; each retired entry goes into victims (unregistered after the lock). Returns how many.
+ * Under the lock. */
+static int make_room(const span *r, uintptr_t limit, entry **victims)
+{
+    int nv = 0;
     for (int i = 0; i < MAX_ENTRIES; i++) {
         entry *e = &rc.e[i];
-        if (e->state == E_LIVE && e->base < end && base < e->end) {
+        if (e->state == E_LIVE && e->base < r->end && r->base < e->end) {
             retire(e);
             victims[nv++] = e;
             rc.n.evicted++;
         }
     }
-    /* Room: the least recently used idle entries go until the new range fits. */
-    while (rc.bytes + (end - base) > limit) {
+    while (rc.bytes + (r->end - r->base) > limit) {
         entry *lru = NULL;
         for (int i = 0; i < MAX_ENTRIES; i++) {
             entry *e = &rc.e[i];
@@ -333,22 +322,66 @@ int gpumem__regcache_get(const void *p, size_t bytes, void **out)
         victims[nv++] = lru;
         rc.n.evicted++;
     }
-    if (rc.bytes + (end - base) <= limit)
+    return nv;
+}
+
+/* Queues r for the registrar in a free entry, where it fits. Under the lock. */
+static void queue_span(const span *r, uintptr_t limit, int dev)
+{
+    entry *slot = NULL;
+    if (rc.bytes + (r->end - r->base) <= limit)
         for (int i = 0; i < MAX_ENTRIES && !slot; i++)
             if (rc.e[i].state == E_FREE)
                 slot = &rc.e[i];
-    if (slot) {
-        slot->state = E_QUEUED;
-        slot->base = base;
-        slot->end = end;
-        slot->ubase = ubase;
-        slot->uend = uend;
-        slot->users = 0;
-        slot->used = ++rc.tick;
-        slot->dev = dev;
-        rc.bytes += end - base;
-        publish(); /* the hooks see the range from now: a release cancels it */
+    if (!slot)
+        return;
+    slot->state = E_QUEUED;
+    slot->base = r->base;
+    slot->end = r->end;
+    slot->ubase = r->ubase;
+    slot->uend = r->uend;
+    slot->users = 0;
+    slot->used = ++rc.tick;
+    slot->dev = dev;
+    rc.bytes += r->end - r->base;
+    publish(); /* the hooks see the range from now: a release cancels it */
+}
+
+int gpumem__regcache_get(const void *p, size_t bytes, void **out)
+{
+    *out = NULL;
+    uintptr_t pg = page_size(), a = (uintptr_t)p;
+    if (bytes == 0 || a + bytes < a)
+        return 0;
+    span r = {a & ~(pg - 1), (a + bytes + pg - 1) & ~(pg - 1), a, a + bytes};
+    entry *victims[MAX_ENTRIES];
+    int dev = 0;
+    if (holding || atomic_load(&closing) || atomic_load(&broken) ||
+        gpumem__be->current_device(&dev) != 0)
+        return 0;
+    pthread_once(&exit_once, cache_at_exit_setup);
+    lock();
+    /* The limit counts whole pages; the two a buffer shares with its neighbours are not held
+     * against it, so a buffer of exactly the limit's size fits. */
+    uintptr_t limit = rc.limit + 2 * pg;
+    if (!usable() || r.end - r.base > limit) {
+        unlock();
+        return 0;
     }
+    entry *hit = cache_hit(&r);
+    if (hit) {
+        unlock();
+        in_cache++; /* until put: the copy's own frees inside CUDA skip the cache */
+        *out = hit;
+        return 1;
+    }
+    rc.n.misses++;
+    if (widen_over_neighbours(&r) != 0 || r.end - r.base > limit) {
+        unlock();
+        return 0;
+    }
+    int nv = make_room(&r, limit, victims);
+    queue_span(&r, limit, dev);
     unlock();
     for (int i = 0; i < nv; i++) {
         unregister(victims[i]);

@@ -92,20 +92,6 @@ void gpumem__sink_visible(gpumem__sink *s, const char *str)
         gpumem__sink_mem(s, piece, gpumem__visible_piece(str, piece, &took));
 }
 
-char *gpumem__fmt_u64(uint64_t v, char *buf)
-{
-    char tmp[21];
-    int n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    for (int i = 0; i < n; i++)
-        buf[i] = tmp[n - 1 - i];
-    buf[n] = '\0';
-    return buf;
-}
-
 void gpumem__sink_u64(gpumem__sink *s, uint64_t v)
 {
     char b[21];

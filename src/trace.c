@@ -36,26 +36,9 @@
 
 #include "backtrace.h"
 #include "sigsafe.h"
+#include "trace_text.h"
 
 atomic_int gpumem__trace_on;
-
-enum { EV_ALLOC = 1, EV_RELEASE, EV_CHECKPOINT, EV_FAILED, EV_POOL };
-
-/* One event as recorded: plain values only, strings are the caller's static literals (call
- * sites, CUDA call names), which outlive the writer. */
-typedef struct {
-    uint64_t ns;
-    uint64_t id;    /* the allocation's seq; the checkpoint's seq */
-    uint64_t bytes;
-    uint64_t live;  /* live bytes of (kind, device) after the event */
-    uintptr_t base, stream;
-    gpumem_site site;  /* the allocation's */
-    gpumem_site where; /* the release's; its func alone names gpumem check's release call */
-    uint32_t stack, thread;
-    int device;
-    int code, cuda_error;
-    unsigned char type, kind;
-} trace_ev;
 
 #define BATCH 1024
 /* Full buffers waiting for the writer, at most: a program that allocates faster than the
@@ -93,6 +76,7 @@ static char path_shown[4 * sizeof path_text]; /* path_text made visible, for mes
 static const char *tool_name = "gpumem";
 static int write_failed;
 static atomic_uint_fast64_t recorded, dropped;
+static long pid;
 
 /* Who writes the file: the writer thread between batches (idle) or during one (busy), or, for
  * good, the exit path, which takes it only from an idle writer. Bytes written, for the exit
@@ -359,356 +343,6 @@ void gpumem__trace_counts(uint64_t *rec, uint64_t *drop, uint64_t *waited)
         *drop = atomic_load(&dropped);
 }
 
-/* ---- text ---- */
-
-typedef struct {
-    char *p;
-    size_t n, cap;
-    int mapped; /* memory from mmap: the exit path's, which must not wait for malloc's lock */
-} text;
-
-static int text_grow(text *t, size_t need)
-{
-    size_t cap = t->cap ? t->cap : 1 << 16;
-    while (cap < need)
-        cap *= 2;
-    char *grown;
-    if (t->mapped) {
-        void *m = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (m == MAP_FAILED)
-            return -1;
-        grown = m;
-        if (t->n)
-            memcpy(grown, t->p, t->n);
-        if (t->p)
-            munmap(t->p, t->cap);
-    } else if (!(grown = realloc(t->p, cap))) {
-        return -1;
-    }
-    t->p = grown;
-    t->cap = cap;
-    return 0;
-}
-
-static void text_free(text *t)
-{
-    if (t->mapped && t->p)
-        munmap(t->p, t->cap);
-    else if (!t->mapped)
-        free(t->p);
-    t->p = NULL;
-    t->n = t->cap = 0;
-}
-
-static void put_n(text *t, const char *s, size_t n)
-{
-    if (t->n + n > t->cap && text_grow(t, t->n + n) != 0)
-        return; /* out of host memory: this line is cut, the reader says so */
-    memcpy(t->p + t->n, s, n);
-    t->n += n;
-}
-
-static void put(text *t, const char *s)
-{
-    put_n(t, s, strlen(s));
-}
-
-static void put_u64(text *t, uint64_t v)
-{
-    char d[24];
-    int i = 24;
-    do {
-        d[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    put_n(t, d + i, (size_t)(24 - i));
-}
-
-static void put_i64(text *t, int64_t v)
-{
-    if (v < 0) {
-        put_n(t, "-", 1);
-        put_u64(t, (uint64_t)(-(v + 1)) + 1);
-    } else {
-        put_u64(t, (uint64_t)v);
-    }
-}
-
-static void put_hex(text *t, uint64_t v)
-{
-    char d[20];
-    int i = 20;
-    do {
-        d[--i] = "0123456789abcdef"[v & 15];
-        v >>= 4;
-    } while (v);
-    d[--i] = 'x';
-    d[--i] = '0';
-    put_n(t, d + i, (size_t)(20 - i));
-}
-
-/* Microseconds with three decimals: the trace event format's unit, to the nanosecond. */
-static void put_ts(text *t, uint64_t ns)
-{
-    char frac[4] = {(char)('0' + ns / 100 % 10), (char)('0' + ns / 10 % 10),
-                    (char)('0' + ns % 10), 0};
-    put_u64(t, ns / 1000);
-    put_n(t, ".", 1);
-    put_n(t, frac, 3);
-}
-
-/* s as a JSON string, quotes included: valid UTF-8 whatever its bytes (format.c). */
-static void put_json_str(text *t, const char *s)
-{
-    put_n(t, "\"", 1);
-    for (const char *c = s ? s : ""; *c;) {
-        char piece[GPUMEM__JSON_PIECE_MAX];
-        size_t took, n = gpumem__json_piece(c, piece, &took);
-        put_n(t, piece, n);
-        c += took;
-    }
-    put_n(t, "\"", 1);
-}
-
-/* Set while the exit path formats what the writer left: it may run in a signal handler that
- * interrupted malloc, so the stack table grows with mmap then, names are not cached and stacks not
- * symbolized for them. */
-static int no_malloc;
-
-/* "file:line (func)" of a stack's innermost frame; "" when unknown. */
-static void frame_text(const gpumem__frame *f, char *buf, size_t n)
-{
-    if (f->file)
-        snprintf(buf, n, "%s:%d (%s)", f->file, f->line, f->func);
-    else
-        snprintf(buf, n, "%s (in %s)", f->func, f->object ? f->object : "?");
-}
-
-/* The name of an allocation's track: its call site; for `gpumem check`, which has no site of
- * its own, the innermost frame of the stack, else the CUDA call's name. */
-static void site_name(const gpumem_site *site, uint32_t stack, char *buf, size_t n)
-{
-    gpumem__frame f;
-    if (site->file)
-        gpumem__site_str(*site, buf, n);
-    else if (stack && (no_malloc ? gpumem__stack_frames_cached(stack, &f, 1)
-                                 : gpumem__stack_frames(stack, &f, 1)) == 1)
-        frame_text(&f, buf, n);
-    else
-        snprintf(buf, n, "%s", site->func ? site->func : "(unknown site)");
-}
-
-/* Stack ids that events named: each is written once, at the end. */
-static uint32_t *seen;
-static size_t seen_n, seen_cap;
-
-static uint32_t *seen_alloc(size_t cap)
-{
-    if (!no_malloc)
-        return calloc(cap, sizeof(uint32_t));
-    void *m = mmap(NULL, cap * sizeof(uint32_t), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return m == MAP_FAILED ? NULL : m;
-}
-
-static void stack_seen(uint32_t id)
-{
-    if (!id)
-        return;
-    if (seen_n * 2 >= seen_cap) {
-        size_t cap = seen_cap ? seen_cap * 2 : 1024;
-        uint32_t *grown = seen_alloc(cap);
-        if (!grown)
-            return;
-        for (size_t i = 0; i < seen_cap; i++) {
-            if (!seen[i])
-                continue;
-            size_t j = (seen[i] * 2654435761u) & (cap - 1);
-            while (grown[j])
-                j = (j + 1) & (cap - 1);
-            grown[j] = seen[i];
-        }
-        if (!no_malloc)
-            free(seen); /* else left: it may be from mmap, or free would wait for malloc */
-        seen = grown;
-        seen_cap = cap;
-    }
-    size_t j = (id * 2654435761u) & (seen_cap - 1);
-    while (seen[j] && seen[j] != id)
-        j = (j + 1) & (seen_cap - 1);
-    if (!seen[j]) {
-        seen[j] = id;
-        seen_n++;
-    }
-}
-
-/* Names as JSON text, quotes included, cached by (site, stack): making them (a format, a
- * stack lookup, escaping) is most of the writer's time otherwise. Direct-mapped; a slot that
- * two names share is remade when they alternate. Writer thread only. */
-typedef struct {
-    const char *file, *func;
-    int line;
-    uint32_t stack;
-    char *json;
-    size_t len;
-} name_slot;
-
-static name_slot names[4096];
-
-static void put_name(text *t, const gpumem_site *site, uint32_t stack, int released_at)
-{
-    uintptr_t h = ((uintptr_t)site->file * 31 + (uintptr_t)site->func) * 31 +
-                  (uintptr_t)site->line * 7 + stack * 13u + (uintptr_t)released_at;
-    name_slot *n = &names[(h ^ (h >> 12)) & 4095];
-    if (!n->json || n->file != site->file || n->func != site->func || n->line != site->line ||
-        n->stack != stack + (uint32_t)released_at * 0x80000000u) {
-        char raw[512];
-        if (!released_at)
-            site_name(site, stack, raw, sizeof raw);
-        else if (site->file)
-            gpumem__site_str(*site, raw, sizeof raw);
-        else
-            snprintf(raw, sizeof raw, "%s", site->func ? site->func : "");
-        if (no_malloc) {
-            put_json_str(t, raw);
-            return;
-        }
-        text q = {0};
-        put_json_str(&q, raw);
-        free(n->json);
-        *n = (name_slot){site->file, site->func, site->line,
-                         stack + (uint32_t)released_at * 0x80000000u, q.p, q.n};
-    }
-    put_n(t, n->json, n->len);
-}
-
-static long pid;
-
-static void put_head(text *t, const trace_ev *e, const char *ph)
-{
-    put(t, "{\"ph\":\"");
-    put(t, ph);
-    put(t, "\",\"pid\":");
-    put_i64(t, pid);
-    put(t, ",\"tid\":");
-    put_u64(t, e->thread);
-    put(t, ",\"ts\":");
-    put_ts(t, e->ns);
-}
-
-static void put_counter(text *t, const trace_ev *e)
-{
-    put_head(t, e, "C");
-    put(t, ",\"name\":\"");
-    put(t, gpumem_kind_name(e->kind));
-    put(t, " memory, device ");
-    put_i64(t, e->device);
-    put(t, "\",\"args\":{\"bytes\":");
-    put_u64(t, e->live);
-    put(t, "}},\n");
-}
-
-/* The trace event format's own stack reference: "sf" names the innermost frame of the
- * stackFrames table at the end of the file (frame K of stack S is "S.K", innermost 0). */
-static void put_sf(text *t, uint32_t stack)
-{
-    if (!stack)
-        return;
-    put(t, ",\"sf\":\"");
-    put_u64(t, stack);
-    put(t, ".0\"");
-}
-
-static void format_event(text *t, const trace_ev *e)
-{
-    char name[512];
-    switch (e->type) {
-    case EV_ALLOC:
-    case EV_RELEASE:
-        stack_seen(e->stack);
-        put_head(t, e, e->type == EV_ALLOC ? "b" : "e");
-        put(t, ",\"cat\":\"");
-        put(t, gpumem_kind_name(e->kind));
-        put(t, "\",\"name\":");
-        put_name(t, &e->site, e->stack, 0);
-        put(t, ",\"id\":\"");
-        put_hex(t, e->id);
-        put(t, "\",\"args\":{\"bytes\":");
-        put_u64(t, e->bytes);
-        put(t, ",\"device\":");
-        put_i64(t, e->device);
-        put(t, ",\"address\":\"");
-        put_hex(t, e->base);
-        if (e->type == EV_ALLOC) {
-            put(t, "\",\"stream\":\"");
-            put_hex(t, e->stream);
-            put(t, "\",\"stack\":");
-            put_u64(t, e->stack);
-            if (!e->site.file && e->site.func) {
-                put(t, ",\"call\":");
-                put_json_str(t, e->site.func);
-            }
-        } else {
-            put(t, "\",\"released_at\":");
-            put_name(t, &e->where, 0, 1);
-        }
-        put(t, "}");
-        put_sf(t, e->type == EV_ALLOC ? e->stack : 0);
-        put(t, "},\n");
-        put_counter(t, e);
-        break;
-    case EV_CHECKPOINT:
-        put_head(t, e, "i");
-        put(t, ",\"s\":\"g\",\"name\":\"checkpoint\",\"args\":{\"seq\":");
-        put_u64(t, e->id);
-        put(t, "}},\n");
-        break;
-    case EV_POOL: /* a counter of its own per pool: Perfetto draws both values over time */
-        put_head(t, e, "C");
-        put(t, ",\"name\":\"");
-        put(t, gpumem_kind_name(e->kind));
-        put(t, " pool ");
-        put_hex(t, e->base);
-        put(t, " reserved, device ");
-        put_i64(t, e->device);
-        put(t, "\",\"args\":{\"reserved\":");
-        put_u64(t, e->bytes);
-        put(t, ",\"in_use\":");
-        put_u64(t, e->live);
-        put(t, "}},\n");
-        break;
-    case EV_FAILED:
-        site_name(&e->site, e->stack, name, sizeof name);
-        stack_seen(e->stack);
-        put_head(t, e, "i");
-        put(t, ",\"s\":\"g\",\"name\":\"");
-        put(t, e->code == GPUMEM_ENOMEM ? "out of memory" : "failed allocation");
-        put(t, "\",\"args\":{\"kind\":\"");
-        put(t, gpumem_kind_name(e->kind));
-        put(t, "\",\"bytes\":");
-        put_u64(t, e->bytes);
-        put(t, ",\"device\":");
-        put_i64(t, e->device);
-        put(t, ",\"site\":");
-        put_json_str(t, name);
-        put(t, ",\"stack\":");
-        put_u64(t, e->stack);
-        put(t, ",\"live\":");
-        put_u64(t, e->live);
-        if (e->cuda_error) {
-            const char *cn = gpumem__cuda_error_name(e->cuda_error);
-            put(t, ",\"cuda_error\":");
-            put_json_str(t, cn ? cn : "unknown");
-        }
-        put(t, "}");
-        put_sf(t, e->stack);
-        put(t, "},\n");
-        break;
-    default:
-        break;
-    }
-}
-
 /* What the option that names the trace is called, for hints. */
 static const char *option_name(void)
 {
@@ -758,7 +392,7 @@ static int write_all(const char *p, size_t n)
 
 /* Writes t out (writer thread or the finish, never both at once); a failure is reported
  * once, and nothing more is written after it. */
-static void flush_text(text *t)
+static void flush_text(gpumem__text *t)
 {
     int err;
     if (!write_failed && t->n && (err = write_all(t->p, t->n)) != 0) {
@@ -768,12 +402,12 @@ static void flush_text(text *t)
     t->n = 0;
 }
 
-static void write_buffer(text *t, trace_buf *b)
+static void write_buffer(gpumem__text *t, trace_buf *b)
 {
     unsigned n = atomic_load_explicit(&b->n, memory_order_acquire);
     atomic_fetch_add_explicit(&recorded, n, memory_order_relaxed);
     for (unsigned i = 0; i < n; i++)
-        format_event(t, &b->ev[i]);
+        gpumem__trace_event_text(t, &b->ev[i]);
     if (t->n > (1u << 20))
         flush_text(t);
 }
@@ -781,14 +415,14 @@ static void write_buffer(text *t, trace_buf *b)
 /* The writer's batch and text, where a leak checker at exit finds them while the writer is
  * blocked (a FIFO whose reader stopped): not only on the writer's stack. Writer thread only. */
 static trace_buf *writing;
-static text writer_text;
+static gpumem__text writer_text;
 
 static void *writer_main(void *arg)
 {
     (void)arg;
     if (writer_setup)
         writer_setup();
-    text *t = &writer_text;
+    gpumem__text *t = &writer_text;
     pthread_mutex_lock(&lock);
     for (;;) {
         while (!queue_head && !stopping)
@@ -812,85 +446,8 @@ static void *writer_main(void *arg)
         writing = NULL;
     }
     pthread_mutex_unlock(&lock);
-    text_free(t);
+    gpumem__text_free(t);
     return NULL;
-}
-
-/* ---- the end of the file ---- */
-
-/* The stacks that events named, each once, symbolized now (with GPUMEM_BACKTRACE=1). */
-static void put_stacks(text *t, uint64_t ns)
-{
-    trace_ev end = {.ns = ns};
-    put_head(t, &end, "M");
-    put(t, ",\"name\":\"gpumem_stacks\",\"args\":{\"stacks\":{");
-    int first = 1;
-    for (size_t i = 0; i < seen_cap; i++) {
-        if (!seen[i])
-            continue;
-        gpumem__frame f[GPUMEM__STACK_MAX_FRAMES];
-        int n = gpumem__stack_frames(seen[i], f, GPUMEM__STACK_MAX_FRAMES);
-        put(t, first ? "\"" : ",\"");
-        first = 0;
-        put_u64(t, seen[i]);
-        put(t, "\":[");
-        for (int k = 0; k < n; k++) {
-            char fr[1024];
-            frame_text(&f[k], fr, sizeof fr);
-            if (k)
-                put(t, ",");
-            put_json_str(t, fr);
-        }
-        put(t, "]");
-    }
-    put(t, "}}},\n");
-}
-
-/* The end marker with the totals, and the end of traceEvents. */
-static void put_end(text *t, uint64_t ns)
-{
-    trace_ev end = {.ns = ns};
-    put_head(t, &end, "M");
-    put(t, ",\"name\":\"gpumem_end\",\"args\":{\"events\":");
-    put_u64(t, atomic_load(&recorded));
-    put(t, ",\"dropped\":");
-    put_u64(t, atomic_load(&dropped));
-    put(t, ",\"end_ts\":");
-    put_ts(t, ns);
-    put(t, "}}\n],\n");
-}
-
-/* The same stacks as the trace event format's frame tree, for viewers that show "sf". */
-static void put_frames(text *t)
-{
-    put(t, "\"stackFrames\":{");
-    int first = 1;
-    for (size_t i = 0; i < seen_cap; i++) {
-        if (!seen[i])
-            continue;
-        gpumem__frame f[GPUMEM__STACK_MAX_FRAMES];
-        int n = gpumem__stack_frames(seen[i], f, GPUMEM__STACK_MAX_FRAMES);
-        for (int k = 0; k < n; k++) {
-            char fr[1024];
-            frame_text(&f[k], fr, sizeof fr);
-            put(t, first ? "\n\"" : ",\n\"");
-            first = 0;
-            put_u64(t, seen[i]);
-            put(t, ".");
-            put_u64(t, (uint64_t)k);
-            put(t, "\":{\"name\":");
-            put_json_str(t, fr);
-            if (k + 1 < n) {
-                put(t, ",\"parent\":\"");
-                put_u64(t, seen[i]);
-                put(t, ".");
-                put_u64(t, (uint64_t)k + 1);
-                put(t, "\"");
-            }
-            put(t, "}");
-        }
-    }
-    put(t, "\n}}\n");
 }
 
 /* ts as the trace event format writes it, with the sink (the exit path's output). */
@@ -990,16 +547,14 @@ static trace_buf *take_rest(void)
  * has claimed. At exit nothing here calls malloc (see no_malloc), but symbolizing stacks. */
 static int end_file(trace_buf *rest, int at_exit)
 {
-    text t = {.mapped = at_exit};
-    no_malloc = at_exit;
+    gpumem__text t = {.mapped = at_exit};
+    gpumem__trace_text_no_malloc(at_exit);
     for (trace_buf *b = rest; b; b = b->next)
         write_buffer(&t, b);
     uint64_t ns = now_ns();
-    put_stacks(&t, ns);
-    put_end(&t, ns);
-    put_frames(&t);
+    gpumem__trace_end_text(&t, ns, atomic_load(&recorded), atomic_load(&dropped));
     flush_text(&t);
-    text_free(&t);
+    gpumem__text_free(&t);
     if (close(fd) != 0 && errno != EINTR && !write_failed) {
         write_failed = errno;
         say_failed("closing the trace ", write_failed);
@@ -1224,41 +779,16 @@ void gpumem__trace_set_rank(long rank)
     trace_rank = rank;
 }
 
-/* The first lines: the process's name and command line, the format, the clock. */
+/* The first lines, before any event. */
 static void write_head(const char *tool)
 {
-    char cmd[1024];
-    gpumem__command_line(cmd, sizeof cmd);
-    text t = {0};
-    put(&t, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-    put(&t, "{\"ph\":\"M\",\"pid\":");
-    put_i64(&t, pid);
-    put(&t, ",\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":");
-    char pname[1100];
-    snprintf(pname, sizeof pname, "%s: %s", tool, cmd);
-    put_json_str(&t, pname);
-    put(&t, "}},\n{\"ph\":\"M\",\"pid\":");
-    put_i64(&t, pid);
-    put(&t, ",\"tid\":0,\"name\":\"gpumem_trace\",\"args\":{\"schema\":\"gpumem-trace/1\","
-            "\"tool\":");
-    put_json_str(&t, tool);
-    put(&t, ",\"version\":\"");
-    put(&t, gpumem_version());
-    put(&t, "\",\"clock\":\"CLOCK_MONOTONIC\",\"start_ts\":");
-    put_ts(&t, now_ns());
-    /* The wall clock at the same moment: traces of several machines (a job's ranks) are put on
-     * one clock with it (gpumem report --merge). */
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
-    put(&t, ",\"realtime_ts\":");
-    put_ts(&t, (uint64_t)wall.tv_sec * 1000000000u + (uint64_t)wall.tv_nsec);
-    if (trace_rank >= 0) {
-        put(&t, ",\"rank\":");
-        put_i64(&t, trace_rank);
-    }
-    put(&t, "}},\n");
+    gpumem__text t = {0};
+    gpumem__trace_head_text(&t, tool, now_ns(),
+                            (uint64_t)wall.tv_sec * 1000000000u + (uint64_t)wall.tv_nsec, trace_rank);
     flush_text(&t);
-    text_free(&t);
+    gpumem__text_free(&t);
 }
 
 /* The writer takes no asynchronous signal: a handler that calls exit() then never runs on it,
@@ -1290,6 +820,7 @@ int gpumem__trace_open(const char *path, const char *tool, void (*writer_init)(v
     }
     opened = 1;
     pid = (long)getpid();
+    gpumem__trace_text_pid(pid);
     writer_setup = writer_init;
     pthread_key_create(&slot_key, slot_release);
     write_head(tool);

@@ -25,6 +25,8 @@
 
 #include "backtrace.h"
 #include "engine.h"
+#include "engine_int.h"
+#include "settings.h"
 #include "gpumem.h"
 #include "harness.h"
 #include "suppress.h"
@@ -1569,6 +1571,39 @@ static void status_and_unchecked(void)
     check_unchecked("another CUPTI subscriber is present");
 }
 
+/* The engine reads a word setting by its index among the choices settings.def lists; the
+ * enums it compares with must follow that order, and an unknown value falls back to the
+ * default's index. */
+static void test_setting_choices(void)
+{
+    EXPECT_EQ(check_choice_index(check_setting_choices(CHECK_SET_LEAK), "no"), LEAK_NO);
+    EXPECT_EQ(check_choice_index(check_setting_choices(CHECK_SET_LEAK), "summary"), LEAK_SUMMARY);
+    EXPECT_EQ(check_choice_index(check_setting_choices(CHECK_SET_LEAK), "full"), LEAK_FULL);
+    EXPECT_EQ(check_choice_index(check_setting_choices(CHECK_SET_FAILED_CALLS), "error"),
+              CHECK_CALLS_ERROR);
+    EXPECT_EQ(check_choice_index(check_setting_choices(CHECK_SET_FAILED_CALLS), "note"),
+              CHECK_CALLS_NOTE);
+    EXPECT_EQ(check_choice_index(check_setting_choices(CHECK_SET_FAILED_CALLS), "no"),
+              CHECK_CALLS_NO);
+    EXPECT_EQ(check_choice_index("no|summary|full", "sum"), -1);
+    EXPECT_EQ(check_choice_index("no|summary|full", "fulls"), -1);
+    EXPECT_EQ(check_choice_index("no|summary|full", ""), -1);
+    EXPECT_EQ(check_choice_index("", "no"), -1);
+    const char *name = check_setting_name(CHECK_SET_LEAK);
+    char *saved = getenv(name) ? strdup(getenv(name)) : NULL;
+    setenv(name, "summary", 1);
+    EXPECT_EQ(check_setting_choice(CHECK_SET_LEAK), LEAK_SUMMARY);
+    setenv(name, "bogus", 1);
+    EXPECT_EQ(check_setting_choice(CHECK_SET_LEAK), LEAK_FULL);
+    unsetenv(name);
+    EXPECT_EQ(check_setting_choice(CHECK_SET_LEAK), LEAK_FULL);
+    EXPECT_TRUE(check_setting_default(CHECK_SET_LOG) == NULL);
+    EXPECT_TRUE(check_setting_value(CHECK_SET_LOG) == NULL || *check_setting_value(CHECK_SET_LOG));
+    if (saved)
+        setenv(name, saved, 1);
+    free(saved);
+}
+
 static void test_status_files(void)
 {
     /* Status files are named by pid: clear the folder's earlier ones first. */
@@ -1766,6 +1801,7 @@ int main(void)
     RUN(test_forked_child);
     RUN(test_unwritable_files);
     RUN(test_full_disk);
+    RUN(test_setting_choices);
     RUN(test_status_files);
     RUN(test_quiet);
 #ifdef GPUMEM_HAVE_JANSSON

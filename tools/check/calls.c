@@ -36,15 +36,13 @@ int check_call_probe(const char *call, int status)
 
 int check_failed_calls_mode(void)
 {
-    const char *v = check_setting_get(CHECK_SET_FAILED_CALLS, "error");
-    return strcmp(v, "no") == 0 ? CHECK_CALLS_NO
-           : strcmp(v, "note") == 0 ? CHECK_CALLS_NOTE
-                                    : CHECK_CALLS_ERROR;
+    /* The choices' order in settings.def is CHECK_CALLS_ERROR, _NOTE, _NO's. */
+    return check_setting_choice(CHECK_SET_FAILED_CALLS);
 }
 
 int check_watch_all_calls(void)
 {
-    return strcmp(check_setting_get(CHECK_SET_WATCH_CALLS, "most"), "all") == 0;
+    return check_setting_choice(CHECK_SET_WATCH_CALLS) == 1;
 }
 
 /* "cuMemAlloc_v2" -> "cuMemAlloc", "cudaMemcpyAsync_ptsz" -> "cudaMemcpyAsync": the name the

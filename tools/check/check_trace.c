@@ -28,10 +28,10 @@ void check_trace_setup(void)
     /* %p and %r as in the other files' names (rank.h); a child of the program without either
      * gets ".PID", so that it writes a trace of its own. */
     char full[4096];
-    long root = strtol(check_setting_get(CHECK_SET_ROOT, "0"), NULL, 10), pid = (long)getpid();
+    long root = strtol(check_setting_value(CHECK_SET_ROOT), NULL, 10), pid = (long)getpid();
     check_rank r;
     check_rank_read(&r);
-    int image = atoi(check_setting_get(CHECK_SET_IMAGE, "0"));
+    int image = atoi(check_setting_value(CHECK_SET_IMAGE));
     if (check_path_expand(path, pid, r.rank, root && root != pid, image, full, sizeof full) != 0) {
         fprintf(stderr, "gpumem check: warning: --trace=%s is too long a name once %%p and %%r are "
                         "expanded; no trace is written\n", path);

@@ -316,8 +316,8 @@ static void crash_status(crash_end e, uint64_t leaks, uint64_t leaked_bytes)
         return;
     gpumem__sink o;
     gpumem__sink_fd(&o, fd);
-    check__status_lines(&o, crash_status_word(e), e.sig ? e.sig : e.code, leaks, leaked_bytes,
-                        -1);
+    check__status_lines(&o, crash_status_word(e), check_error_count(), e.sig ? e.sig : e.code,
+                        leaks, leaked_bytes, -1);
     gpumem__sink_flush(&o);
     close(fd);
 }

@@ -150,8 +150,6 @@ int check_vmm_unmap_begin(uintptr_t base, size_t bytes);
 /* cuMemUnmap succeeded: every mapping that starts in the range is gone, and with it the
  * memory nothing else holds (released by call at stack). */
 void check_vmm_unmap_end(const char *call, uintptr_t base, size_t bytes, uint32_t stack);
-/* The mapping p lies in: 1 and its range and cuMemMap's stack, or 0. */
-int check_vmm_mapping_at(uintptr_t p, uintptr_t *base, size_t *bytes, uint32_t *stack);
 /* cuMulticastBindMem: multicast object mc's [mc_offset, +bytes) holds handle mem's memory.
  * cuMulticastBindAddr: the same for the memory mapped at addr. cuMulticastUnbind: the
  * bindings that start in the range go. */

@@ -4,6 +4,7 @@
 #define GPUMEM_CHECK_ENGINE_INT_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "gpumem.h"
@@ -78,6 +79,23 @@ uint32_t check__capture(void);
 /* What the program passed: the handle or address a registry key stands for (events.c). */
 uintptr_t check__key_shown(uintptr_t key);
 
+/* ---- where virtual memory is mapped (maps.c) */
+typedef struct {
+    uintptr_t base;
+    size_t bytes;
+    unsigned long long handle; /* the handle whose memory it maps */
+    uint32_t stack;            /* cuMemMap's */
+} check_map;
+void check__map_add(uintptr_t base, size_t bytes, unsigned long long handle, uint32_t stack);
+/* The mapping p lies in, into *out: 1, or 0 for none. */
+int check__map_at(uintptr_t p, check_map *out);
+/* Whether a mapping starts in [base, base + bytes). */
+int check__map_starts_in(uintptr_t base, size_t bytes);
+/* Takes out the mappings chosen() picks; their handles (one per mapping, up to max of them)
+ * into handles. Returns how many were taken. */
+size_t check__map_take(int (*chosen)(const check_map *m, const void *arg), const void *arg,
+                       unsigned long long *handles, size_t max);
+
 /* ---- leaks (leaks.c) */
 /* Allocations left at exit with the same call, memory kind, device, stack and leak kind. */
 typedef struct {
@@ -96,8 +114,30 @@ long check__leak_groups(int scan, int device, leak_group **out, int *skipped,
 /* Where a still reachable allocation's reference was found, in words. */
 void check__describe_reach(const check_reach_found *f, char *buf, size_t n);
 
-/* One line of the report, prefixed, under the output lock (engine.c). */
+/* ---- the base (base.c): options, the log, the files' names ---- */
+/* One line of the report, prefixed, under the output lock. */
 void check__say(const char *fmt, ...) GPUMEM__FORMAT(1, 2);
+/* The same, on stderr too when the log is a file: for problems with gpumem check's own files. */
+void check__say_both(const char *fmt, ...) GPUMEM__FORMAT(1, 2);
+/* The log, opened at the first output (a rank's header written first); under the lock. */
+FILE *check__log(void);
+/* Ends the log: flushed, closed and checked; a failure said on stderr. Under the lock. */
+void check__close_log(void);
+/* Why check__open_output failed (its errno), in words. */
+const char *check__open_failure(int e);
+/* The output lock every finding and the report at the end take. */
+void check__out_lock(void);
+/* Takes it within *budget_ns nanoseconds (1), or not (0). */
+int check__out_trylock(long *budget_ns);
+void check__out_unlock(void);
+/* ---- a finding's text (render_text.c), under the output lock ---- */
+void check__text_finding(const finding *f);
+/* A stack, one frame a line, indented under the prefix ("   (no stack)" without one). */
+void check__say_stack(uint32_t stack);
+/* With --gen-suppressions=yes: a suppression that matches f. */
+void check__gen_suppression(const finding *f);
+/* 8192 -> "8,192" into buf. */
+char *check__grouped(uint64_t v, char *buf, size_t n);
 /* The findings' array, which the pointer scan must not read (its addresses are no pointers the
  * program holds). */
 void check__findings_storage(const void **p, size_t *bytes);
@@ -190,8 +230,10 @@ void check__text_peak(struct gpumem__sink *o, const uint64_t *peak);
  * of rank 1 (pid 1234): ...". */
 void check__text_errors(struct gpumem__sink *o, long errors, uint64_t leaks, long suppressed);
 /* "gpumem check: rank 1 (pid 1234, local rank 1): COMMAND", the report's first line in a process
- * with a rank; nothing in one without. */
+ * with a rank; nothing in one without (base.c). */
 void check__text_rank_header(struct gpumem__sink *o);
+/* "rank 1 (pid 1234" without the closing parenthesis (base.c). */
+void check__rank_pid(struct gpumem__sink *o);
 
 /* The status file's lines that `gpumem check` (launch.c) reads for its exit status and its
  * summary of many processes: errors, status, code (exit status or signal), leaks and
@@ -199,8 +241,8 @@ void check__text_rank_header(struct gpumem__sink *o);
  * signal), command, and rank and local_rank in a process with a rank. Status "running" (the
  * file written when CUDA starts, check_started) has no errors, code, leaks nor allocations.
  * Async-signal-safe. */
-void check__status_lines(struct gpumem__sink *o, const char *status, int code, uint64_t leaks,
-                         uint64_t leaked_bytes, int64_t allocations);
+void check__status_lines(struct gpumem__sink *o, const char *status, long errors, int code,
+                         uint64_t leaks, uint64_t leaked_bytes, int64_t allocations);
 
 /* The report of a process that signal sig ends, or (sig 0) that ends by how ("_exit", which runs
  * no exit handlers and may be called in a signal handler; or "exit", when the engine's locks

@@ -146,14 +146,12 @@ int check_release_begin(const char *call, unsigned kind_mask, uintptr_t p, uint3
         r.base == check_array_key(p))
         res = classify(call, kind_mask ? kind_mask : ~0u, check_array_key(p), stack, &r, 1);
     /* cudaFree of virtual memory a cuMemMap mapped: a mismatched release CUDA refuses. */
-    uintptr_t map_base;
-    size_t map_bytes;
-    uint32_t map_stack;
-    if (res == CHECK_UNKNOWN && !(p >> 54) && check_vmm_mapping_at(p, &map_base, &map_bytes, &map_stack)) {
-        finding f = {.kind = p == map_base ? CHECK_MISMATCHED : CHECK_INTERIOR, .call = call,
+    check_map m;
+    if (res == CHECK_UNKNOWN && !(p >> 54) && check__map_at(p, &m)) {
+        finding f = {.kind = p == m.base ? CHECK_MISMATCHED : CHECK_INTERIOR, .call = call,
                      .address = p, .stack = stack, .memory = GPUMEM_KIND_VIRTUAL,
-                     .bytes = map_bytes, .offset = p - map_base, .alloc_call = "cuMemMap",
-                     .alloc_stack = map_stack};
+                     .bytes = m.bytes, .offset = p - m.base, .alloc_call = "cuMemMap",
+                     .alloc_stack = m.stack};
         check__report(&f);
         res = CHECK_REPORTED;
     }

@@ -107,3 +107,16 @@ const finding *check__findings_all(size_t *n)
     *n = nfindings;
     return findings;
 }
+
+/* Reports f (unless suppressed) and keeps it for the JSON report. */
+long check__report(finding *f)
+{
+    check_tls_reports++;
+    if (!check__suppress(f)) {
+        check__out_lock();
+        check__text_finding(f);
+        fflush(check__log());
+        check__out_unlock();
+    }
+    return check__keep(f);
+}

@@ -1,9 +1,12 @@
 /* gpumem check's vocabularies: the names of its finding kinds (the reports', the JSON's and the
  * suppression files'), and which CUDA call releases which memory kind (src/kinds.def, the
  * library's and gpumem lint's too). */
+#define _GNU_SOURCE
+#include <stdio.h>
 #include <string.h>
 
 #include "engine.h"
+#include "engine_int.h"
 #include "gpumem.h"
 
 enum { RUNTIME, DRIVER };
@@ -59,3 +62,28 @@ int check_kind_from_name(const char *name)
             return k;
     return -1;
 }
+
+int check_leak_kinds_parse(const char *list)
+{
+    unsigned kinds = 0;
+    char copy[256];
+    snprintf(copy, sizeof copy, "%s", list ? list : "");
+    char *save = NULL;
+    for (char *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+        if (strcmp(w, "definite") == 0)
+            kinds |= LEAK_DEFINITE;
+        else if (strcmp(w, "reachable") == 0)
+            kinds |= LEAK_REACHABLE;
+        else if (strcmp(w, "all") == 0)
+            kinds |= LEAK_DEFINITE | LEAK_REACHABLE;
+        else if (strcmp(w, "none") != 0 && strcmp(w, "possible") != 0 && strcmp(w, "indirect") != 0)
+            return -1; /* possible and indirect: valgrind's, never found here (none is) */
+    }
+    return (int)kinds;
+}
+
+const char *check_leak_kind_name(int leak_kind)
+{
+    return leak_kind == LEAK_DEFINITE ? "definite" : leak_kind == LEAK_REACHABLE ? "reachable" : NULL;
+}
+

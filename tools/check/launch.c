@@ -561,6 +561,28 @@ static int option_path(cli *c, const char **dst, char *abs, const char *v)
     return 0;
 }
 
+/* An option whose value is a word of its setting's choices (settings.def): the list checked
+ * and said from the one row the engine reads too. */
+static int option_choice(cli *c, check_setting s, const char **dst, const char *v)
+{
+    const char *choices = check_setting_choices(s);
+    *dst = v;
+    if (check_choice_index(choices, v) >= 0)
+        return 0;
+    char said[128] = "";
+    size_t n = 0;
+    for (int i = 0; choices[i] && n < sizeof said - 8; i++) {
+        if (choices[i] != '|') {
+            said[n++] = choices[i];
+            continue;
+        }
+        const char *sep = strchr(choices + i + 1, '|') ? ", " : " or ";
+        n += (size_t)snprintf(said + n, sizeof said - n, "%s", sep);
+    }
+    said[n] = '\0';
+    return cli_usage_error(c, "%s takes %s, not '%s'", c->opt, said, v);
+}
+
 /* One option of check_opt_table with its value. Returns 0, or the exit status of a usage
  * error. */
 static int option(cli *c, int id, check_opts *o)
@@ -568,10 +590,7 @@ static int option(cli *c, int id, check_opts *o)
     const char *v = c->value;
     switch (id) {
     case OPT_LEAK:
-        o->leak = v;
-        if (strcmp(v, "no") && strcmp(v, "summary") && strcmp(v, "full"))
-            return cli_usage_error(c, "--leak-check takes no, summary or full, not '%s'", v);
-        return 0;
+        return option_choice(c, CHECK_SET_LEAK, &o->leak, v);
     case OPT_SHOW_KINDS:
     case OPT_ERROR_KINDS:
         *(id == OPT_SHOW_KINDS ? &o->show_kinds : &o->error_kinds) = v;
@@ -606,15 +625,9 @@ static int option(cli *c, int id, check_opts *o)
             return cli_usage_error(c, "--default-suppressions takes yes or no, not '%s'", v);
         return 0;
     case OPT_FAILED_CALLS:
-        o->failed_calls = v;
-        if (strcmp(v, "error") && strcmp(v, "note") && strcmp(v, "no"))
-            return cli_usage_error(c, "--failed-calls takes error, note or no, not '%s'", v);
-        return 0;
+        return option_choice(c, CHECK_SET_FAILED_CALLS, &o->failed_calls, v);
     case OPT_WATCH_CALLS:
-        o->watch_calls = v;
-        if (strcmp(v, "most") && strcmp(v, "all"))
-            return cli_usage_error(c, "--watch-calls takes most or all, not '%s'", v);
-        return 0;
+        return option_choice(c, CHECK_SET_WATCH_CALLS, &o->watch_calls, v);
     case OPT_QUIET:
         o->quiet = 1;
         return 0;
@@ -780,7 +793,7 @@ static int run_program(const check_opts *o, char **argv, int *st)
     if (child == 0) {
         char root[32];
         snprintf(root, sizeof root, "%ld", (long)getpid());
-        setenv("GPUMEM_CHECK_ROOT", root, 1);
+        setenv(check_setting_name(CHECK_SET_ROOT), root, 1);
         execvp(argv[0], argv);
         fprintf(stderr, "gpumem check: error: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);

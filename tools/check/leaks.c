@@ -16,30 +16,6 @@
 #include "reach.h"
 #include "settings.h"
 
-int check_leak_kinds_parse(const char *list)
-{
-    unsigned kinds = 0;
-    char copy[256];
-    snprintf(copy, sizeof copy, "%s", list ? list : "");
-    char *save = NULL;
-    for (char *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
-        if (strcmp(w, "definite") == 0)
-            kinds |= LEAK_DEFINITE;
-        else if (strcmp(w, "reachable") == 0)
-            kinds |= LEAK_REACHABLE;
-        else if (strcmp(w, "all") == 0)
-            kinds |= LEAK_DEFINITE | LEAK_REACHABLE;
-        else if (strcmp(w, "none") != 0 && strcmp(w, "possible") != 0 && strcmp(w, "indirect") != 0)
-            return -1; /* possible and indirect: valgrind's, never found here (none is) */
-    }
-    return (int)kinds;
-}
-
-const char *check_leak_kind_name(int leak_kind)
-{
-    return leak_kind == LEAK_DEFINITE ? "definite" : leak_kind == LEAK_REACHABLE ? "reachable" : NULL;
-}
-
 /* The frame the program's main returned to (preload.c), 0 before: the exiting thread's stack
  * below it is dead. */
 static atomic_uintptr_t main_frame;

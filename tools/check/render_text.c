@@ -1,21 +1,21 @@
-/* The end of the text report (leaks, LEAK SUMMARY, PEAK, ERROR SUMMARY), one renderer for the
- * report at exit (engine.c) and the one after a fatal signal (crash.c). It writes through a
+/* The text report: each finding as it is made (through the log's lines, check__say), and the
+ * end of the report (leaks, LEAK SUMMARY, PEAK, ERROR SUMMARY), one renderer for the report at
+ * exit (engine.c) and the one after a fatal signal (crash.c). It writes through a
  * signal-safe sink (sigsafe.h): after a signal into the log's descriptor, at exit into the
  * log's stream. Each line starts with the report's "==PID== " prefix. */
 #define _GNU_SOURCE
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "backtrace.h"
 
 #include "engine.h"
 #include "engine_int.h"
 #include "internal.h"
 #include "sigsafe.h"
+#include "suppress.h"
 
-void check__text_line(gpumem__sink *o, const char *text)
-{
-    gpumem__sink_str(o, check__prefix);
-    gpumem__sink_str(o, text);
-}
 
 /* 8192 -> "8,192". */
 void check__text_grouped(gpumem__sink *o, uint64_t v)
@@ -107,37 +107,11 @@ void check__text_peak(gpumem__sink *o, const uint64_t *peak)
     gpumem__sink_str(o, any ? "\n" : "no CUDA memory allocated\n");
 }
 
-/* "rank 1 (pid 1234" without the closing parenthesis. */
-static void rank_pid(gpumem__sink *o)
-{
-    gpumem__sink_str(o, "rank ");
-    gpumem__sink_i64(o, check__opt.rank.rank);
-    gpumem__sink_str(o, " (pid ");
-    gpumem__sink_i64(o, (int64_t)getpid());
-}
-
-void check__text_rank_header(gpumem__sink *o)
-{
-    if (check__opt.rank.rank < 0)
-        return;
-    check__text_line(o, "gpumem check: ");
-    rank_pid(o);
-    if (check__opt.rank.local_rank >= 0) {
-        gpumem__sink_str(o, ", local rank ");
-        gpumem__sink_i64(o, check__opt.rank.local_rank);
-    }
-    gpumem__sink_str(o, ", from ");
-    gpumem__sink_str(o, check__opt.rank.from);
-    gpumem__sink_str(o, "): ");
-    gpumem__sink_str(o, check__opt.command);
-    gpumem__sink_str(o, "\n");
-}
-
 void check__text_errors(gpumem__sink *o, long errors, uint64_t leaks, long suppressed)
 {
     if (check__opt.rank.rank >= 0) {
         check__text_line(o, "ERROR SUMMARY of ");
-        rank_pid(o);
+        check__rank_pid(o);
         gpumem__sink_str(o, "): ");
     } else {
         check__text_line(o, "ERROR SUMMARY: ");
@@ -159,12 +133,12 @@ static void status_line(gpumem__sink *o, const char *name, int64_t v)
     gpumem__sink_str(o, "\n");
 }
 
-void check__status_lines(gpumem__sink *o, const char *status, int code, uint64_t leaks,
-                         uint64_t leaked_bytes, int64_t allocations)
+void check__status_lines(gpumem__sink *o, const char *status, long errors, int code,
+                         uint64_t leaks, uint64_t leaked_bytes, int64_t allocations)
 {
     int result = strcmp(status, "running") != 0; /* "running": started, no result yet */
     if (result)
-        status_line(o, "errors", check_error_count());
+        status_line(o, "errors", errors);
     gpumem__sink_str(o, "status ");
     gpumem__sink_str(o, status);
     gpumem__sink_str(o, "\n");
@@ -182,4 +156,151 @@ void check__status_lines(gpumem__sink *o, const char *status, int code, uint64_t
         status_line(o, "rank", check__opt.rank.rank);
         status_line(o, "local_rank", check__opt.rank.local_rank);
     }
+}
+
+/* ---- a finding, as it is made: the log's lines (check__say, under the output lock) ---- */
+
+/* 8192 -> "8,192". */
+char *check__grouped(uint64_t v, char *buf, size_t n)
+{
+    char digits[32];
+    int len = snprintf(digits, sizeof digits, "%llu", (unsigned long long)v);
+    size_t o = 0;
+    for (int i = 0; i < len && o + 2 < n; i++) {
+        if (i && (len - i) % 3 == 0)
+            buf[o++] = ',';
+        buf[o++] = digits[i];
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+/* " at file.cu:12" (or " in func") for the innermost frame of a stack; "" without one. */
+static const char *where(uint32_t stack, char *buf, size_t n)
+{
+    gpumem__frame f;
+    buf[0] = '\0';
+    if (stack && gpumem__stack_frames(stack, &f, 1) == 1) {
+        if (f.file)
+            snprintf(buf, n, " at %s:%d", basename(f.file), f.line); /* GNU: no copy */
+        else
+            snprintf(buf, n, " in %s", f.func);
+    }
+    return buf;
+}
+
+void check__say_stack(uint32_t stack)
+{
+    char indent[64];
+    snprintf(indent, sizeof indent, "%s   ", check__prefix);
+    if (stack)
+        gpumem__stack_print(stack, check__log(), indent);
+    else
+        check__say("   (no stack)");
+}
+
+/* ---- findings (kept and counted by findings.c) ---- */
+
+void check__gen_suppression(const finding *f)
+{
+    if (!check__opt.gen_supp)
+        return;
+    gpumem__frame frames[GPUMEM__STACK_MAX_FRAMES];
+    int n = f->stack ? gpumem__stack_frames(f->stack, frames, GPUMEM__STACK_MAX_FRAMES) : 0;
+    check_supp_generate(check__log(), f->kind, f->call, frames, n);
+}
+
+/* "device 8.0 KiB in 2, pinned 4.0 KiB in 1": the kinds with a non-zero present[k], each with
+ * its bytes (formatted by fmt) and, when count is given, how many allocations; "" for none. */
+static const char *kind_list(char *buf, size_t n, const uint64_t *present, const uint64_t *bytes,
+                             const uint64_t *count, char *(*fmt)(uint64_t, char *, size_t))
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int k = 1; k < GPUMEM_KIND_COUNT_ && o + 64 < n; k++) {
+        if (!present[k])
+            continue;
+        char b[32];
+        o += (size_t)snprintf(buf + o, n - o, "%s%s %s", o ? ", " : "", gpumem_kind_name(k),
+                              fmt(bytes[k], b, sizeof b));
+        if (count)
+            o += (size_t)snprintf(buf + o, n - o, " in %llu", (unsigned long long)count[k]);
+    }
+    return buf;
+}
+
+void check__text_finding(const finding *f)
+{
+    char b1[32], b2[32], w[300];
+    const char *mem = gpumem_kind_name(f->memory);
+    switch (f->kind) {
+    case CHECK_MISMATCHED:
+        check__say("Mismatched release: %s() of %s bytes of %s memory allocated by %s%s", f->call,
+            check__grouped(f->bytes, b1, sizeof b1), mem, f->alloc_call, where(f->alloc_stack, w, sizeof w));
+        check__say_stack(f->stack);
+        check__say(" Allocated by %s():", f->alloc_call);
+        check__say_stack(f->alloc_stack);
+        if (strcmp(f->call, "realloc") == 0)
+            check__say(" %s memory is released with %s(); gpumem check gave realloc() new memory with "
+                "the old contents and released the old so, and the program runs on", mem,
+                check_right_release(f->memory, f->alloc_call));
+        else if (strcmp(f->call, "free") == 0 || strncmp(f->call, "operator delete", 15) == 0)
+            check__say(" %s memory is released with %s(); gpumem check released it so, and the program "
+                "runs on", mem, check_right_release(f->memory, f->alloc_call));
+        else
+            check__say(" %s memory is released with %s(); CUDA refuses this call and the memory stays "
+                "allocated", mem, check_right_release(f->memory, f->alloc_call));
+        break;
+    case CHECK_DOUBLE:
+        check__say("Double release: %s() of %s bytes of %s memory at %p, already released by %s%s",
+            f->call, check__grouped(f->bytes, b1, sizeof b1), mem, (void *)f->address, f->first_call,
+            where(f->first_stack, w, sizeof w));
+        check__say_stack(f->stack);
+        check__say(" Released before by %s():", f->first_call);
+        check__say_stack(f->first_stack);
+        check__say(" Allocated by %s():", f->alloc_call);
+        check__say_stack(f->alloc_stack);
+        break;
+    case CHECK_INVALID:
+        check__say("Invalid release: %s() of %p, which no CUDA allocation call returned", f->call,
+            (void *)f->address);
+        check__say_stack(f->stack);
+        break;
+    case CHECK_INTERIOR:
+        check__say("Interior release: %s() of %p, %s bytes into %s bytes of %s memory allocated by %s%s",
+            f->call, (void *)f->address, check__grouped(f->offset, b1, sizeof b1),
+            check__grouped(f->bytes, b2, sizeof b2), mem, f->alloc_call, where(f->alloc_stack, w, sizeof w));
+        check__say_stack(f->stack);
+        check__say(" Allocated by %s():", f->alloc_call);
+        check__say_stack(f->alloc_stack);
+        check__say(" Release the allocation's own address, %p", (void *)(f->address - f->offset));
+        break;
+    case CHECK_FAILED_ALLOC: {
+        const char *name = gpumem__cuda_error_name(f->error);
+        const char *text = gpumem__cuda_error_string(f->error);
+        gpumem_live l;
+        gpumem__reg_live(&l);
+        char live[512];
+        uint64_t live_count[GPUMEM_KIND_COUNT_];
+        for (int k = 0; k < GPUMEM_KIND_COUNT_; k++)
+            live_count[k] = l.count[k];
+        kind_list(live, sizeof live, live_count, l.bytes, live_count, gpumem_format_bytes);
+        check__say("Failed allocation: %s() of %s bytes of %s memory: %s (%s)", f->call,
+            check__grouped(f->bytes, b1, sizeof b1), mem, name ? name : "unknown CUDA error",
+            text ? text : "?");
+        check__say_stack(f->stack);
+        check__say(" Live then (seen by gpumem check): %s", *live ? live : "nothing");
+        break;
+    }
+    case CHECK_FAILED_CALL:
+        check__say("Failed call: %s() returned %s (%s)%s", f->call,
+            f->error_name ? f->error_name : "an error", f->error_text ? f->error_text : "?",
+            f->note ? "; a note, not counted (--failed-calls=note)" : "");
+        check__say_stack(f->stack);
+        break;
+    default:
+        break;
+    }
+    check__gen_suppression(f);
+    check__say("%s", "");
 }

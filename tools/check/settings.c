@@ -6,12 +6,13 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static const struct {
-    const char *name, *meaning;
+    const char *name, *dflt, *choices, *meaning;
 } settings[CHECK_SET_COUNT] = {
-#define CHECK_SETTING(id, name, meaning) [CHECK_SET_##id] = {name, meaning},
+#define CHECK_SETTING(id, name, dflt, choices, meaning) [CHECK_SET_##id] = {name, dflt, choices, meaning},
 #include "settings.def"
 #undef CHECK_SETTING
 };
@@ -31,6 +32,43 @@ const char *check_setting_get(check_setting s, const char *fallback)
     const char *name = check_setting_name(s);
     const char *v = name ? getenv(name) : NULL;
     return v && *v ? v : fallback;
+}
+
+const char *check_setting_value(check_setting s)
+{
+    return (unsigned)s < CHECK_SET_COUNT ? check_setting_get(s, settings[s].dflt) : NULL;
+}
+
+const char *check_setting_choices(check_setting s)
+{
+    return (unsigned)s < CHECK_SET_COUNT ? settings[s].choices : "";
+}
+
+const char *check_setting_default(check_setting s)
+{
+    return (unsigned)s < CHECK_SET_COUNT ? settings[s].dflt : NULL;
+}
+
+int check_choice_index(const char *choices, const char *word)
+{
+    size_t len = word ? strlen(word) : 0;
+    int index = 0;
+    for (const char *c = choices; word && *c; index++) {
+        const char *bar = strchr(c, '|');
+        size_t n = bar ? (size_t)(bar - c) : strlen(c);
+        if (n == len && strncmp(c, word, n) == 0)
+            return index;
+        if (!bar)
+            break;
+        c = bar + 1;
+    }
+    return -1;
+}
+
+int check_setting_choice(check_setting s)
+{
+    int i = check_choice_index(check_setting_choices(s), check_setting_value(s));
+    return i >= 0 ? i : check_choice_index(check_setting_choices(s), check_setting_default(s));
 }
 
 /* The folder the process started in: where a relative path in a setting is taken from, also

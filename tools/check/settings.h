@@ -3,7 +3,7 @@
 #define GPUMEM_CHECK_SETTINGS_H
 
 typedef enum {
-#define CHECK_SETTING(id, name, meaning) CHECK_SET_##id,
+#define CHECK_SETTING(id, name, dflt, choices, meaning) CHECK_SET_##id,
 #include "settings.def"
 #undef CHECK_SETTING
     CHECK_SET_COUNT
@@ -15,6 +15,17 @@ const char *check_setting_name(check_setting s);
 const char *check_setting_meaning(check_setting s);
 /* Its value in this process's environment, or fallback when it is unset or empty. */
 const char *check_setting_get(check_setting s, const char *fallback);
+/* Its value, or its default (settings.def) when unset or empty; NULL when it has none. */
+const char *check_setting_value(check_setting s);
+/* The words it takes, "a|b|c" ("" for a value of another form). */
+const char *check_setting_choices(check_setting s);
+/* Its default, or NULL. */
+const char *check_setting_default(check_setting s);
+/* The index of word among choices ("no|summary|full": "summary" is 1), or -1. */
+int check_choice_index(const char *choices, const char *word);
+/* Its value's index among its choices; where the value is none of them (set by hand), its
+ * default's. */
+int check_setting_choice(check_setting s);
 
 /* A path setting (GPUMEM_CHECK_LOG, _JSON, _TRACE, _STATUS) made absolute: a relative one is
  * taken from the folder the process started in (check_settings_start_dir), or, in a process

@@ -17,8 +17,9 @@
  * memory is gone or a mapping still holds it. A multicast object's bound memory
  * (cuMulticastBindMem, cuMulticastBindAddr) is held by the binding as by a mapping.
  *
- * VMM calls are rare (allocations of segments, not of tensors): one lock, a hash of handles
- * and a sorted array of mappings are plenty. Nothing here calls CUDA. */
+ * VMM calls are rare (allocations of segments, not of tensors): one lock and a hash of handles
+ * are plenty; the mappings are maps.c's (a release of an address asks there too). Nothing
+ * here calls CUDA. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdlib.h>
@@ -39,13 +40,6 @@ typedef struct {
 } vmm_handle;
 
 typedef struct {
-    uintptr_t base;
-    size_t bytes;
-    unsigned long long handle;
-    uint32_t stack;
-} vmm_map;
-
-typedef struct {
     unsigned long long mc, mem;
     size_t offset, bytes;
 } vmm_bind;
@@ -53,8 +47,6 @@ typedef struct {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static vmm_handle *handles; /* open addressing, linear probing; a power of two */
 static size_t handles_cap, handles_used;
-static vmm_map *maps; /* sorted by base; mappings do not overlap */
-static size_t nmaps, maps_cap;
 static vmm_bind *binds;
 static size_t nbinds, binds_cap;
 
@@ -145,38 +137,6 @@ static void retire_if_free(vmm_handle *e, const char *call, uint32_t stack)
 {
     if (e && e->refs <= 0 && e->holds <= 0)
         retire(e, call, stack);
-}
-
-/* ---- the mappings ---- */
-
-/* The first mapping whose end is above p. */
-static size_t first_map_above(uintptr_t p)
-{
-    size_t lo = 0, hi = nmaps;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (maps[mid].base + maps[mid].bytes <= p)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-static void add_map(uintptr_t base, size_t bytes, unsigned long long h, uint32_t stack)
-{
-    if (nmaps == maps_cap) {
-        size_t cap = maps_cap ? maps_cap * 2 : 64;
-        vmm_map *grown = realloc(maps, cap * sizeof *grown);
-        if (!grown)
-            return;
-        maps = grown;
-        maps_cap = cap;
-    }
-    size_t i = first_map_above(base);
-    memmove(&maps[i + 1], &maps[i], (nmaps - i) * sizeof *maps);
-    maps[i] = (vmm_map){base, bytes, h, stack};
-    nmaps++;
 }
 
 /* ---- the entry points ---- */
@@ -295,7 +255,7 @@ void check_vmm_map(uintptr_t base, size_t bytes, unsigned long long handle, uint
     int tracked = e && e->tracked;
     if (e)
         e->holds++;
-    add_map(base, bytes, handle, stack);
+    check__map_add(base, bytes, handle, stack);
     pthread_mutex_unlock(&lock);
     if (tracked)
         learn_size(handle, bytes);
@@ -304,49 +264,43 @@ void check_vmm_map(uintptr_t base, size_t bytes, unsigned long long handle, uint
 
 int check_vmm_unmap_begin(uintptr_t base, size_t bytes)
 {
-    pthread_mutex_lock(&lock);
-    size_t i = first_map_above(base);
-    int any = i < nmaps && maps[i].base < base + bytes;
-    pthread_mutex_unlock(&lock);
-    return any ? CHECK_GO : CHECK_UNKNOWN;
+    return check__map_starts_in(base, bytes) ? CHECK_GO : CHECK_UNKNOWN;
+}
+
+/* A mapping that starts in the range (two uintptr_t: base, end). */
+static int starts_in(const check_map *m, const void *arg)
+{
+    const uintptr_t *range = arg;
+    return m->base >= range[0] && m->base < range[1];
+}
+
+/* Each handle a mapping that went held loses that hold. Under the lock. */
+static void holds_gone(const unsigned long long *held, size_t n, const char *call,
+                       uint32_t stack)
+{
+    for (size_t i = 0; i < n; i++) {
+        vmm_handle *e = find_handle(held[i]);
+        if (e) {
+            e->holds--;
+            retire_if_free(e, call, stack);
+        }
+    }
 }
 
 void check_vmm_unmap_end(const char *call, uintptr_t base, size_t bytes, uint32_t stack)
 {
     check_tls_busy++;
     pthread_mutex_lock(&lock);
-    size_t i = first_map_above(base), j = i;
     /* Every mapping that starts in the range goes: one call may unmap several. */
-    while (j < nmaps && maps[j].base < base + bytes) {
-        if (maps[j].base >= base) {
-            vmm_handle *e = find_handle(maps[j].handle);
-            if (e) {
-                e->holds--;
-                retire_if_free(e, call, stack);
-            }
-        } else {
-            maps[i++] = maps[j]; /* begins below the range: not this call's */
-        }
-        j++;
-    }
-    memmove(&maps[i], &maps[j], (nmaps - j) * sizeof *maps);
-    nmaps -= j - i;
+    const uintptr_t range[2] = {base, base + bytes};
+    unsigned long long held[256];
+    size_t n;
+    do {
+        n = check__map_take(starts_in, range, held, sizeof held / sizeof *held);
+        holds_gone(held, n, call, stack);
+    } while (n == sizeof held / sizeof *held);
     pthread_mutex_unlock(&lock);
     check_tls_busy--;
-}
-
-int check_vmm_mapping_at(uintptr_t p, uintptr_t *base, size_t *bytes, uint32_t *stack)
-{
-    pthread_mutex_lock(&lock);
-    size_t i = first_map_above(p);
-    int found = i < nmaps && maps[i].base <= p;
-    if (found) {
-        *base = maps[i].base;
-        *bytes = maps[i].bytes;
-        *stack = maps[i].stack;
-    }
-    pthread_mutex_unlock(&lock);
-    return found;
 }
 
 /* ---- multicast objects ---- */
@@ -376,10 +330,10 @@ void check_vmm_bind(unsigned long long mc, size_t mc_offset, size_t bytes, unsig
 
 void check_vmm_bind_addr(unsigned long long mc, size_t mc_offset, size_t bytes, uintptr_t addr)
 {
+    check_map m;
     pthread_mutex_lock(&lock);
-    size_t i = first_map_above(addr);
-    if (i < nmaps && maps[i].base <= addr)
-        add_bind(mc, mc_offset, bytes, maps[i].handle);
+    if (check__map_at(addr, &m))
+        add_bind(mc, mc_offset, bytes, m.handle);
     pthread_mutex_unlock(&lock);
 }
 
@@ -420,20 +374,23 @@ void check_vmm_unbind(unsigned long long mc, size_t mc_offset, size_t bytes, uin
 
 /* ---- a context's end ---- */
 
+/* A mapping of a handle of the device (an int). Under the lock. */
+static int of_device_handle(const check_map *m, const void *arg)
+{
+    const vmm_handle *e = find_handle(m->handle);
+    return e && e->device == *(const int *)arg;
+}
+
 void check_vmm_device_reset(int device)
 {
     check_tls_busy++;
     pthread_mutex_lock(&lock);
     /* Mappings of the device's handles go first, then the handles (their records are taken by
      * the reset itself, as every record of the device). */
-    size_t o = 0;
-    for (size_t i = 0; i < nmaps; i++) {
-        vmm_handle *e = find_handle(maps[i].handle);
-        if (e && e->device == device)
-            continue;
-        maps[o++] = maps[i];
-    }
-    nmaps = o;
+    unsigned long long gone[256];
+    while (check__map_take(of_device_handle, &device, gone, sizeof gone / sizeof *gone) ==
+           sizeof gone / sizeof *gone)
+        ;
     for (;;) { /* one at a time: removing one may move or remove others */
         vmm_handle *e = NULL;
         for (size_t i = 0; i < handles_cap && !e; i++)

@@ -659,6 +659,84 @@ static FILE *open_trace(const char *path, char *err, size_t errn)
     return f;
 }
 
+/* Cuts the line ending off line (len bytes); returns the length left. */
+static ssize_t chomp(char *line, ssize_t len)
+{
+    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+        line[--len] = '\0';
+    return len;
+}
+
+/* After the end of traceEvents: the stackFrames table follows, for other viewers. The report
+ * does not need it, but a file cut inside it is cut all the same. Returns whether it closes. */
+static int frames_closed(FILE *f, char **line, size_t *cap)
+{
+    int closed = 0;
+    ssize_t len;
+    while ((len = read_line(f, line, cap)) > 0)
+        if ((len = chomp(*line, len)) > 0)
+            closed = strcmp(*line, "}}") == 0;
+    return closed;
+}
+
+/* One line of traceEvents. Returns 0, 1 for a line that is not JSON, or -1 without memory;
+ * *header is set once the gpumem_trace event is read. */
+static int take_line(loader *L, char *line, ssize_t len, int *header)
+{
+    if (strncmp(line, "{\"ph\":\"C\"", 9) == 0) /* counters: recomputed from the allocations; */
+        return report_take_pool_counter(L->t, line) < 0 ? -1 : 0; /* pools' reserved kept */
+    if (len > 0 && line[len - 1] == ',')
+        line[--len] = '\0';
+    if (*header && len > 2 && line[len - 1] == '}') {
+        int fast = take_fast(L, line);
+        if (fast)
+            return fast < 0 ? -1 : 0;
+    }
+    json_error_t jerr;
+    json_t *e = json_loads(line, 0, &jerr);
+    if (!e)
+        return 1;
+    if (!*header) {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        *header = name && strcmp(name, "gpumem_trace") == 0;
+    }
+    int r = take_event(L, e);
+    json_decref(e);
+    return r != 0 ? -1 : 0;
+}
+
+static void loader_free(loader *L)
+{
+    free(L->site_map.keys);
+    free(L->site_map.vals);
+    free(L->alloc_map.keys);
+    free(L->alloc_map.vals);
+    free(L->track_map.keys);
+    free(L->track_map.vals);
+    free(L->release_map.keys);
+    free(L->release_map.vals);
+}
+
+/* What is wrong with a trace read to its end (lines, header, the last read's status len), or
+ * NULL; the text goes to err. */
+static const char *whole_trace(const char *path, long lineno, ssize_t len, int header, char *err,
+                               size_t errn)
+{
+    if (len == -2)
+        snprintf(err, errn, "%s:%ld: a line longer than %zu MiB (or no memory for it): not a "
+                            "gpumem trace", path, lineno + 1, MAX_LINE >> 20);
+    else if (lineno == 0)
+        snprintf(err, errn, "%s is empty: the program may have been killed before gpumem "
+                            "started the trace", path);
+    else if (!header)
+        snprintf(err, errn, "%s is not a gpumem trace (no gpumem_trace event); gpumem report "
+                            "reads the traces that GPUMEM_TRACE=FILE and `gpumem check "
+                            "--trace=FILE` write", path);
+    else
+        return NULL;
+    return err;
+}
+
 int report_load(const char *path, report_trace *t, char *err, size_t errn)
 {
     memset(t, 0, sizeof *t);
@@ -673,8 +751,7 @@ int report_load(const char *path, report_trace *t, char *err, size_t errn)
     int rc = -1, header = 0, bad_tail = 0;
     while ((len = read_line(f, &line, &cap)) > 0) {
         lineno++;
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-            line[--len] = '\0';
+        len = chomp(line, len);
         if (lineno == 1) {
             if (strncmp(line, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", 39) != 0) {
                 snprintf(err, errn,
@@ -688,17 +765,8 @@ int report_load(const char *path, report_trace *t, char *err, size_t errn)
         }
         if (len == 0)
             continue;
-        if (line[0] == ']') {
-            /* The end of traceEvents. The stackFrames table follows, for other viewers: the
-             * report does not need it, but a file cut inside it is cut all the same. */
-            int closed = 0;
-            while ((len = read_line(f, &line, &cap)) > 0) {
-                while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-                    line[--len] = '\0';
-                if (len > 0)
-                    closed = strcmp(line, "}}") == 0;
-            }
-            t->frames_cut = !closed;
+        if (line[0] == ']') { /* the end of traceEvents */
+            t->frames_cut = !frames_closed(f, &line, &cap);
             break;
         }
         if (bad_tail) { /* a line that did not parse, and more after it: not truncation */
@@ -706,58 +774,15 @@ int report_load(const char *path, report_trace *t, char *err, size_t errn)
                      lineno - 1);
             goto out;
         }
-        if (strncmp(line, "{\"ph\":\"C\"", 9) == 0) {
-            /* counters: recomputed from the allocations; pools' reserved bytes are kept */
-            if (report_take_pool_counter(t, line) < 0) {
-                snprintf(err, errn, "out of memory reading %s (line %ld)", path, lineno);
-                goto out;
-            }
-            continue;
-        }
-        if (len > 0 && line[len - 1] == ',')
-            line[--len] = '\0';
-        if (header && len > 2 && line[len - 1] == '}') {
-            int fast = take_fast(&L, line);
-            if (fast < 0) {
-                snprintf(err, errn, "out of memory reading %s (line %ld)", path, lineno);
-                goto out;
-            }
-            if (fast)
-                continue;
-        }
-        json_error_t jerr;
-        json_t *e = json_loads(line, 0, &jerr);
-        if (!e) {
-            bad_tail = 1;
-            continue;
-        }
-        if (!header) {
-            const char *name = json_string_value(json_object_get(e, "name"));
-            header = name && strcmp(name, "gpumem_trace") == 0;
-        }
-        int r = take_event(&L, e);
-        json_decref(e);
-        if (r != 0) {
+        int taken = take_line(&L, line, len, &header);
+        if (taken < 0) {
             snprintf(err, errn, "out of memory reading %s (line %ld)", path, lineno);
             goto out;
         }
+        bad_tail = taken;
     }
-    if (len == -2) {
-        snprintf(err, errn, "%s:%ld: a line longer than %zu MiB (or no memory for it): not a "
-                            "gpumem trace", path, lineno + 1, MAX_LINE >> 20);
+    if (whole_trace(path, lineno, len, header, err, errn))
         goto out;
-    }
-    if (lineno == 0) {
-        snprintf(err, errn, "%s is empty: the program may have been killed before gpumem "
-                            "started the trace", path);
-        goto out;
-    }
-    if (!header) {
-        snprintf(err, errn, "%s is not a gpumem trace (no gpumem_trace event); gpumem report "
-                            "reads the traces that GPUMEM_TRACE=FILE and `gpumem check "
-                            "--trace=FILE` write", path);
-        goto out;
-    }
     if (bad_tail)
         t->complete = 0; /* a cut last line */
     rebase_times(t, &L);
@@ -770,14 +795,7 @@ int report_load(const char *path, report_trace *t, char *err, size_t errn)
 out:
     free(line);
     fclose(f);
-    free(L.site_map.keys);
-    free(L.site_map.vals);
-    free(L.alloc_map.keys);
-    free(L.alloc_map.vals);
-    free(L.track_map.keys);
-    free(L.track_map.vals);
-    free(L.release_map.keys);
-    free(L.release_map.vals);
+    loader_free(&L);
     return rc;
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpumem.h"
 #include "report.h"
 
 /* The text after key in line, or NULL. */
@@ -101,8 +102,8 @@ static void one_pool(const report_trace *t, uint32_t pool, FILE *out)
     char a[32], b[32];
     fprintf(out, "  %s\n    peak %s reserved at %.3f s, when its blocks in use took %s (%.0f %% "
                  "in no block in use)\n",
-            t->pool_names[pool], report_bytes((int64_t)peak->reserved, a, sizeof a),
-            (double)peak->t / 1e9, report_bytes((int64_t)peak->in_use, b, sizeof b),
+            t->pool_names[pool], gpumem_format_bytes(peak->reserved, a, sizeof a),
+            (double)peak->t / 1e9, gpumem_format_bytes(peak->in_use, b, sizeof b),
             peak->reserved ? 100.0 * (double)(peak->reserved - (peak->in_use < peak->reserved
                                                                      ? peak->in_use
                                                                      : peak->reserved)) /
@@ -116,8 +117,8 @@ static void one_pool(const report_trace *t, uint32_t pool, FILE *out)
             continue;
         shown++;
         fprintf(out, "    %8.3f s %14s %14s\n", (double)s->t / 1e9,
-                report_bytes((int64_t)s->reserved, a, sizeof a),
-                report_bytes((int64_t)s->in_use, b, sizeof b));
+                gpumem_format_bytes(s->reserved, a, sizeof a),
+                gpumem_format_bytes(s->in_use, b, sizeof b));
     }
 }
 
