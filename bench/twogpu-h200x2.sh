@@ -69,7 +69,7 @@ gpumem=$build/tools/gpumem
 
 # 2. the two-GPU gpu tests
 t=$SECONDS
-(cd "$build" && timeout "$(budget 240 110)" ctest -L gpu -R '2gpus|2ranks|two_gpus|multi_gpu|gpu_portable' \
+(cd "$build" && timeout "$(budget 220 120)" ctest -L gpu -R '2gpus|2ranks|two_gpus|multi_gpu|gpu_portable' \
   -j4 --timeout 200 -V) > "$out/ctest.txt" 2>&1
 say ""
 say "## two-GPU gpu tests ($((SECONDS - t)) s)"
@@ -78,24 +78,28 @@ grep -E "\*\*\*(Failed|Timeout)|\(Skipped\)|Not Run" "$out/ctest.txt" | head -40
 # Each test's verdict line (ctest -V prefixes a test's output with its number).
 grep -E "^[0-9]+: (FAIL|SKIP|ok)" "$out/ctest.txt" | sort -n | head -60 | tee -a "$summary"
 
-# 3. gpumem bench: every section, the devices one included
+# 3. gpumem bench: every section, the devices one included (a quick run when time is short)
 t=$SECONDS
-timeout "$(budget 120 60)" "$gpumem" bench --json "$out/bench.json" > "$out/bench.txt" 2> "$out/bench-progress.txt"
+run=()
+[ $((limit - SECONDS)) -gt 170 ] || run=(--quick)
+timeout "$(budget 120 60)" "$gpumem" bench ${run[@]+"${run[@]}"} --json "$out/bench.json" \
+  > "$out/bench.txt" 2> "$out/bench-progress.txt"
 rc=$?
 tail -3 "$out/bench-progress.txt" >> "$out/bench.txt"
 rm -f "$out/bench-progress.txt"
 say ""
-say "## gpumem bench (exit $rc, $((SECONDS - t)) s): between devices"
+say "## gpumem bench ${run[*]} (exit $rc, $((SECONDS - t)) s): between devices"
 sed -n '/^between devices/,$p' "$out/bench.txt" | tee -a "$summary"
 
 # 4. gpumem check's cost on all_reduce_perf -g 2: bus bandwidth, alternating
 t=$SECONDS
-if [ -x "$nccl_bin/all_reduce_perf" ]; then
+if [ -x "$nccl_bin/all_reduce_perf" ] && [ $((limit - SECONDS)) -gt 50 ]; then
   for _ in 1 2; do
     for mode in native check; do
       pre=()
       [ $mode = check ] && pre=("$gpumem" check -q --)
-      timeout "$(budget 40 5)" ${pre[@]+"${pre[@]}"} "$nccl_bin/all_reduce_perf" -b 64M -e 512M -f 2 -g 2 -n 20 2>&1 |
+      [ $((limit - SECONDS)) -gt 15 ] || continue
+      timeout "$(budget 30 5)" ${pre[@]+"${pre[@]}"} "$nccl_bin/all_reduce_perf" -b 64M -e 512M -f 2 -g 2 -n 20 2>&1 |
         awk -v m=$mode '/Avg bus bandwidth/ {print m, $NF}'
     done
   done > "$out/overhead.txt"
