@@ -20,6 +20,7 @@
     X(cuMemHostGetDevicePointer_v2, CUdeviceptr *a, void *b, unsigned c)                         \
     X(cuPointerGetAttribute, void *a, CUpointer_attribute b, CUdeviceptr c)                     \
     X(cuDeviceCanAccessPeer, int *a, CUdevice b, CUdevice c)                                     \
+    X(cuCtxEnablePeerAccess, CUcontext a, unsigned b) X(cuCtxDisablePeerAccess, CUcontext a)     \
     X(cuMemcpyPeerAsync, CUdeviceptr a, CUcontext b, CUdeviceptr c, CUcontext d, size_t e,       \
       CUstream f)                                                                                \
     X(cuMemPrefetchAsync_v2, CUdeviceptr a, size_t b, CUmemLocation c, unsigned d, CUstream e)   \

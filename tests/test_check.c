@@ -623,6 +623,96 @@ static void test_vmm_model(void)
     free(log);
 }
 
+/* Two devices in one process, as NCCL's peer-to-peer transport runs them (-g 2, cuMem on):
+ * device 0's buffer is retained once for its peer (ncclP2pAllocateShareableBuffer's refcount),
+ * mapped by device 1 in a range of its own and released there at once (p2pMap); at the end the
+ * peer unmaps its range (ncclCuMemFreeAddr) and the owner frees its buffer the ncclCuMemFree way
+ * (retain, release, unmap, release). In either order: nothing to report. cuMemSetAccess, which
+ * gives device 1 access to the mapping, is no event: access is not memory. */
+static void nccl_peer_buffer(unsigned long long h, uintptr_t owner_va, uintptr_t peer_va,
+                             int peer_first)
+{
+    check_vmm_handle("cuMemCreate", h, MB2, 0, 0);
+    check_alloc("cuMemAddressReserve", GPUMEM_KIND_RESERVED, check_reserve_key(owner_va), MB2, 0,
+                0, 0);
+    check_vmm_map(owner_va, MB2, h, 0);
+    check_vmm_retain(h); /* one reference for the one peer that maps it */
+    check_alloc("cuMemAddressReserve", GPUMEM_KIND_RESERVED, check_reserve_key(peer_va), MB2, 1,
+                0, 0);
+    check_vmm_map(peer_va, MB2, h, 0);
+    vmm_release(h, CHECK_GO);
+    for (int step = 0; step < 2; step++) {
+        if ((step == 0) == (peer_first != 0)) {
+            vmm_unmap(peer_va, MB2);
+        } else {
+            check_vmm_retain(h);
+            vmm_release(h, CHECK_GO);
+            vmm_unmap(owner_va, MB2);
+            vmm_release(h, CHECK_GO);
+            /* The owner's references are gone; the peer's mapping, when still there, holds it. */
+            EXPECT_EQ(check_vmm_release_held(h), step == 0);
+        }
+    }
+    uintptr_t va[2] = {owner_va, peer_va};
+    for (int i = 0; i < 2; i++) {
+        EXPECT_EQ(check_release_begin("cuMemAddressFree", BIT(RESERVED), check_reserve_key(va[i]),
+                                      0), CHECK_GO);
+        check_release_end(check_reserve_key(va[i]), 1);
+    }
+}
+
+static void vmm_two_devices(void)
+{
+    nccl_peer_buffer(H(0x21), VA, VA + 0x100000000ull, 1);
+    nccl_peer_buffer(H(0x22), VA + MB2, VA + 0x100000000ull + MB2, 0);
+    /* A reset of device 1 takes device 1's handle (a leak at the reset) and its mapping, and
+     * leaves device 0's handle and both its mappings, device 1's range included. */
+    const uintptr_t va0 = VA + 4 * MB2, va1 = VA + 0x100000000ull + 4 * MB2;
+    check_vmm_handle("cuMemCreate", H(0x23), MB2, 0, 0);
+    check_vmm_map(va0, MB2, H(0x23), 0);
+    check_vmm_retain(H(0x23));
+    check_vmm_map(va1, MB2, H(0x23), 0);
+    vmm_release(H(0x23), CHECK_GO);
+    check_vmm_handle("cuMemCreate", H(0x24), 2 * MB2, 1, 0);
+    check_vmm_map(va1 + MB2, 2 * MB2, H(0x24), 0);
+    check_device_reset("cudaDeviceReset", 1, 0);
+    EXPECT_EQ(check_vmm_unmap_begin(va1 + MB2, 2 * MB2), CHECK_UNKNOWN);
+    vmm_unmap(va1, MB2);
+    check_vmm_retain(H(0x23));
+    vmm_release(H(0x23), CHECK_GO);
+    vmm_unmap(va0, MB2);
+    vmm_release(H(0x23), CHECK_GO);
+    EXPECT_EQ(check_vmm_release_held(H(0x23)), 0);
+    /* The planted leak: device 0's buffer, mapped and released by its peer, never freed by its
+     * owner. */
+    check_vmm_handle("cuMemCreate", H(0x25), 3 * MB2, 0, 0);
+    check_vmm_map(va0 + MB2, 3 * MB2, H(0x25), 0);
+    check_vmm_retain(H(0x25));
+    check_vmm_map(va1 + 3 * MB2, 3 * MB2, H(0x25), 0);
+    vmm_release(H(0x25), CHECK_GO);
+    vmm_unmap(va1 + 3 * MB2, 3 * MB2);
+}
+
+static void test_vmm_two_devices(void)
+{
+    /* Two leaks: device 1's handle at its reset, device 0's buffer at exit; nothing else. */
+    EXPECT_EQ(run_scenario("vmm2", vmm_two_devices, NULL), 2);
+    char *log = log_of("vmm2");
+    EXPECT_CONTAINS(log, "4,194,304 bytes in 1 virtual allocation on device 1 by cuMemCreate() is "
+                         "definitely lost");
+    EXPECT_CONTAINS(log, "It was still allocated when cudaDeviceReset() destroyed the device's "
+                         "context, which released it:");
+    EXPECT_CONTAINS(log, "DEVICE 0: 6,291,456 bytes left in 1 allocation");
+    EXPECT_CONTAINS(log, "DEVICE 1: 4,194,304 bytes left in 1 allocation");
+    EXPECT_CONTAINS(log, "6,291,456 bytes in 1 virtual allocation on device 0 by cuMemCreate() is "
+                         "definitely lost");
+    EXPECT_EQ(strstr(log, "Double release") == NULL && strstr(log, "Invalid release") == NULL &&
+                  strstr(log, "reserved allocation") == NULL,
+              1);
+    EXPECT_CONTAINS(log, "ERROR SUMMARY: 2 errors (2 leaks)");
+    free(log);
+}
+
 /* CUDA arrays, kept under their handles: released right, leaked, and released with cudaFree
  * (a mismatch CUDA refuses) or with the other array call. */
 #define ARR 0x55550000ull
@@ -1689,6 +1779,7 @@ int main(void)
     RUN(test_host_free);
     RUN(test_device_reset);
     RUN(test_vmm_model);
+    RUN(test_vmm_two_devices);
     RUN(test_failed_calls);
     RUN(test_abort_peak);
     RUN(test_ends_without_exit);

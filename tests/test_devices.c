@@ -17,6 +17,7 @@
 #include "capture.h"
 #include "harness.h"
 #include "internal.h"
+#include "peer.h"
 
 static int ndev;
 static int sim;
@@ -526,6 +527,65 @@ static void test_copy_between_devices_fails(void)
     EXPECT_EQ(gpumem_free(b), GPUMEM_OK);
 }
 
+/* The backend's peer calls that gpumem bench times (peer.h): peer access enabled and disabled
+ * per ordered pair with CUDA's answers to doing either twice, and a raw peer copy that works
+ * with peer access on and off where the devices can reach each other. */
+static void peer_access_pair(int a, int b, unsigned char *da, unsigned char *db,
+                             const unsigned char *host, unsigned char *back, size_t n)
+{
+    int can = 0;
+    ASSERT_EQ(gpumem_device_can_access_peer(a, b, &can), GPUMEM_OK);
+    (void)gpumem__peer_access(a, b, 0); /* as the process started: off */
+    if (!can) {
+        EXPECT_EQ(gpumem__peer_access(a, b, 1), cudaErrorPeerAccessUnsupported);
+        if (sim) /* the simulated device refuses what CUDA would stage through the host */
+            EXPECT_EQ(gpumem__peer_copy(da, a, db, b, n), cudaErrorPeerAccessUnsupported);
+        return;
+    }
+    unsigned long long before = sim ? gpumem__sim_peer_copies_enabled() : 0;
+    EXPECT_EQ(gpumem__peer_copy(da, a, db, b, n), 0); /* peer access off */
+    EXPECT_EQ(gpumem__peer_access(a, b, 1), 0);
+    EXPECT_EQ(gpumem__peer_access(a, b, 1), cudaErrorPeerAccessAlreadyEnabled);
+    memset(back, 0, n);
+    ASSERT_EQ(gpumem_copy(da, back, n), GPUMEM_OK);
+    EXPECT_EQ(gpumem__peer_copy(da, a, db, b, n), 0); /* peer access on */
+    ASSERT_EQ(gpumem_copy(back, da, n), GPUMEM_OK);
+    EXPECT_TRUE(same(back, host, n));
+    if (sim)
+        EXPECT_EQ(gpumem__sim_peer_copies_enabled(), before + 1);
+    EXPECT_EQ(gpumem__peer_access(a, b, 0), 0);
+    EXPECT_EQ(gpumem__peer_access(a, b, 0), cudaErrorPeerAccessNotEnabled);
+}
+
+static void test_peer_access(void)
+{
+    if (!have(2, "peer access between two devices"))
+        return;
+    const size_t n = (size_t)1 << 20;
+    unsigned char *host = malloc(n), *back = malloc(n), *d[2];
+    ASSERT_NOT_NULL(host);
+    ASSERT_NOT_NULL(back);
+    fill(host, n, 7);
+    for (int i = 0; i < 2; i++) {
+        ASSERT_EQ(gpumem_device_set(i ? ndev - 1 : 0), GPUMEM_OK);
+        d[i] = gpumem_device_alloc(n, 1);
+        ASSERT_NOT_NULL(d[i]);
+    }
+    ASSERT_EQ(gpumem_copy(d[1], host, n), GPUMEM_OK);
+    peer_access_pair(0, ndev - 1, d[0], d[1], host, back, n);
+    ASSERT_EQ(gpumem_copy(d[0], host, n), GPUMEM_OK);
+    peer_access_pair(ndev - 1, 0, d[1], d[0], host, back, n);
+    if (sim) {
+        EXPECT_EQ(gpumem__peer_access(0, 0, 1), cudaErrorInvalidDevice);
+        EXPECT_EQ(gpumem__peer_access(0, ndev, 1), cudaErrorInvalidDevice);
+    }
+    ASSERT_EQ(gpumem_device_set(0), GPUMEM_OK);
+    EXPECT_EQ(gpumem_free(d[0]), GPUMEM_OK);
+    EXPECT_EQ(gpumem_free(d[1]), GPUMEM_OK);
+    free(host);
+    free(back);
+}
+
 /* The device calls when CUDA refuses them (a dead context): the status and CUDA's reason, and
  * the current device unchanged. */
 static void test_device_calls_fail(void)
@@ -579,6 +639,7 @@ int main(int argc, char **argv)
     RUN(test_copy_between_devices);
     RUN(test_pinned_from_another_device);
     RUN(test_copy_between_devices_fails);
+    RUN(test_peer_access);
     if (!multi_only)
         RUN(test_device_calls_fail);
     if (parts_skipped)

@@ -33,6 +33,11 @@ typedef struct gpumem__backend {
     void (*device_pop)(int token);
     /* cuDeviceCanAccessPeer: whether device can reach peer's memory directly (0 for itself). */
     int (*can_access_peer)(int device, int peer, int *can);
+    /* cudaDeviceEnablePeerAccess (enable 1) or cudaDeviceDisablePeerAccess (0) of peer's memory
+     * from device, whatever device is current: cudaErrorPeerAccessAlreadyEnabled (704) when
+     * it is enabled already, cudaErrorPeerAccessNotEnabled (705) when it was not, and
+     * cudaErrorPeerAccessUnsupported (217) where device cannot reach peer. */
+    int (*peer_access)(int device, int peer, int enable);
     /* The device whose memory p is (cuPointerGetAttribute, DEVICE_ORDINAL). */
     int (*pointer_device)(const void *p, int *ordinal);
     /* cudaMemGetInfo for the given device. */
@@ -117,8 +122,10 @@ size_t gpumem__sim_live_count(void);
 /* Simulated device, for tests: after `after` more successful copies (memcpy_async), the next
  * one fails with cuda_error, once; cuda_error 0 cancels. Not sticky, unlike a poison. */
 void gpumem__sim_fail_copy(unsigned after, int cuda_error);
-/* Simulated device, for tests: peer copies (memcpy_peer_async) made so far. */
+/* Simulated device, for tests: peer copies (memcpy_peer_async) made so far, and of them those
+ * made while the destination's device had peer access to the source's enabled. */
 unsigned long long gpumem__sim_peer_copies(void);
+unsigned long long gpumem__sim_peer_copies_enabled(void);
 /* Simulated device, for tests: host ranges registered now (host_register), and whether p lies
  * in one; after `after` more successful registrations the next one fails with cuda_error. */
 size_t gpumem__sim_registered_count(void);

@@ -47,6 +47,8 @@
     X(cuMemHostGetDevicePointer_v2, (CUdeviceptr *, void *, unsigned))                           \
     X(cuPointerGetAttribute, (void *, CUpointer_attribute, CUdeviceptr))                       \
     X(cuDeviceCanAccessPeer, (int *, CUdevice, CUdevice))                                        \
+    X(cuCtxEnablePeerAccess, (CUcontext, unsigned))                                              \
+    X(cuCtxDisablePeerAccess, (CUcontext))                                                       \
     X(cuMemcpyPeerAsync, (CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream))     \
     X(cuMemPrefetchAsync_v2, (CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream))          \
     X(cuMemAdvise_v2, (CUdeviceptr, size_t, CUmem_advise, CUmemLocation))                      \
@@ -239,6 +241,24 @@ static int cuda_can_access_peer(int device, int peer, int *can)
         r = drv.cuDeviceGet(&b, peer);
     if (r == CUDA_SUCCESS)
         r = drv.cuDeviceCanAccessPeer(can, a, b);
+    return (int)r;
+}
+
+/* cudaDeviceEnablePeerAccess and cudaDeviceDisablePeerAccess: in device's primary context,
+ * pushed for the call, about peer's primary context. */
+static int cuda_peer_access(int device, int peer, int enable)
+{
+    CUcontext dc, pc;
+    CUresult r = primary_ctx(device, &dc);
+    if (r == CUDA_SUCCESS)
+        r = primary_ctx(peer, &pc);
+    if (r != CUDA_SUCCESS)
+        return (int)r;
+    r = drv.cuCtxPushCurrent_v2(dc);
+    if (r != CUDA_SUCCESS)
+        return (int)r;
+    r = enable ? drv.cuCtxEnablePeerAccess(pc, 0) : drv.cuCtxDisablePeerAccess(pc);
+    (void)drv.cuCtxPopCurrent_v2(&dc); /* pops what was pushed above; r is the answer */
     return (int)r;
 }
 
@@ -655,6 +675,7 @@ const gpumem__backend gpumem__backend_cuda = {
     cuda_device_push,
     cuda_device_pop,
     cuda_can_access_peer,
+    cuda_peer_access,
     cuda_pointer_device,
     cuda_mem_info,
     cuda_malloc_device,

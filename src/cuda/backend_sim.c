@@ -17,7 +17,9 @@
  * GPUMEM_SIM_PEER_ACCESS=0; then a peer copy (cuMemcpyPeerAsync) and a direct copy between
  * two devices' memory are refused with cudaErrorPeerAccessUnsupported. Real CUDA would copy
  * without peer access through its own buffers: refusing is stricter, so that a test proves
- * gpumem took its staged path.
+ * gpumem took its staged path. Where it is possible, peer access is enabled and disabled per
+ * ordered pair (cudaDeviceEnablePeerAccess), with CUDA's answers to enabling it twice and to
+ * disabling it when it was not enabled; a peer copy works either way, as CUDA's does.
  *
  * Device, managed and stream-ordered memory come from one address range reserved at the first
  * allocation (mmap, without reserving swap: pages exist once touched), split evenly between the
@@ -69,10 +71,12 @@ static struct {
     size_t live;
     int ndev;
     int peer;              /* peer access between devices (GPUMEM_SIM_PEER_ACCESS) */
+    /* enabled[d] bit p: device d has peer access to p's memory enabled (cuCtxEnablePeerAccess) */
+    atomic_ullong enabled[SIM_MAX_DEVICES];
     uintptr_t range;       /* the start of device 0's range */
     atomic_uintptr_t span; /* each device's range's size; 0 until reserved (stored last) */
     sim_dev dev[SIM_MAX_DEVICES];
-} sim = {PTHREAD_MUTEX_INITIALIZER, {0}, 0, 1, 1, 0, 0, {{0}}};
+} sim = {PTHREAD_MUTEX_INITIALIZER, {0}, 0, 1, 1, {0}, 0, 0, {{0}}};
 
 static _Thread_local int sim_current; /* the thread's current device (cudaSetDevice) */
 
@@ -185,6 +189,25 @@ static int sim_can_access_peer(int device, int peer, int *can)
         return cudaErrorInvalidDevice;
     *can = device != peer && sim.peer;
     return atomic_load(&poisoned);
+}
+
+static int sim_peer_access(int device, int peer, int enable)
+{
+    if (device < 0 || device >= sim.ndev || peer < 0 || peer >= sim.ndev || device == peer)
+        return cudaErrorInvalidDevice;
+    int err = atomic_load(&poisoned);
+    if (err)
+        return err;
+    if (!sim.peer)
+        return cudaErrorPeerAccessUnsupported;
+    unsigned long long bit = 1ull << peer;
+    unsigned long long was = enable ? atomic_fetch_or(&sim.enabled[device], bit)
+                                    : atomic_fetch_and(&sim.enabled[device], ~bit);
+    if (enable && (was & bit))
+        return cudaErrorPeerAccessAlreadyEnabled;
+    if (!enable && !(was & bit))
+        return cudaErrorPeerAccessNotEnabled;
+    return 0;
 }
 
 static int sim_pointer_device(const void *p, int *ordinal)
@@ -587,11 +610,16 @@ static int sim_memcpy_async(void *dst, const void *src, size_t bytes, cudaStream
 
 /* cuMemcpyPeerAsync: dst on dst_device, src on src_device, each checked against its device's
  * range (a pointer of another device is cudaErrorInvalidValue). */
-static atomic_ullong peer_copies;
+static atomic_ullong peer_copies, peer_copies_enabled;
 
 unsigned long long gpumem__sim_peer_copies(void)
 {
     return atomic_load(&peer_copies);
+}
+
+unsigned long long gpumem__sim_peer_copies_enabled(void)
+{
+    return atomic_load(&peer_copies_enabled);
 }
 
 static int sim_memcpy_peer_async(void *dst, int dst_device, const void *src, int src_device,
@@ -609,6 +637,8 @@ static int sim_memcpy_peer_async(void *dst, int dst_device, const void *src, int
     if (dst_device != src_device && !sim.peer)
         return cudaErrorPeerAccessUnsupported;
     atomic_fetch_add(&peer_copies, 1);
+    if (dst_device != src_device && (atomic_load(&sim.enabled[dst_device]) >> src_device & 1))
+        atomic_fetch_add(&peer_copies_enabled, 1);
     return sim_memcpy_async(dst, src, bytes, stream);
 }
 
@@ -920,6 +950,7 @@ const gpumem__backend gpumem__backend_sim = {
     sim_device_push,
     sim_device_pop,
     sim_can_access_peer,
+    sim_peer_access,
     sim_pointer_device,
     sim_mem_info,
     sim_malloc_device,

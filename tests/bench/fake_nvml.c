@@ -1,7 +1,10 @@
 /* A stand-in for libnvidia-ml.so.1: the functions tools/bench/link.c loads, answering as
  * FAKE_NVML says: "ok" (PCIe 5.0 x16 at most, 1.0 x16 at rest, 5.0 x16 once asked again),
  * "hidden" (no link information, as in some virtual machines), "nodevice" or "noinit" (NVML
- * does not start, as without the driver). */
+ * does not start, as without the driver). Two devices: 0000:3B:00.0 and 0000:3C:00.0 (PCIe 4.0
+ * x16 at most). Between them, in "ok": 18 NVLink links of 3B go to 3C, and 3C's 12 links go to
+ * 3B on its first 6 and to another GPU on the rest; in "nvswitch" every link of both goes to an
+ * NVSwitch; elsewhere there is no NVLink. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,11 +48,56 @@ const char *nvmlErrorString(nvmlReturn_t rc)
                                                 : "Unknown Error";
 }
 
+static int second; /* the handle of 0000:3C:00.0 points here */
+
+static int is_second(nvmlDevice_t dev)
+{
+    return (void *)dev == (void *)&second;
+}
+
 nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *id, nvmlDevice_t *dev)
 {
-    if (strcmp(mode(), "nodevice") == 0 || strcmp(id, "0000:3B:00.0") != 0)
+    if (strcmp(mode(), "nodevice") == 0)
         return NVML_ERROR_NOT_FOUND;
-    *dev = (nvmlDevice_t)(void *)&current_reads;
+    if (strcmp(id, "0000:3B:00.0") == 0)
+        *dev = (nvmlDevice_t)(void *)&current_reads;
+    else if (strcmp(id, "0000:3C:00.0") == 0)
+        *dev = (nvmlDevice_t)(void *)&second;
+    else
+        return NVML_ERROR_NOT_FOUND;
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t dev, unsigned int link, int *active);
+EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t dev, unsigned int link,
+                                                        nvmlPciInfo_t *pci);
+EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t dev, unsigned int link,
+                                                        int *type);
+
+nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t dev, unsigned int link, int *active)
+{
+    int nv = strcmp(mode(), "ok") == 0 || strcmp(mode(), "nvswitch") == 0;
+    if (!nv)
+        return NVML_ERROR_NOT_SUPPORTED;
+    if (link >= 18)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *active = !is_second(dev) || link < 12;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t dev, unsigned int link, int *type)
+{
+    (void)dev, (void)link;
+    *type = strcmp(mode(), "nvswitch") == 0 ? 2 : 0;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t dev, unsigned int link,
+                                                 nvmlPciInfo_t *pci)
+{
+    pci->domain = 0;
+    pci->bus = is_second(dev) ? (link < 6 ? 0x3B : 0x3D) : 0x3C;
+    pci->device = 0;
     return NVML_SUCCESS;
 }
 
@@ -71,10 +119,9 @@ nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t dev, unsigned int *v)
 
 nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t dev, unsigned int *v)
 {
-    (void)dev;
     if (strcmp(mode(), "hidden") == 0)
         return NVML_ERROR_NOT_SUPPORTED;
-    *v = 5;
+    *v = is_second(dev) ? 4 : 5;
     return NVML_SUCCESS;
 }
 

@@ -188,7 +188,156 @@ static void test_table(void)
     free(t);
 }
 
+/* The devices section of a two-device run: pair 0 -> 1 over NVLink, 1 -> 0 unknown; peer
+ * copies with peer access off and on; device 1's pool with itself and device 0 current. */
+static void make_devices(bench_report *r)
+{
+    r->ndev = r->ndev_measured = 2;
+    r->peer_bytes = 256 << 20;
+    r->npairs = 2;
+    r->pairs[0] = (bench_pair_link){.src = 0, .dst = 1, .nvlinks = 18, .nvlink_gbps = 25.0,
+                                    .limit_gbps = 450.0};
+    r->pairs[1] = (bench_pair_link){.src = 1, .dst = 0};
+    snprintf(r->pairs[1].why, sizeof r->pairs[1].why, "built without nvml.h");
+    for (int src = 0; src < 2; src++) {
+        bench_row *row = bench_row_add(r, BENCH_PEER, "peer_copy", "cuMemcpyPeer");
+        row->device = src;
+        row->peer = !src;
+        row->value[0] = 45.0;
+        row->value[1] = 360.0;
+        row = bench_row_add(r, BENCH_PEER, "gpumem_copy", "gpumem_copy");
+        row->device = src;
+        row->peer = !src;
+        row->value[0] = 44.0;
+        snprintf(row->note, sizeof row->note, "failed: gpumem_copy: GPUMEM_ECUDA");
+    }
+    bench_row *row = bench_row_add(r, BENCH_DEVICE_POOL, "pool_device", "gpumem device pool");
+    row->device = 1;
+    row->value[0] = 100.0;
+    row->value[1] = 200.0;
+    row = bench_row_add(r, BENCH_DEVICE_POOL, "pool_device_other_current",
+                        "the same, device 0 current");
+    row->device = 1;
+    row->vs = "pool_device";
+    row->value[0] = 150.0;
+    row->value[1] = 500.0;
+}
+
+static void test_devices_table(void)
+{
+    static bench_report r;
+    make_report(&r);
+    char *t = table_text(&r);
+    ASSERT_NOT_NULL(t);
+    EXPECT_TRUE(strstr(t, "between") == NULL && strstr(t, "several devices") == NULL);
+    free(t);
+    /* One device: one line. */
+    snprintf(r.devices_note, sizeof r.devices_note, "not measured: one device here");
+    t = table_text(&r);
+    ASSERT_NOT_NULL(t);
+    EXPECT_CONTAINS(t, "\nseveral devices: not measured: one device here\n");
+    free(t);
+    r.devices_note[0] = '\0';
+    make_devices(&r);
+    t = table_text(&r);
+    ASSERT_NOT_NULL(t);
+    EXPECT_CONTAINS(t, "between devices, copies of 256.0 MiB (median)  peer off  of link   "
+                       "peer on  of link\n");
+    EXPECT_CONTAINS(t, "  device 0 -> 1: NVLink, 18 links of 25 GB/s, limit 450.0 GB/s a "
+                       "direction\n    cuMemcpyPeer                                  45.0     "
+                       "10 %     360.0     80 %\n");
+    EXPECT_CONTAINS(t, "  device 1 -> 0: link limit unknown (built without nvml.h)\n"
+                       "    cuMemcpyPeer                                  45.0        -     "
+                       "360.0        -\n");
+    EXPECT_CONTAINS(t, "  * gpumem_copy 1 -> 0: failed: gpumem_copy: GPUMEM_ECUDA\n");
+    EXPECT_CONTAINS(t, "each device's pool (a pair, median)               1.0 MiB     64.0 MiB\n");
+    EXPECT_CONTAINS(t, "  device 1: gpumem device pool                    0.10 us      0.20 us\n");
+    EXPECT_CONTAINS(t, "  device 1: the same, device 0 current            0.15 us      0.50 us   "
+                       "1.50x, 2.50x the device's own\n");
+    free(t);
+    /* The simulated device: no host link line, what was measured instead. */
+    r.sim = 1;
+    t = table_text(&r);
+    ASSERT_NOT_NULL(t);
+    EXPECT_CONTAINS(t, "\nsimulated devices (GPUMEM_BACKEND=sim): only what goes through "
+                       "gpumem is measured, in host memory\n");
+    EXPECT_TRUE(strstr(t, "\nlink: ") == NULL);
+    free(t);
+}
+
 #ifdef GPUMEM_HAVE_JANSSON
+static json_t *json_of_report(const bench_report *r)
+{
+    char *text = NULL, err[200] = "";
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return NULL;
+    int rc = bench_write_json(f, r, err, sizeof err);
+    fclose(f);
+    json_error_t jerr;
+    json_t *root = rc == 0 ? json_loads(text, 0, &jerr) : NULL;
+    free(text);
+    return root;
+}
+
+static void test_devices_json(void)
+{
+    static bench_report r;
+    make_report(&r);
+    r.ndev = 1;
+    snprintf(r.devices_note, sizeof r.devices_note, "not measured: one device here");
+    json_t *root = json_of_report(&r);
+    ASSERT_NOT_NULL(root);
+    EXPECT_STR_EQ(json_string_value(json_object_get(root, "backend")), "cuda");
+    json_t *dev = json_object_get(root, "devices");
+    EXPECT_EQ(json_integer_value(json_object_get(dev, "count")), 1);
+    EXPECT_STR_EQ(json_string_value(json_object_get(dev, "note")), "not measured: one device here");
+    EXPECT_EQ(json_array_size(json_object_get(dev, "peer_copies")), 0);
+    EXPECT_EQ(json_array_size(json_object_get(json_object_get(dev, "pools"), "rows")), 0);
+    json_decref(root);
+
+    r.devices_note[0] = '\0';
+    r.sim = 1;
+    make_devices(&r);
+    root = json_of_report(&r);
+    ASSERT_NOT_NULL(root);
+    EXPECT_STR_EQ(json_string_value(json_object_get(root, "backend")), "sim");
+    dev = json_object_get(root, "devices");
+    EXPECT_EQ(json_integer_value(json_object_get(dev, "measured")), 2);
+    EXPECT_TRUE(json_is_null(json_object_get(dev, "note")));
+    EXPECT_EQ(json_integer_value(json_object_get(dev, "peer_bytes")), 256 << 20);
+    json_t *links = json_object_get(dev, "links");
+    EXPECT_EQ(json_array_size(links), 2);
+    json_t *l0 = json_array_get(links, 0);
+    EXPECT_EQ(json_integer_value(json_object_get(l0, "nvlinks")), 18);
+    EXPECT_NEAR(json_real_value(json_object_get(l0, "limit_gbps")), 450.0, 1e-9);
+    EXPECT_TRUE(json_is_null(json_object_get(l0, "why")));
+    json_t *l1 = json_array_get(links, 1);
+    EXPECT_TRUE(json_is_null(json_object_get(l1, "limit_gbps")));
+    EXPECT_STR_EQ(json_string_value(json_object_get(l1, "why")), "built without nvml.h");
+    json_t *peers = json_object_get(dev, "peer_copies");
+    EXPECT_EQ(json_array_size(peers), 4);
+    json_t *p0 = json_array_get(peers, 0);
+    EXPECT_STR_EQ(json_string_value(json_object_get(p0, "key")), "peer_copy");
+    EXPECT_EQ(json_integer_value(json_object_get(p0, "src")), 0);
+    EXPECT_EQ(json_integer_value(json_object_get(p0, "dst")), 1);
+    EXPECT_NEAR(json_real_value(json_object_get(p0, "access_off_gbps")), 45.0, 1e-9);
+    EXPECT_NEAR(json_real_value(json_object_get(p0, "access_on_link_fraction")), 0.8, 1e-9);
+    json_t *p3 = json_array_get(peers, 3);
+    EXPECT_STR_EQ(json_string_value(json_object_get(p3, "key")), "gpumem_copy");
+    EXPECT_TRUE(json_is_null(json_object_get(p3, "access_on_gbps")));
+    EXPECT_TRUE(json_is_null(json_object_get(p3, "access_off_link_fraction")));
+    EXPECT_STR_EQ(json_string_value(json_object_get(p3, "note")), "failed: gpumem_copy: GPUMEM_ECUDA");
+    json_t *pools = json_object_get(json_object_get(dev, "pools"), "rows");
+    EXPECT_EQ(json_array_size(pools), 2);
+    json_t *other = json_array_get(pools, 1);
+    EXPECT_EQ(json_integer_value(json_object_get(other, "device")), 1);
+    EXPECT_STR_EQ(json_string_value(json_object_get(other, "vs")), "pool_device");
+    EXPECT_NEAR(json_real_value(json_array_get(json_object_get(other, "vs_ratio"), 1)), 2.5, 1e-9);
+    json_decref(root);
+}
+
 static void test_json(void)
 {
     static bench_report r;
@@ -279,6 +428,10 @@ static void test_json(void)
     json_decref(root);
 }
 #else
+static void test_devices_json(void)
+{
+}
+
 static void test_json(void)
 {
     static bench_report r;
@@ -297,5 +450,7 @@ int main(void)
     RUN(test_format_ns);
     RUN(test_table);
     RUN(test_json);
+    RUN(test_devices_table);
+    RUN(test_devices_json);
     return harness_exit();
 }

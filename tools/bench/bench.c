@@ -63,7 +63,8 @@ static void bench_usage(FILE *out)
             "  0 (as CUDA makes it) and UINT64_MAX (as programs set it); CUB's\n"
             "  CachingDeviceAllocator (deprecated by CCCL)\n"
             "  gpumem pinned pool                    gpumem_pool_alloc + gpumem_free\n"
-            "  and its peer: the CUDA host memory pool\n"
+            "  and its peer: the CUDA host memory pool\n");
+    fprintf(out,
             "\n"
             "Copies: 256 MiB (32 MiB with --quick) each way, H2D and D2H, median GB/s:\n"
             "  pageable       cudaMemcpy from and to malloc memory (CUDA stages it itself)\n"
@@ -83,6 +84,13 @@ static void bench_usage(FILE *out)
             "\n"
             "Host access: one thread writes (memset) and reads (a sum of 64-bit words) 256 MiB\n"
             "(32 MiB with --quick) of pinned and of write-combined memory, GB/s.\n"
+            "\n"
+            "Several devices (the first 8), each ordered pair: 256 MiB (32 MiB with --quick) from\n"
+            "one device's memory to the other's by cuMemcpyPeer (CUDA alone) and by gpumem_copy,\n"
+            "with peer access off and on (cudaDeviceEnablePeerAccess), GB/s and the share of\n"
+            "their NVLink or PCIe limit; each device's pool, with the device current and with\n"
+            "device 0 current. With one device, one line says so. With GPUMEM_BACKEND=sim this\n"
+            "section alone runs, on the simulated devices (GPUMEM_SIM_DEVICES=N).\n"
             "\n"
             "Each bandwidth is also shown as a share of one direction of the PCIe link: rate\n"
             "times lanes times the line code (128b/130b from PCIe 3.0, 8b/10b before). DMA\n"
@@ -231,6 +239,161 @@ static int bench_replay(const char *path, uint64_t limit, const char *json_path,
     return replay_main(path, limit, json_path, device);
 }
 
+/* The devices there are, and that --device N is one of them: 0, or the exit status. On a GPU
+ * the CUDA runtime is asked; on the simulated device (GPUMEM_BACKEND=sim), gpumem. */
+static int count_devices(bench_ctx *ctx, int *ndev)
+{
+    cudaError_t e = cudaSuccess;
+    *ndev = 0;
+    if (ctx->sim) {
+        if (gpumem_backend_select("sim") != GPUMEM_OK || gpumem_init() != GPUMEM_OK) {
+            fprintf(stderr, "gpumem bench: error: the simulated device did not start: %s\n",
+                    gpumem_last_error()->message);
+            return 1;
+        }
+        *ndev = gpumem_device_count();
+    } else {
+        if (!cli_have_driver("bench", "gpumem bench needs a GPU to measure"))
+            return CLI_EXIT_UNAVAILABLE;
+        e = cudaGetDeviceCount(ndev);
+    }
+    if (e != cudaSuccess || *ndev == 0) {
+        if (e != cudaSuccess)
+            fprintf(stderr, "gpumem bench: error: no CUDA device (%s: %s); nothing to measure\n",
+                    cudaGetErrorName(e), cudaGetErrorString(e));
+        else
+            fprintf(stderr, "gpumem bench: error: no CUDA device (the driver found none); nothing "
+                            "to measure\n");
+        cli_say_without_gpu();
+        return CLI_EXIT_UNAVAILABLE;
+    }
+    if (ctx->device >= *ndev) {
+        fprintf(stderr, "gpumem bench: error: no device %d: this machine has %d (0 to %d)\n",
+                ctx->device, *ndev, *ndev - 1);
+        return 2;
+    }
+    return 0;
+}
+
+/* The simulated device measures what goes through gpumem alone: the devices section. */
+static int sim_setup(bench_ctx *c, bench_report *r)
+{
+    gpumem_device_info info;
+    if (gpumem_device_get(c->device, &info) != GPUMEM_OK ||
+        gpumem_device_set(c->device) != GPUMEM_OK) {
+        fprintf(stderr, "gpumem bench: error: device %d: %s\n", c->device,
+                gpumem_last_error()->message);
+        return -1;
+    }
+    snprintf(r->device_name, sizeof r->device_name, "%s", info.name);
+    r->cc_major = info.cc_major;
+    r->cc_minor = info.cc_minor;
+    snprintf(r->link.why, sizeof r->link.why, "simulated device");
+    return 0;
+}
+
+static void report_start(bench_ctx *ctx, bench_report *report, int ndev)
+{
+    memset(report, 0, sizeof *report);
+    ctx->report = report;
+    report->version = gpumem_version();
+    report->device = ctx->device;
+    report->quick = ctx->quick;
+    report->sim = ctx->sim;
+    report->ndev = ndev;
+    report->alloc_bytes[0] = (size_t)1 << 20;
+    report->alloc_bytes[1] = ctx->quick ? (size_t)16 << 20 : (size_t)64 << 20;
+    report->copy_bytes = ctx->quick ? (size_t)32 << 20 : (size_t)256 << 20;
+    report->host_bytes = report->copy_bytes;
+    report->peer_bytes = report->copy_bytes;
+    ctx->reps = ctx->quick ? 3 : 30;
+    ctx->min_reps = ctx->quick ? 1 : 3;
+    ctx->budget_ns = ctx->quick ? 0.4e9 : 3e9;
+}
+
+/* Every section, on a GPU; the devices section alone on the simulated device. */
+static int measure_all(bench_ctx *ctx, bench_report *report)
+{
+    if (ctx->sim ? sim_setup(ctx, report) != 0 : device_setup(ctx, report) != 0)
+        return -1;
+    if (!ctx->sim)
+        bench_link_open(ctx->pci_bus_id, &report->link);
+    fprintf(stderr, "gpumem bench: device %d, %s (%s), %s run\n", ctx->device,
+            report->device_name, ctx->sim ? "simulated" : ctx->pci_bus_id,
+            ctx->quick ? "quick" : "full");
+    ctx->steps = bench_devices_steps(ctx);
+    if (!ctx->sim)
+        ctx->steps += bench_alloc_steps(ctx) + bench_copy_steps(ctx) + bench_host_steps(ctx);
+    if (!ctx->sim) {
+        bench_alloc_run(ctx);
+        bench_copy_run(ctx);
+        bench_host_run(ctx);
+        bench_link_close();
+    }
+    bench_devices_run(ctx);
+    if (isatty(STDERR_FILENO))
+        fputc('\n', stderr);
+    return 0;
+}
+
+/* The table on stdout, the JSON to @json (closed here): the exit status. */
+static int report_out(bench_ctx *ctx, bench_report *report, FILE *json, const char *json_path)
+{
+    int status = ctx->failures ? 1 : 0;
+    if (bench_print_table(stdout, report) != 0)
+        status = 1;
+    if (json) {
+        char err[200];
+        if (bench_write_json(json, report, err, sizeof err) != 0) {
+            fprintf(stderr, "gpumem bench: error: %s: %s\n", json_path, err);
+            status = 1;
+        }
+        if (fclose(json) != 0) {
+            fprintf(stderr, "gpumem bench: error: %s: %s\n", json_path, strerror(errno));
+            status = 1;
+        }
+    }
+    if (ctx->failures)
+        fprintf(stderr, "gpumem bench: %d measurement%s failed (see the notes in the table)\n",
+                ctx->failures, ctx->failures == 1 ? "" : "s");
+    if (!ctx->sim && cudaStreamDestroy(ctx->stream) != cudaSuccess)
+        status = 1;
+    return status;
+}
+
+static int bench_run(bench_ctx *ctx, const char *json_path)
+{
+    const char *be = getenv("GPUMEM_BACKEND");
+    ctx->sim = be && strcmp(be, "sim") == 0;
+    int ndev = 0;
+    int rc = count_devices(ctx, &ndev);
+    if (rc != 0)
+        return rc;
+    FILE *json = NULL;
+    if (json_path && !(json = fopen(json_path, "w"))) {
+        fprintf(stderr, "gpumem bench: error: cannot write %s: %s\n", json_path, strerror(errno));
+        return 1;
+    }
+    /* The measurements are of real memory: the simulated device would measure host RAM. */
+    if (!ctx->sim && (gpumem_backend_select("cuda") != GPUMEM_OK || gpumem_init() != GPUMEM_OK)) {
+        fprintf(stderr, "gpumem bench: error: gpumem cannot use the device: %s\n",
+                gpumem_last_error()->message);
+        if (json)
+            fclose(json);
+        return 1;
+    }
+    static bench_report report;
+    report_start(ctx, &report, ndev);
+    uint64_t t0 = bench_now_ns();
+    if (measure_all(ctx, &report) != 0) {
+        if (json)
+            fclose(json);
+        return 1;
+    }
+    report.seconds = (double)(bench_now_ns() - t0) / 1e9;
+    return report_out(ctx, &report, json, json_path);
+}
+
 int gpumem_bench_main(int argc, char **argv)
 {
     bench_ctx ctx;
@@ -284,91 +447,5 @@ int gpumem_bench_main(int argc, char **argv)
         return replay_convert(replay, write_log);
     if (replay)
         return bench_replay(replay, limit, json_path, ctx.device);
-    if (!cli_have_driver("bench", "gpumem bench needs a GPU to measure"))
-        return CLI_EXIT_UNAVAILABLE;
-    int ndev = 0;
-    cudaError_t e = cudaGetDeviceCount(&ndev);
-    if (e != cudaSuccess || ndev == 0) {
-        if (e != cudaSuccess)
-            fprintf(stderr, "gpumem bench: error: no CUDA device (%s: %s); nothing to measure\n",
-                    cudaGetErrorName(e), cudaGetErrorString(e));
-        else
-            fprintf(stderr, "gpumem bench: error: no CUDA device (the driver found none); nothing "
-                            "to measure\n");
-        cli_say_without_gpu();
-        return CLI_EXIT_UNAVAILABLE;
-    }
-    if (ctx.device >= ndev) {
-        fprintf(stderr, "gpumem bench: error: no device %d: this machine has %d (0 to %d)\n",
-                ctx.device, ndev, ndev - 1);
-        return 2;
-    }
-    FILE *json = NULL;
-    if (json_path && !(json = fopen(json_path, "w"))) {
-        fprintf(stderr, "gpumem bench: error: cannot write %s: %s\n", json_path, strerror(errno));
-        return 1;
-    }
-
-    /* The measurements are of real memory: the simulated device would measure host RAM. */
-    if (gpumem_backend_select("cuda") != GPUMEM_OK || gpumem_init() != GPUMEM_OK) {
-        fprintf(stderr, "gpumem bench: error: gpumem cannot use the device: %s\n",
-                gpumem_last_error()->message);
-        if (json)
-            fclose(json);
-        return 1;
-    }
-
-    static bench_report report;
-    memset(&report, 0, sizeof report);
-    ctx.report = &report;
-    report.version = gpumem_version();
-    report.device = ctx.device;
-    report.quick = ctx.quick;
-    report.alloc_bytes[0] = (size_t)1 << 20;
-    report.alloc_bytes[1] = ctx.quick ? (size_t)16 << 20 : (size_t)64 << 20;
-    report.copy_bytes = ctx.quick ? (size_t)32 << 20 : (size_t)256 << 20;
-    report.host_bytes = report.copy_bytes;
-    ctx.reps = ctx.quick ? 3 : 30;
-    ctx.min_reps = ctx.quick ? 1 : 3;
-    ctx.budget_ns = ctx.quick ? 0.4e9 : 3e9;
-
-    uint64_t t0 = bench_now_ns();
-    if (device_setup(&ctx, &report) != 0) {
-        if (json)
-            fclose(json);
-        return 1;
-    }
-    bench_link_open(ctx.pci_bus_id, &report.link);
-    fprintf(stderr, "gpumem bench: device %d, %s (%s), %s run\n", ctx.device, report.device_name,
-            ctx.pci_bus_id, ctx.quick ? "quick" : "full");
-
-    ctx.steps = bench_alloc_steps(&ctx) + bench_copy_steps(&ctx) + bench_host_steps(&ctx);
-    bench_alloc_run(&ctx);
-    bench_copy_run(&ctx);
-    bench_host_run(&ctx);
-    bench_link_close();
-    if (isatty(STDERR_FILENO))
-        fputc('\n', stderr);
-    report.seconds = (double)(bench_now_ns() - t0) / 1e9;
-
-    int status = ctx.failures ? 1 : 0;
-    if (bench_print_table(stdout, &report) != 0)
-        status = 1;
-    if (json) {
-        char err[200];
-        if (bench_write_json(json, &report, err, sizeof err) != 0) {
-            fprintf(stderr, "gpumem bench: error: %s: %s\n", json_path, err);
-            status = 1;
-        }
-        if (fclose(json) != 0) {
-            fprintf(stderr, "gpumem bench: error: %s: %s\n", json_path, strerror(errno));
-            status = 1;
-        }
-    }
-    if (ctx.failures)
-        fprintf(stderr, "gpumem bench: %d measurement%s failed (see the notes in the table)\n",
-                ctx.failures, ctx.failures == 1 ? "" : "s");
-    if (cudaStreamDestroy(ctx.stream) != cudaSuccess)
-        status = 1;
-    return status;
+    return bench_run(&ctx, json_path);
 }

@@ -14,4 +14,11 @@ typedef enum nvmlReturn_enum {
     NVML_ERROR_DRIVER_NOT_LOADED = 9
 } nvmlReturn_t;
 
+/* The members of the real nvmlPciInfo_t that link.c reads (the real one has more). */
+typedef struct nvmlPciInfo_st {
+    unsigned int domain;
+    unsigned int bus;
+    unsigned int device;
+} nvmlPciInfo_t;
+
 #endif

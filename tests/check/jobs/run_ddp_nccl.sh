@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # gpumem check around a DistributedDataParallel job on NCCL (gpu tests check_job_ddp_nccl*):
-#   run_ddp_nccl.sh clean|leak GPUMEM SRC_DIR
-# torchrun starts one rank per GPU (up to 2; NCCL runs one rank per GPU, so one GPU gives a
-# one-rank job). clean: every rank's report has no error. leak: the last rank leaks 32 MiB
-# (ddp_nccl.py's GPUMEM_TEST_LEAK_RANK), which its report has as its only error, labelled with
-# its rank; every other rank is clean; --error-exitcode=9 applies.
-# Exit status: 0 as expected, 1 not, 77 skipped: no GPU, or no torch / torchrun.
+#   run_ddp_nccl.sh clean|leak GPUMEM SRC_DIR [RANKS]
+# torchrun starts RANKS ranks (1 or 2, default 1), one per GPU, as NCCL runs them: RANKS 2
+# needs two GPUs and is skipped, with one line, where nvidia-smi lists fewer. clean: every
+# rank's report has no error. leak: the last rank leaks 32 MiB (ddp_nccl.py's
+# GPUMEM_TEST_LEAK_RANK), which its report has as its only error; with two ranks its log says
+# whose it is (rank 1) and the other rank is clean; --error-exitcode=9 applies.
+# Exit status: 0 as expected, 1 not, 77 skipped: no GPU, too few GPUs, or no torch / torchrun.
 set -uo pipefail
-mode=$1 gpumem=$2 src=$3
+mode=$1 gpumem=$2 src=$3 n=${4:-1}
 skip() { echo "SKIP: $*"; exit 77; }
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 [ "$gpus" -ge 1 ] || skip "no GPU"
+[ "$gpus" -ge "$n" ] || skip "a DDP job of $n ranks needs $n GPUs: nvidia-smi -L lists $gpus"
 command -v torchrun >/dev/null 2>&1 || skip "no torchrun"
 python3 -c "import torch.distributed as d; assert d.is_nccl_available()" >/dev/null 2>&1 ||
   skip "python3's torch has no NCCL"
-n=$((gpus < 2 ? gpus : 2))
+[ "$n" = 1 ] || [ "$n" = 2 ] || { echo "run_ddp_nccl.sh: RANKS is 1 or 2, not $n"; exit 2; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-ddp.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 unset RANK LOCAL_RANK OMPI_COMM_WORLD_RANK PMI_RANK SLURM_PROCID GPUMEM_TEST_LEAK_RANK
@@ -60,6 +62,14 @@ for rank, errs in ranks.items():
 want_rc = 9 if mode == "leak" else 0
 if rc != want_rc:
     fails.append(f"exit status {rc}, expected {want_rc}")
+if mode == "leak" and n == 2:
+    log = open(os.path.join(tmp, "job.1.log"), errors="replace").read() \
+        if os.path.exists(os.path.join(tmp, "job.1.log")) else ""
+    import re
+    if not re.search(r"^==\d+== gpumem check: rank 1 \(pid \d+, local rank 1, from RANK\)", log, re.M):
+        fails.append("rank 1's log does not say whose it is")
+    if not re.search(r"^==\d+== ERROR SUMMARY of rank 1 \(pid \d+\): 1 error", log, re.M):
+        fails.append("rank 1's log has no ERROR SUMMARY of rank 1 with its one error")
 for f in fails:
     print("FAIL:", f)
 if not fails:
