@@ -460,6 +460,9 @@ static void test_failed_calls(void)
 }
 
 #define BIT(k) (1u << GPUMEM_KIND_##k)
+/* Handles, as a driver's would look: a small number such as 0x42 may sit in any data, and a
+ * handle that some word holds is still reachable. */
+#define H(n) (0x5a5a00000000ull + (n) * 0x1000ull)
 static const unsigned cudafree_mask = BIT(DEVICE) | BIT(DEVICE_ASYNC) | BIT(MANAGED) | BIT(GRAPH);
 
 /* cudaDeviceReset takes the device's memory with it: what is live then is reported as leaked
@@ -473,12 +476,12 @@ static void device_reset(void)
     for (int i = 0; i < 600; i++) /* more than one batch of the reset's walk */
         check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, DEV + 0x100000 + (uintptr_t)i * 512, 256,
                     0, 0, 0);
-    check_vmm_handle("cuMemCreate", 0x42, 2 << 20, 0, 0);
-    check_vmm_map(DEV + 0x10000000, 2 << 20, 0x42, 0);
+    check_vmm_handle("cuMemCreate", H(0x42), 2 << 20, 0, 0);
+    check_vmm_map(DEV + 0x10000000, 2 << 20, H(0x42), 0);
     check_device_reset("cudaDeviceReset", 0, 0);
     /* Gone with the context: releasing one now is a release of released memory. */
     EXPECT_EQ(check_release_begin("cudaFree", 1u << GPUMEM_KIND_DEVICE, DEV, 0), CHECK_REPORTED);
-    EXPECT_EQ(check_vmm_release_begin("cuMemRelease", 0x42, 0), CHECK_REPORTED);
+    EXPECT_EQ(check_vmm_release_begin("cuMemRelease", H(0x42), 0), CHECK_REPORTED);
 }
 
 static void test_device_reset(void)
@@ -512,13 +515,12 @@ static void test_device_reset(void)
     json_decref(j);
 #endif
     EXPECT_CONTAINS(log, "Double release: cuMemRelease() of 2,097,152 bytes of virtual memory at "
-                         "0x42, already released by cudaDeviceReset");
+                         "0x5a5a00042000, already released by cudaDeviceReset");
     free(log);
 }
 
 /* Virtual memory as CUDA defines it: references and mappings hold a handle's memory. */
 #define VA 0x7b0000000000ull
-#define H(n) (0x5a5a00000000ull + (n) * 0x1000ull) /* handles, as a driver's would look */
 #define MB2 ((size_t)2 << 20)
 static void vmm_release(unsigned long long h, int want)
 {
