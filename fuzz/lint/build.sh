@@ -16,7 +16,7 @@ version=$(sed -n 's/^#define GPUMEM_VERSION_\(MAJOR\|MINOR\|PATCH\) //p' "$here/
 flags="-std=c11 -O1 -g -Wall -Wextra -fno-sanitize-recover=all -I$lint -DLINT_VERSION=\"$version\"
   $(pkg-config --cflags jansson)"
 objs=""
-for s in config.c files.c flags.c suppress.c sarif_in.c output.c runner.c facts.c; do
+for s in base.c config.c files.c flags.c suppress.c sarif_in.c output.c runner.c facts.c; do
   $CC $flags -fsanitize=fuzzer-no-link${san:+,$san} -c "$lint/$s" -o "$out/${s%.c}.o"
   objs="$objs $out/${s%.c}.o"
 done

@@ -8,6 +8,7 @@
 
 #include <ctype.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,89 +24,6 @@ const struct lint_rule_info lint_rules[LINT_RULE_COUNT] = {
 #include "analyzer/rules.def"
 #undef GPUMEM_RULE
 };
-
-void *lint_array_grow(void *arr, size_t n, size_t *cap, size_t size)
-{
-    if (n < *cap)
-        return arr;
-    size_t want = *cap ? *cap * 2 : 16;
-    if (want > SIZE_MAX / size)
-        return NULL;
-    void *p = realloc(arr, want * size);
-    if (p)
-        *cap = want;
-    return p;
-}
-
-uint64_t lint_fnv(uint64_t h, const void *s, size_t len)
-{
-    const unsigned char *p = s;
-    for (size_t i = 0; i < len; i++) {
-        h ^= p[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
-int lint_strlist_addn(struct lint_strlist *l, const char *s, size_t len)
-{
-    char **v = lint_array_grow(l->v, l->n + 1, &l->cap, sizeof *v);
-    if (!v)
-        return -1;
-    l->v = v;
-    char *d = malloc(len + 1);
-    if (!d)
-        return -1;
-    memcpy(d, s, len);
-    d[len] = '\0';
-    l->v[l->n++] = d;
-    l->v[l->n] = NULL; /* usable as an argument vector */
-    return 0;
-}
-
-int lint_strlist_add(struct lint_strlist *l, const char *s)
-{
-    return lint_strlist_addn(l, s, strlen(s));
-}
-
-/** The next item of a comma- or space-separated list: its start and @p len, or NULL when
- *  the list at *@p s is used up. Moves *@p s past the item. */
-static const char *list_next(const char **s, size_t *len)
-{
-    const char *b = *s;
-    while (*b == ',' || isspace((unsigned char)*b))
-        b++;
-    const char *e = b;
-    while (*e && *e != ',' && !isspace((unsigned char)*e))
-        e++;
-    *s = e;
-    *len = (size_t)(e - b);
-    return e > b ? b : NULL;
-}
-
-void lint_strlist_add_split(struct lint_strlist *l, const char *s)
-{
-    const char *item;
-    size_t len;
-    while ((item = list_next(&s, &len)) != NULL)
-        lint_strlist_addn(l, item, len);
-}
-
-int lint_strlist_has(const struct lint_strlist *l, const char *s, size_t len)
-{
-    for (size_t i = 0; i < l->n; i++)
-        if (strlen(l->v[i]) == len && memcmp(l->v[i], s, len) == 0)
-            return 1;
-    return 0;
-}
-
-void lint_strlist_free(struct lint_strlist *l)
-{
-    for (size_t i = 0; i < l->n; i++)
-        free(l->v[i]);
-    free(l->v);
-    memset(l, 0, sizeof *l);
-}
 
 void lint_options_init(struct lint_options *o)
 {
@@ -239,7 +157,7 @@ static int set_rules(int *flags, const char *list, int v)
     const char *item;
     size_t len;
     int any = 0;
-    while ((item = list_next(&list, &len)) != NULL) {
+    while ((item = lint_list_next(&list, &len)) != NULL) {
         int r = lint_rule_parse(item, len);
         if (r < 0)
             return -1;

@@ -1,13 +1,11 @@
 /* Which translation units to analyze, and with which flags: paths on the command line
  * (folders walked recursively), or a compilation database whose compile commands (gcc,
- * clang or nvcc) are translated into the flags that matter to Clang's analysis. Also reading
- * a file whole without ever blocking on a FIFO or a device. */
+ * clang or nvcc) are translated into the flags that matter to Clang's analysis. */
 #define _POSIX_C_SOURCE 200809L
 #include "lint_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,70 +18,6 @@
 /** Folders nested deeper than this are reported, not walked (a loop of bind mounts, or a
  *  generated tree gone wrong). */
 #define LINT_MAX_DEPTH 256
-
-char *lint_path_normalize(const char *path)
-{
-    size_t n = strlen(path);
-    char *out = malloc(n + 2);
-    /* Where each kept component starts in out, and whether it is "..". */
-    size_t *starts = malloc((n / 2 + 2) * sizeof *starts);
-    if (!out || !starts) {
-        free(out);
-        free(starts);
-        return NULL;
-    }
-    size_t base = path[0] == '/' ? 1 : 0, k = base, depth = 0, ups = 0;
-    if (base)
-        out[0] = '/';
-    for (const char *p = path; *p;) {
-        while (*p == '/')
-            p++;
-        const char *e = p;
-        while (*e && *e != '/')
-            e++;
-        size_t len = (size_t)(e - p);
-        int dotdot = len == 2 && p[0] == '.' && p[1] == '.';
-        if (len == 0 || (len == 1 && p[0] == '.')) {
-            /* nothing */
-        } else if (dotdot && depth > ups) {
-            depth--;
-            k = depth ? starts[depth] - 1 : base;
-        } else if (dotdot && base) {
-            /* "/.." is "/" */
-        } else {
-            if (k > base)
-                out[k++] = '/';
-            starts[depth++] = k;
-            if (dotdot)
-                ups = depth;
-            memcpy(out + k, p, len);
-            k += len;
-        }
-        p = e;
-    }
-    if (k == 0)
-        out[k++] = '.';
-    out[k] = '\0';
-    free(starts);
-    return out;
-}
-
-char *lint_path_absolute(const char *path)
-{
-    if (path[0] == '/')
-        return lint_path_normalize(path);
-    char cwd[4096];
-    if (!getcwd(cwd, sizeof cwd))
-        return lint_path_normalize(path);
-    size_t n = strlen(cwd) + strlen(path) + 2;
-    char *joined = malloc(n);
-    if (!joined)
-        return NULL;
-    snprintf(joined, n, "%s/%s", cwd, path);
-    char *r = lint_path_normalize(joined);
-    free(joined);
-    return r;
-}
 
 /** @p abs relative to folder @p dir when it is under it, else NULL (no allocation). */
 static const char *under(const char *abs, const char *dir)
@@ -205,11 +139,6 @@ static int has_extension(const struct lint_options *o, const char *name)
     return dot && lint_strlist_has(&o->extensions, dot, strlen(dot));
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /** Takes one regular file found in a folder or named on the command line. */
 static void take_file(const char *abs, struct lint_units *u, int named)
 {
@@ -257,7 +186,7 @@ static void walk_dir(const struct lint_options *o, const char *dir, struct lint_
     }
     closedir(d);
     if (names.n)
-        qsort(names.v, names.n, sizeof *names.v, cmp_str);
+        qsort(names.v, names.n, sizeof *names.v, lint_str_cmp);
     size_t dl = strlen(dir);
     for (size_t i = 0; i < names.n; i++) {
         size_t len = dl + strlen(names.v[i]) + 2;
@@ -710,74 +639,4 @@ int lint_collect_compdb(const struct lint_options *o, const char *path, struct l
     }
     free(buf);
     return rc;
-}
-
-int lint_read_file(const char *path, size_t max, char **buf, size_t *len, const char **why,
-                   char *why_buf, size_t why_cap)
-{
-    /* O_NONBLOCK: opening a FIFO for reading would wait for a writer. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    struct stat st;
-    *buf = NULL;
-    *len = 0;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        snprintf(why_buf, why_cap, "%s", strerror(errno));
-        *why = why_buf;
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        *why = S_ISDIR(st.st_mode) ? "it is a folder, not a file"
-                                   : "not a regular file (a FIFO, socket or device)";
-        close(fd);
-        return -1;
-    }
-    if ((unsigned long long)st.st_size > max) {
-        snprintf(why_buf, why_cap, "too big (%lld bytes; the limit is %zu, see --max-file-size)",
-                 (long long)st.st_size, max);
-        *why = why_buf;
-        close(fd);
-        return -1;
-    }
-    size_t cap = (size_t)st.st_size + 1, n = 0;
-    char *b = malloc(cap);
-    if (!b) {
-        *why = "out of memory";
-        close(fd);
-        return -1;
-    }
-    for (;;) {
-        if (n + 1 >= cap) {
-            /* The file grew while it was read: keep reading up to the limit. */
-            char *nb = cap > max + 1 ? NULL : realloc(b, cap * 2);
-            if (!nb) {
-                free(b);
-                close(fd);
-                snprintf(why_buf, why_cap, "grew past the limit of %zu bytes while read", max);
-                *why = why_buf;
-                return -1;
-            }
-            b = nb;
-            cap *= 2;
-        }
-        ssize_t r = read(fd, b + n, cap - n - 1);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            snprintf(why_buf, why_cap, "%s", strerror(errno));
-            *why = why_buf;
-            free(b);
-            close(fd);
-            return -1;
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-    }
-    close(fd);
-    b[n] = '\0';
-    *buf = b;
-    *len = n;
-    return 0;
 }

@@ -382,15 +382,10 @@ static int config_suppressed(const struct lint_options *o, const char *file, int
     return 0;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static int in_baseline(const struct lint_strlist *base, const char *fp)
 {
     const char *key = fp;
-    return base->n && bsearch(&key, base->v, base->n, sizeof *base->v, cmp_str) != NULL;
+    return base->n && bsearch(&key, base->v, base->n, sizeof *base->v, lint_str_cmp) != NULL;
 }
 
 /** Drops disabled rules, suppressed findings and those of the baseline; sets severities. */
@@ -697,13 +692,6 @@ static void add_not_analyzed(struct lint_strlist *problems, const struct lint_un
     free(m);
 }
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 static int load_baseline(const char *path, struct lint_strlist *out)
 {
     char *text, why_buf[256];
@@ -725,7 +713,7 @@ static int load_baseline(const char *path, struct lint_strlist *out)
         return -1;
     }
     if (out->n)
-        qsort(out->v, out->n, sizeof *out->v, cmp_str);
+        qsort(out->v, out->n, sizeof *out->v, lint_str_cmp);
     return 0;
 }
 
@@ -826,7 +814,7 @@ static int lint_main(int argc, char **argv, struct lint_options *o, struct lint_
         return -1;
     }
     run->progress = !o->quiet && isatty(2);
-    double t0 = now();
+    double t0 = lint_now();
     struct lint_unit_result *res = calloc(u->n, sizeof *res);
     *res_out = res;
     if (!res || lint_run_units(o, run, u, res) != 0)
@@ -860,7 +848,7 @@ static int lint_main(int argc, char **argv, struct lint_options *o, struct lint_
     sum.units = u->n;
     lint_findings_finish(f, &sum);
     filter(o, f, baseline, &sum);
-    sum.seconds = now() - t0;
+    sum.seconds = lint_now() - t0;
     /* Even with -q: what was not analyzed is why the exit status says 3. */
     for (size_t i = 0; i < problems->n; i++)
         warn_visible("", problems->v[i]);

@@ -1,7 +1,8 @@
 /* Internal interfaces of `gpumem lint`, the front end of gpumem's Clang Static Analyzer
- * checkers: options and the config file (config.c), which files and flags (files.c,
- * flags.c), suppression comments (suppress.c), running the analyzer (runner.c), reading its
- * SARIF (sarif_in.c), and writing the report (output.c). lint.c is the command line. The
+ * checkers: the base every other piece uses (base.c: lists, paths, reading a file), options
+ * and the config file (config.c), which files and flags (files.c, flags.c), suppression
+ * comments (suppress.c), running the analyzer (runner.c), reading its SARIF (sarif_in.c), and
+ * writing the report (output.c). lint.c is the command line. The
  * parsers take buffers so that the fuzz harnesses (fuzz/lint/) can drive them directly.
  * Nothing here is part of the gpumem library. */
 #ifndef GPUMEM_LINT_INTERNAL_H
@@ -54,6 +55,7 @@ struct lint_rule_info {
 };
 extern const struct lint_rule_info lint_rules[LINT_RULE_COUNT];
 
+/* ---- base.c: under everything else ---- */
 /** A growable list of owned strings. */
 struct lint_strlist {
     char **v;
@@ -62,6 +64,11 @@ struct lint_strlist {
 /** Appends a copy of @p s; returns 0, or -1 when memory ran out (the list is unchanged). */
 int lint_strlist_add(struct lint_strlist *l, const char *s);
 int lint_strlist_addn(struct lint_strlist *l, const char *s, size_t len);
+/** qsort's comparison of two strings (elements of type char *). */
+int lint_str_cmp(const void *a, const void *b);
+/** The next item of a comma- or space-separated list: its start and @p len, or NULL when
+ *  the list at *@p s is used up. Moves *@p s past the item. */
+const char *lint_list_next(const char **s, size_t *len);
 /** Adds each comma- or space-separated item of @p s. */
 void lint_strlist_add_split(struct lint_strlist *l, const char *s);
 int lint_strlist_has(const struct lint_strlist *l, const char *s, size_t len);
@@ -73,6 +80,19 @@ void *lint_array_grow(void *arr, size_t n, size_t *cap, size_t size);
 #define LINT_FNV_SEED 14695981039346656037ull
 uint64_t lint_fnv(uint64_t h, const void *s, size_t len);
 
+/** Normalizes a path lexically: no "./", no "//", "a/../" folded; "" becomes ".". Returns a
+ *  malloc'd string or NULL. */
+char *lint_path_normalize(const char *path);
+/** The absolute, normalized form of @p path; malloc'd or NULL. */
+char *lint_path_absolute(const char *path);
+/** Reads a whole regular file without blocking on FIFOs or devices. Returns 0 with a
+ *  malloc'd, NUL-terminated buffer, or -1 with @p why (a static or @p why_buf string). */
+int lint_read_file(const char *path, size_t max, char **buf, size_t *len, const char **why,
+                   char *why_buf, size_t why_cap);
+/** Seconds on the monotonic clock. */
+double lint_now(void);
+
+/* ---- config.c ---- */
 /** Everything that changes what is analyzed and reported. Built from defaults, then the
  *  config file, then the command line (later wins). */
 struct lint_options {
@@ -173,11 +193,6 @@ void lint_units_free(struct lint_units *u);
 /** Writes s with control characters as escapes (\\n, \\t, \\xNN): a file name that holds a
  *  newline cannot make a line of its own in text output. */
 void lint_fputs_visible(FILE *out, const char *s);
-/** Normalizes a path lexically: no "./", no "//", "a/../" folded; "" becomes ".". Returns a
- *  malloc'd string or NULL. */
-char *lint_path_normalize(const char *path);
-/** The absolute, normalized form of @p path; malloc'd or NULL. */
-char *lint_path_absolute(const char *path);
 /** How a path is shown: relative to the current folder when under it, else absolute. */
 char *lint_path_display(const char *abs);
 /** Whether the options exclude @p abs (patterns match the shown path, the absolute path and
@@ -202,10 +217,6 @@ void lint_translate_args(char **argv, size_t argc, const char *dir, struct lint_
                          const char **lang);
 /** Splits a shell command line into words (quotes and backslashes as sh does). */
 int lint_shell_split(const char *s, struct lint_strlist *out);
-/** Reads a whole regular file without blocking on FIFOs or devices. Returns 0 with a
- *  malloc'd, NUL-terminated buffer, or -1 with @p why (a static or @p why_buf string). */
-int lint_read_file(const char *path, size_t max, char **buf, size_t *len, const char **why,
-                   char *why_buf, size_t why_cap);
 
 /* ---- flags.c ---- */
 /** The CUDA toolkit's root ($CUDAToolkit_ROOT, $CUDA_HOME, /usr/local/cuda, /usr/lib/cuda,

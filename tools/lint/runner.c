@@ -209,13 +209,6 @@ void lint_unit_argv(const struct lint_options *o, const struct lint_run *r,
     lint_strlist_add(a, u->abs);
 }
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 struct slot {
     pid_t pid;
     size_t unit;
@@ -364,9 +357,9 @@ static void stop_all(struct slot *run, int jobs, const char *tmp, size_t n,
     for (int k = 0; k < jobs; k++)
         if (run[k].pid)
             kill(run[k].pid, SIGTERM);
-    double t0 = now();
+    double t0 = lint_now();
     for (int k = 0; k < jobs; k++) {
-        while (run[k].pid && waitpid(run[k].pid, NULL, WNOHANG) == 0 && now() - t0 < 1.0) {
+        while (run[k].pid && waitpid(run[k].pid, NULL, WNOHANG) == 0 && lint_now() - t0 < 1.0) {
             struct timespec ts = {0, 10 * 1000 * 1000};
             nanosleep(&ts, NULL);
         }
@@ -408,7 +401,7 @@ static void run_pass(const struct lint_options *o, const struct lint_run *r,
                         facts_in ? " again, with other files' facts:" : "", u->v[i].path);
                 fflush(stderr);
             }
-            double t0 = now();
+            double t0 = lint_now();
             pid_t pid = spawn(o, r, &u->v[i], tmp, i, facts_in);
             if (pid < 0) {
                 res[i].status = 1;
@@ -431,7 +424,7 @@ static void run_pass(const struct lint_options *o, const struct lint_run *r,
                 continue;
             int st = 0, timed_out = 0;
             pid_t w = waitpid(run[k].pid, &st, WNOHANG);
-            if (w == 0 && now() - run[k].start > o->timeout) {
+            if (w == 0 && lint_now() - run[k].start > o->timeout) {
                 kill(run[k].pid, SIGKILL);
                 while (waitpid(run[k].pid, &st, 0) < 0 && errno == EINTR)
                     ;
@@ -441,7 +434,7 @@ static void run_pass(const struct lint_options *o, const struct lint_run *r,
             if (w == 0 || (w < 0 && errno == EINTR))
                 continue;
             size_t i = run[k].unit;
-            res[i].seconds += now() - run[k].start;
+            res[i].seconds += lint_now() - run[k].start;
             if (w < 0)
                 st = 127 << 8;
             collect(tmp, i, st, timed_out, o->timeout, &res[i]);
