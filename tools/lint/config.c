@@ -135,12 +135,6 @@ int lint_size_parse(const char *s, size_t *out)
     return 0;
 }
 
-const char *const lint_config_keys[] = {
-    "format", "jobs", "exclude", "extensions", "max-file-size", "enable", "disable",
-    "launch-check", "owner-fn", "release-fn", "noreturn-fn", "severity", "fail-on", "suppress", "pedantic",
-    "path", "timeout", "clang", "analyzer-plugin", "baseline", "check-macro", "quiet", NULL,
-};
-
 static char *trim(char *s)
 {
     while (isspace((unsigned char)*s))
@@ -165,26 +159,6 @@ static int set_rules(int *flags, const char *list, int v)
         any = 1;
     }
     return any ? 0 : -1;
-}
-
-/** What @p key accepts, for the message about a bad value. */
-static const char *option_values(const char *key)
-{
-    static const char *const values[][2] = {
-        {"severity", "RULES:LEVEL, LEVEL one of note, warning, error; e.g. GM002:error"},
-        {"fail-on", "note, warning, error or never"},
-        {"max-file-size", "a size such as 1000, 512k or 16MiB"},
-        {"pedantic", "on or off"},
-        {"quiet", "on or off"},
-        {"jobs", "a number from 1 to 256"},
-        {"timeout", "seconds, from 1 to 86400"},
-        {"format", "text, json or sarif"},
-        {"path", "none, short or full"},
-    };
-    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
-        if (strcmp(values[i][0], key) == 0)
-            return values[i][1];
-    return "a value listed by gpumem lint --help";
 }
 
 static int parse_bool(const char *v)
@@ -219,6 +193,12 @@ static int set_string(char **dst, const char *v)
     return 0;
 }
 
+/** On the command line an option is --KEY; in a config file, KEY. */
+static const char *option_dashes(const char *where)
+{
+    return strcmp(where, LINT_WHERE_COMMAND_LINE) == 0 ? "--" : "";
+}
+
 /** A bad option, in the words every gpumem command uses: "gpumem lint: error: WHAT", with
  *  "FILE:LINE: " before it for a config file's line, and where the options are described
  *  after it for the command line. */
@@ -234,160 +214,269 @@ __attribute__((format(printf, 2, 3))) static void option_error(const char *where
     fputs(cmdline ? "\n(`gpumem lint --help` lists the options)\n" : "\n", stderr);
 }
 
+/* What a setter returns besides 0 (set) and -1 (not set: it said why, or memory ran out):
+ * the value is not one the option takes, or it is not a list of rules. lint_option_set says
+ * which, in one wording for every option. */
+enum { SET_BAD_VALUE = 1, SET_BAD_RULES = 2 };
+
+struct option_row;
+typedef int option_setter(struct lint_options *o, const struct option_row *row,
+                          const char *value, const char *where);
+
+/** One option, a key of the config file and a long option of the command line (--KEY): how
+ *  its value is set and, for the message about a bad one, what it takes. */
+struct option_row {
+    const char *key;
+    option_setter *set;
+    size_t field;             /**< offsetof(struct lint_options, what it sets) */
+    long lo, hi;              /**< a number's range; enable and disable: the flag set (lo) */
+    const char *const *words; /**< a choice's words, by value, NULL-ended */
+    const char *takes;        /**< what it takes, for the message about a bad value */
+};
+#define OPTION_FIELD(o, row, type) ((type *)(void *)((char *)(o) + (row)->field))
+
+static int set_rule_flags(struct lint_options *o, const struct option_row *row,
+                          const char *value, const char *where)
+{
+    (void)where;
+    return set_rules(OPTION_FIELD(o, row, int), value, (int)row->lo) != 0 ? SET_BAD_RULES : 0;
+}
+
+/** check-macro: the analyzer expands macros and sees the comparison inside a check macro, so
+ *  the list of macro names is no longer needed; old configs keep working. */
+static int set_nothing(struct lint_options *o, const struct option_row *row, const char *value,
+                       const char *where)
+{
+    (void)o, (void)row, (void)value;
+    fprintf(stderr,
+            "gpumem lint: warning: %s: 'check-macro' has no effect (the analyzer expands "
+            "macros and sees the check inside); remove it\n",
+            where);
+    return 0;
+}
+
+static int set_list(struct lint_options *o, const struct option_row *row, const char *value,
+                    const char *where)
+{
+    (void)where;
+    lint_strlist_add_split(OPTION_FIELD(o, row, struct lint_strlist), value);
+    return 0;
+}
+
+static int set_extensions(struct lint_options *o, const struct option_row *row,
+                          const char *value, const char *where)
+{
+    (void)row;
+    lint_strlist_free(&o->extensions);
+    lint_strlist_add_split(&o->extensions, value);
+    for (size_t i = 0; i < o->extensions.n; i++)
+        if (o->extensions.v[i][0] != '.') {
+            option_error(where, "%sextensions: '%s' does not start with '.' (use e.g. "
+                                ".cu,.cpp)",
+                         option_dashes(where), o->extensions.v[i]);
+            return -1;
+        }
+    return 0;
+}
+
+/** "GLOB: GM001, GM004" as "GLOB:GM001,GM004", the rules as their ids (malloc'd), or NULL
+ *  (*@p rc set: SET_BAD_RULES, or -1 when memory ran out). */
+static char *suppress_entry(const char *value, const char *colon, int *rc)
+{
+    int rules[LINT_RULE_COUNT] = {0};
+    const char *list = colon + 1;
+    while (isspace((unsigned char)*list))
+        list++;
+    if (*list && set_rules(rules, list, 1) != 0) {
+        *rc = SET_BAD_RULES;
+        return NULL;
+    }
+    size_t glen = (size_t)(colon - value);
+    while (glen && isspace((unsigned char)value[glen - 1]))
+        glen--;
+    size_t cap = glen + 8 * LINT_RULE_COUNT + 2;
+    char *buf = malloc(cap);
+    if (!buf) {
+        *rc = -1;
+        return NULL;
+    }
+    size_t k = (size_t)snprintf(buf, cap, "%.*s:", (int)glen, value);
+    int first = 1;
+    for (int r = 0; r < LINT_RULE_COUNT; r++)
+        if (rules[r]) {
+            k += (size_t)snprintf(buf + k, cap - k, "%s%s", first ? "" : ",", lint_rules[r].id);
+            first = 0;
+        }
+    return buf;
+}
+
+static int set_suppress(struct lint_options *o, const struct option_row *row, const char *value,
+                        const char *where)
+{
+    (void)where;
+    const char *colon = strrchr(value, ':');
+    char *buf;
+    int rc = 0;
+    if (colon) {
+        buf = suppress_entry(value, colon, &rc);
+    } else {
+        size_t n = strlen(value);
+        buf = malloc(n + 2);
+        if (buf)
+            snprintf(buf, n + 2, "%s:", value);
+        else
+            rc = -1;
+    }
+    if (!buf)
+        return rc;
+    lint_strlist_add(OPTION_FIELD(o, row, struct lint_strlist), buf);
+    free(buf);
+    return 0;
+}
+
+/** "GM002: error" */
+static int set_severity(struct lint_options *o, const struct option_row *row, const char *value,
+                        const char *where)
+{
+    (void)where;
+    const char *colon = strrchr(value, ':');
+    if (!colon)
+        return SET_BAD_VALUE;
+    char *rules = strdup(value), sev[32];
+    if (!rules)
+        return -1;
+    rules[colon - value] = '\0';
+    snprintf(sev, sizeof sev, "%s", colon + 1);
+    int s = lint_severity_parse(trim(sev));
+    int rc = s < 0 || s == LINT_NEVER ? -2 : set_rules(OPTION_FIELD(o, row, int), rules, s);
+    free(rules);
+    if (rc == -2)
+        return SET_BAD_VALUE;
+    return rc != 0 ? SET_BAD_RULES : 0;
+}
+
+static int set_level(struct lint_options *o, const struct option_row *row, const char *value,
+                     const char *where)
+{
+    (void)where;
+    int s = lint_severity_parse(value);
+    if (s < 0)
+        return SET_BAD_VALUE;
+    *OPTION_FIELD(o, row, int) = s;
+    return 0;
+}
+
+static int set_size(struct lint_options *o, const struct option_row *row, const char *value,
+                    const char *where)
+{
+    (void)where;
+    return lint_size_parse(value, OPTION_FIELD(o, row, size_t)) != 0 ? SET_BAD_VALUE : 0;
+}
+
+static int set_switch(struct lint_options *o, const struct option_row *row, const char *value,
+                      const char *where)
+{
+    (void)where;
+    int b = parse_bool(value);
+    if (b < 0)
+        return SET_BAD_VALUE;
+    *OPTION_FIELD(o, row, int) = b;
+    return 0;
+}
+
+static int set_number(struct lint_options *o, const struct option_row *row, const char *value,
+                      const char *where)
+{
+    (void)where;
+    return parse_int(value, row->lo, row->hi, OPTION_FIELD(o, row, int)) != 0 ? SET_BAD_VALUE
+                                                                              : 0;
+}
+
+static int set_choice(struct lint_options *o, const struct option_row *row, const char *value,
+                      const char *where)
+{
+    (void)where;
+    for (int i = 0; row->words[i]; i++)
+        if (strcmp(value, row->words[i]) == 0) {
+            *OPTION_FIELD(o, row, int) = i;
+            return 0;
+        }
+    return SET_BAD_VALUE;
+}
+
+static int set_text(struct lint_options *o, const struct option_row *row, const char *value,
+                    const char *where)
+{
+    (void)where;
+    return set_string(OPTION_FIELD(o, row, char *), value);
+}
+
+/* The words of enum lint_format and enum lint_path_mode, by value. */
+static const char *const format_words[] = {"text", "json", "sarif", NULL};
+static const char *const path_words[] = {"none", "short", "full", NULL};
+
+#define FIELD(name) offsetof(struct lint_options, name)
+/* In the order "did you mean" weighs them. */
+static const struct option_row option_rows[] = {
+    {"format", set_choice, FIELD(format), 0, 0, format_words, "text, json or sarif"},
+    {"jobs", set_number, FIELD(jobs), 1, 256, NULL, "a number from 1 to 256"},
+    {"exclude", set_list, FIELD(exclude), 0, 0, NULL, NULL},
+    {"extensions", set_extensions, FIELD(extensions), 0, 0, NULL, NULL},
+    {"max-file-size", set_size, FIELD(max_file_size), 0, 0, NULL,
+     "a size such as 1000, 512k or 16MiB"},
+    {"enable", set_rule_flags, FIELD(enabled), 1, 0, NULL, NULL},
+    {"disable", set_rule_flags, FIELD(enabled), 0, 0, NULL, NULL},
+    {"launch-check", set_list, FIELD(launch_checks), 0, 0, NULL, NULL},
+    {"owner-fn", set_list, FIELD(owner_fns), 0, 0, NULL, NULL},
+    {"release-fn", set_list, FIELD(release_fns), 0, 0, NULL, NULL},
+    {"noreturn-fn", set_list, FIELD(noreturn_fns), 0, 0, NULL, NULL},
+    {"severity", set_severity, FIELD(severity), 0, 0, NULL,
+     "RULES:LEVEL, LEVEL one of note, warning, error; e.g. GM002:error"},
+    {"fail-on", set_level, FIELD(fail_on), 0, 0, NULL, "note, warning, error or never"},
+    {"suppress", set_suppress, FIELD(file_suppress), 0, 0, NULL, NULL},
+    {"pedantic", set_switch, FIELD(pedantic), 0, 0, NULL, "on or off"},
+    {"path", set_choice, FIELD(path_mode), 0, 0, path_words, "none, short or full"},
+    {"timeout", set_number, FIELD(timeout), 1, 86400, NULL, "seconds, from 1 to 86400"},
+    {"clang", set_text, FIELD(clang), 0, 0, NULL, NULL},
+    {"analyzer-plugin", set_text, FIELD(plugin), 0, 0, NULL, NULL},
+    {"baseline", set_text, FIELD(baseline), 0, 0, NULL, NULL},
+    {"check-macro", set_nothing, 0, 0, 0, NULL, NULL},
+    {"quiet", set_switch, FIELD(quiet), 0, 0, NULL, "on or off"},
+};
+#undef FIELD
+#define OPTION_COUNT (sizeof option_rows / sizeof option_rows[0])
+
+static void unknown_option(const char *key, const char *where)
+{
+    const char *keys[OPTION_COUNT];
+    for (size_t i = 0; i < OPTION_COUNT; i++)
+        keys[i] = option_rows[i].key;
+    const char *near = cli_suggest(key, strlen(key), keys, OPTION_COUNT);
+    if (near)
+        option_error(where, "unknown option '%s'; did you mean %s?", key, near);
+    else
+        option_error(where, "unknown option '%s'", key);
+}
+
 int lint_option_set(struct lint_options *o, const char *key, const char *value, const char *where)
 {
-    /* On the command line the option is --KEY; in a config file, KEY. */
-    const char *dashes = strcmp(where, LINT_WHERE_COMMAND_LINE) == 0 ? "--" : "";
-    int b;
-    if (strcmp(key, "disable") == 0 || strcmp(key, "enable") == 0) {
-        if (set_rules(o->enabled, value, key[0] == 'e') != 0)
-            goto bad_rule;
-    } else if (strcmp(key, "check-macro") == 0) {
-        /* The analyzer expands macros and sees the comparison inside a check macro, so the
-         * list of macro names is no longer needed; old configs keep working. */
-        fprintf(stderr,
-                "gpumem lint: warning: %s: 'check-macro' has no effect (the analyzer expands "
-                "macros and sees the check inside); remove it\n",
-                where);
-    } else if (strcmp(key, "launch-check") == 0) {
-        lint_strlist_add_split(&o->launch_checks, value);
-    } else if (strcmp(key, "owner-fn") == 0) {
-        lint_strlist_add_split(&o->owner_fns, value);
-    } else if (strcmp(key, "release-fn") == 0) {
-        lint_strlist_add_split(&o->release_fns, value);
-    } else if (strcmp(key, "noreturn-fn") == 0) {
-        lint_strlist_add_split(&o->noreturn_fns, value);
-    } else if (strcmp(key, "exclude") == 0) {
-        lint_strlist_add_split(&o->exclude, value);
-    } else if (strcmp(key, "extensions") == 0) {
-        lint_strlist_free(&o->extensions);
-        lint_strlist_add_split(&o->extensions, value);
-        for (size_t i = 0; i < o->extensions.n; i++)
-            if (o->extensions.v[i][0] != '.') {
-                option_error(where, "%sextensions: '%s' does not start with '.' (use e.g. "
-                                    ".cu,.cpp)",
-                             dashes, o->extensions.v[i]);
-                return -1;
-            }
-    } else if (strcmp(key, "suppress") == 0) {
-        /* "GLOB: GM001, GM004" -> "GLOB:GM001,GM004" */
-        const char *colon = strrchr(value, ':');
-        if (colon) {
-            int rules[LINT_RULE_COUNT] = {0};
-            const char *list = colon + 1;
-            while (isspace((unsigned char)*list))
-                list++;
-            if (*list && set_rules(rules, list, 1) != 0)
-                goto bad_rule;
-            size_t glen = (size_t)(colon - value);
-            while (glen && isspace((unsigned char)value[glen - 1]))
-                glen--;
-            size_t cap = glen + 8 * LINT_RULE_COUNT + 2;
-            char *buf = malloc(cap);
-            if (!buf)
-                return -1;
-            size_t k = (size_t)snprintf(buf, cap, "%.*s:", (int)glen, value);
-            int first = 1;
-            for (int r = 0; r < LINT_RULE_COUNT; r++)
-                if (rules[r]) {
-                    k += (size_t)snprintf(buf + k, cap - k, "%s%s", first ? "" : ",",
-                                          lint_rules[r].id);
-                    first = 0;
-                }
-            lint_strlist_add(&o->file_suppress, buf);
-            free(buf);
-        } else {
-            size_t n = strlen(value);
-            char *buf = malloc(n + 2);
-            if (!buf)
-                return -1;
-            snprintf(buf, n + 2, "%s:", value);
-            lint_strlist_add(&o->file_suppress, buf);
-            free(buf);
-        }
-    } else if (strcmp(key, "severity") == 0) {
-        /* "GM002: error" */
-        const char *colon = strrchr(value, ':');
-        if (!colon)
-            goto bad_value;
-        char *rules = strdup(value), sev[32];
-        if (!rules)
-            return -1;
-        rules[colon - value] = '\0';
-        snprintf(sev, sizeof sev, "%s", colon + 1);
-        int s = lint_severity_parse(trim(sev));
-        int rc = s < 0 || s == LINT_NEVER ? -2 : set_rules(o->severity, rules, s);
-        free(rules);
-        if (rc == -2)
-            goto bad_value;
-        if (rc != 0)
-            goto bad_rule;
-    } else if (strcmp(key, "fail-on") == 0) {
-        int s = lint_severity_parse(value);
-        if (s < 0)
-            goto bad_value;
-        o->fail_on = s;
-    } else if (strcmp(key, "max-file-size") == 0) {
-        if (lint_size_parse(value, &o->max_file_size) != 0)
-            goto bad_value;
-    } else if (strcmp(key, "pedantic") == 0) {
-        if ((b = parse_bool(value)) < 0)
-            goto bad_value;
-        o->pedantic = b;
-    } else if (strcmp(key, "quiet") == 0) {
-        if ((b = parse_bool(value)) < 0)
-            goto bad_value;
-        o->quiet = b;
-    } else if (strcmp(key, "jobs") == 0) {
-        if (parse_int(value, 1, 256, &o->jobs) != 0)
-            goto bad_value;
-    } else if (strcmp(key, "timeout") == 0) {
-        if (parse_int(value, 1, 86400, &o->timeout) != 0)
-            goto bad_value;
-    } else if (strcmp(key, "path") == 0) {
-        if (strcmp(value, "none") == 0)
-            o->path_mode = LINT_PATH_NONE;
-        else if (strcmp(value, "short") == 0)
-            o->path_mode = LINT_PATH_SHORT;
-        else if (strcmp(value, "full") == 0)
-            o->path_mode = LINT_PATH_FULL;
-        else
-            goto bad_value;
-    } else if (strcmp(key, "format") == 0) {
-        if (strcmp(value, "text") == 0)
-            o->format = LINT_FORMAT_TEXT;
-        else if (strcmp(value, "json") == 0)
-            o->format = LINT_FORMAT_JSON;
-        else if (strcmp(value, "sarif") == 0)
-            o->format = LINT_FORMAT_SARIF;
-        else
-            goto bad_value;
-    } else if (strcmp(key, "clang") == 0) {
-        return set_string(&o->clang, value);
-    } else if (strcmp(key, "analyzer-plugin") == 0) {
-        return set_string(&o->plugin, value);
-    } else if (strcmp(key, "baseline") == 0) {
-        return set_string(&o->baseline, value);
-    } else {
-        size_t count = 0;
-        while (lint_config_keys[count])
-            count++;
-        const char *near = cli_suggest(key, strlen(key), lint_config_keys, count);
-        if (near)
-            option_error(where, "unknown option '%s'; did you mean %s?", key, near);
-        else
-            option_error(where, "unknown option '%s'", key);
+    const struct option_row *row = NULL;
+    for (size_t i = 0; i < OPTION_COUNT && !row; i++)
+        if (strcmp(key, option_rows[i].key) == 0)
+            row = &option_rows[i];
+    if (!row) {
+        unknown_option(key, where);
         return -1;
     }
-    return 0;
-bad_rule:
-    option_error(where, "%s%s takes a list of rules (GM001 to GM%03d, or checker names such as "
-                        "gpumem.NeverReleased), not '%s'",
-                 dashes, key, LINT_RULE_COUNT, value);
-    return -1;
-bad_value:
-    option_error(where, "%s%s takes %s, not '%s'", dashes, key, option_values(key), value);
-    return -1;
+    int rc = row->set(o, row, value, where);
+    if (rc == SET_BAD_RULES)
+        option_error(where, "%s%s takes a list of rules (GM001 to GM%03d, or checker names such "
+                            "as gpumem.NeverReleased), not '%s'",
+                     option_dashes(where), key, LINT_RULE_COUNT, value);
+    else if (rc == SET_BAD_VALUE)
+        option_error(where, "%s%s takes %s, not '%s'", option_dashes(where), key,
+                     row->takes ? row->takes : "a value listed by gpumem lint --help", value);
+    return rc == 0 ? 0 : -1;
 }
 
 int lint_config_parse(struct lint_options *o, const char *text, size_t len, const char *name)

@@ -144,8 +144,6 @@ int lint_severity_parse(const char *s);
 const char *lint_severity_name(int sev);
 /** Parses sizes like "16MiB", "512k", "1000"; returns 0 on success. */
 int lint_size_parse(const char *s, size_t *out);
-/** The config keys (the long options that take a value, and the switches), NULL-ended. */
-extern const char *const lint_config_keys[];
 
 /* ---- suppress.c ---- */
 /** Bit of "every rule" in a suppression mask. */
