@@ -717,10 +717,14 @@ static int load_baseline(const char *path, struct lint_strlist *out)
     return 0;
 }
 
-static int lint_main(int argc, char **argv, struct lint_options *o, struct lint_cli *c,
-                     struct lint_units *u, struct lint_findings *f, struct lint_strlist *problems,
-                     struct lint_strlist *baseline, struct lint_unit_result **res_out,
-                     struct lint_run *run)
+/* What a step of lint_main returns to let the run go on. Any other value ends it: -1 when
+ * all is done and the exit status is 0 (--help, --print-commands), else the exit status. */
+#define LINT_GO_ON (-2)
+
+/** The options: the config file (named, or found from the first path), then the command
+ *  line; then the baseline they name. */
+static int read_options(int argc, char **argv, struct lint_options *o, struct lint_cli *c,
+                        struct lint_strlist *baseline)
 {
     const char *first_path = NULL;
     int rc = find_config_args(argc, argv, c, &first_path);
@@ -745,6 +749,14 @@ static int lint_main(int argc, char **argv, struct lint_options *o, struct lint_
     }
     if (o->baseline && load_baseline(o->baseline, baseline) != 0)
         return LINT_EXIT_USAGE;
+    return LINT_GO_ON;
+}
+
+/** The units of the compilation databases (those under the paths given, when paths are
+ *  given too), or else of the paths, with the flags derived from the tree. */
+static int collect_units(const struct lint_options *o, const struct lint_cli *c,
+                         struct lint_units *u)
+{
     for (size_t i = 0; i < c->compdbs.n; i++)
         if (lint_collect_compdb(o, c->compdbs.v[i], u) != 0)
             return LINT_EXIT_USAGE;
@@ -767,24 +779,29 @@ static int lint_main(int argc, char **argv, struct lint_options *o, struct lint_
         lint_derive_flags(u, &c->extra);
         note_as_cuda(o, u);
     }
-    for (size_t i = 0; i < u->skipped.n; i++)
-        lint_strlist_add(problems, u->skipped.v[i]);
-    if (u->n == 0) {
-        fprintf(stderr,
-                "gpumem lint: error: no source file found in %s%s (looked for", c->compdbs.n ? "the compilation database" : "the paths given",
-                c->compdbs.n && c->paths.n ? " under the paths given" : "");
-        for (size_t i = 0; i < o->extensions.n; i++)
-            fprintf(stderr, " %s", o->extensions.v[i]);
-        fprintf(stderr, "%s); check the paths, --exclude and --extensions\n",
-                o->exclude.n ? ", less --exclude" : "");
-        for (size_t i = 0; i < problems->n; i++)
-            warn_visible("not analyzed: ", problems->v[i]);
-        return LINT_EXIT_INCOMPLETE;
-    }
-    check_units(o, u);
-    if (output_is_input(c, o, u))
-        return LINT_EXIT_USAGE;
+    return LINT_GO_ON;
+}
 
+/** Says that no source was found, and what was not analyzed. */
+static int no_units(const struct lint_options *o, const struct lint_cli *c,
+                    const struct lint_strlist *problems)
+{
+    fprintf(stderr, "gpumem lint: error: no source file found in %s%s (looked for",
+            c->compdbs.n ? "the compilation database" : "the paths given",
+            c->compdbs.n && c->paths.n ? " under the paths given" : "");
+    for (size_t i = 0; i < o->extensions.n; i++)
+        fprintf(stderr, " %s", o->extensions.v[i]);
+    fprintf(stderr, "%s); check the paths, --exclude and --extensions\n",
+            o->exclude.n ? ", less --exclude" : "");
+    for (size_t i = 0; i < problems->n; i++)
+        warn_visible("not analyzed: ", problems->v[i]);
+    return LINT_EXIT_INCOMPLETE;
+}
+
+/** The analyzer's driver and plugin into @p run, and the flags after `--`. */
+static int find_analyzer(const struct lint_options *o, const struct lint_cli *c,
+                         struct lint_run *run)
+{
     char *clang = find_program(o->clang ? o->clang : GPUMEM_LINT_CLANG);
     if (!clang && !o->clang)
         clang = find_program("clang++-22");
@@ -802,19 +819,29 @@ static int lint_main(int argc, char **argv, struct lint_options *o, struct lint_
     run->plugin = plugin;
     for (size_t i = 0; i < c->extra.n; i++)
         lint_strlist_add(&run->extra, c->extra.v[i]);
-    if (c->print_commands) {
-        for (size_t i = 0; i < u->n; i++) {
-            struct lint_strlist a = {0};
-            lint_unit_argv(o, run, &u->v[i], "UNIT.sarif", NULL, NULL, &a);
-            for (size_t k = 0; k < a.n; k++)
-                printf("%s%s", k ? " " : "", a.v[k]);
-            printf("\n");
-            lint_strlist_free(&a);
-        }
-        return -1;
+    return LINT_GO_ON;
+}
+
+/** --print-commands: the analyzer's command line of each unit. */
+static void print_commands(const struct lint_options *o, const struct lint_run *run,
+                           const struct lint_units *u)
+{
+    for (size_t i = 0; i < u->n; i++) {
+        struct lint_strlist a = {0};
+        lint_unit_argv(o, run, &u->v[i], "UNIT.sarif", NULL, NULL, &a);
+        for (size_t k = 0; k < a.n; k++)
+            printf("%s%s", k ? " " : "", a.v[k]);
+        printf("\n");
+        lint_strlist_free(&a);
     }
-    run->progress = !o->quiet && isatty(2);
-    double t0 = lint_now();
+}
+
+/** Runs the analyzer on every unit; its findings go to @p f, what was skipped or not
+ *  analyzed (and why) to @p problems. */
+static int analyze(const struct lint_options *o, const struct lint_run *run,
+                   const struct lint_units *u, struct lint_findings *f,
+                   struct lint_strlist *problems, struct lint_unit_result **res_out)
+{
     struct lint_unit_result *res = calloc(u->n, sizeof *res);
     *res_out = res;
     if (!res || lint_run_units(o, run, u, res) != 0)
@@ -841,18 +868,18 @@ static int lint_main(int argc, char **argv, struct lint_options *o, struct lint_
         fprintf(stderr, "gpumem lint: error: clang could not load the analyzer plugin %s "
                         "(built for another clang? rebuild gpumem with clang 22: "
                         "apt-get install clang-22 libclang-22-dev)\n",
-                plugin);
+                run->plugin);
         return LINT_EXIT_NO_ANALYZER;
     }
-    struct lint_summary sum = {0};
-    sum.units = u->n;
-    lint_findings_finish(f, &sum);
-    filter(o, f, baseline, &sum);
-    sum.seconds = lint_now() - t0;
-    /* Even with -q: what was not analyzed is why the exit status says 3. */
-    for (size_t i = 0; i < problems->n; i++)
-        warn_visible("", problems->v[i]);
+    return LINT_GO_ON;
+}
 
+/** Writes the report to --output or stdout; LINT_EXIT_OK, or LINT_EXIT_USAGE after saying
+ *  what could not be written. */
+static int write_report(const struct lint_options *o, const struct lint_cli *c,
+                        const struct lint_findings *f, const struct lint_strlist *problems,
+                        const struct lint_summary *sum)
+{
     FILE *out = stdout;
     if (c->output && strcmp(c->output, "-") != 0) {
         out = fopen(c->output, "w");
@@ -863,7 +890,7 @@ static int lint_main(int argc, char **argv, struct lint_options *o, struct lint_
         }
     }
     int status = LINT_EXIT_OK;
-    if (lint_write(o, f, problems, &sum, out) != 0) {
+    if (lint_write(o, f, problems, sum, out) != 0) {
         fprintf(stderr, "gpumem lint: error: cannot write %s: %s\n",
                 out == stdout ? "the report to stdout" : c->output, strerror(errno));
         status = LINT_EXIT_USAGE;
@@ -878,17 +905,61 @@ static int lint_main(int argc, char **argv, struct lint_options *o, struct lint_
         fprintf(stderr, "gpumem lint: error: cannot write %s: %s\n", c->output, strerror(errno));
         status = LINT_EXIT_USAGE;
     }
-    if (status != LINT_EXIT_OK)
-        return status;
+    return status;
+}
+
+/** The exit status of a run whose report was written. */
+static int exit_status(const struct lint_options *o, const struct lint_strlist *problems,
+                       const struct lint_summary *sum)
+{
     if (problems->n)
         return LINT_EXIT_INCOMPLETE;
     int worst = -1;
     for (int s = LINT_NOTE; s <= LINT_ERROR; s++)
-        if (sum.count[s])
+        if (sum->count[s])
             worst = s;
     if (o->fail_on != LINT_NEVER && worst >= o->fail_on)
         return LINT_EXIT_FINDINGS;
     return LINT_EXIT_OK;
+}
+
+static int lint_main(int argc, char **argv, struct lint_options *o, struct lint_cli *c,
+                     struct lint_units *u, struct lint_findings *f, struct lint_strlist *problems,
+                     struct lint_strlist *baseline, struct lint_unit_result **res_out,
+                     struct lint_run *run)
+{
+    int rc = read_options(argc, argv, o, c, baseline);
+    if (rc == LINT_GO_ON)
+        rc = collect_units(o, c, u);
+    if (rc != LINT_GO_ON)
+        return rc;
+    for (size_t i = 0; i < u->skipped.n; i++)
+        lint_strlist_add(problems, u->skipped.v[i]);
+    if (u->n == 0)
+        return no_units(o, c, problems);
+    check_units(o, u);
+    if (output_is_input(c, o, u))
+        return LINT_EXIT_USAGE;
+    if ((rc = find_analyzer(o, c, run)) != LINT_GO_ON)
+        return rc;
+    if (c->print_commands) {
+        print_commands(o, run, u);
+        return -1;
+    }
+    run->progress = !o->quiet && isatty(2);
+    double t0 = lint_now();
+    if ((rc = analyze(o, run, u, f, problems, res_out)) != LINT_GO_ON)
+        return rc;
+    struct lint_summary sum = {0};
+    sum.units = u->n;
+    lint_findings_finish(f, &sum);
+    filter(o, f, baseline, &sum);
+    sum.seconds = lint_now() - t0;
+    /* Even with -q: what was not analyzed is why the exit status says 3. */
+    for (size_t i = 0; i < problems->n; i++)
+        warn_visible("", problems->v[i]);
+    rc = write_report(o, c, f, problems, &sum);
+    return rc != LINT_EXIT_OK ? rc : exit_status(o, problems, &sum);
 }
 
 int gpumem_lint_main(int argc, char **argv)
