@@ -321,13 +321,24 @@ static const char *basename_of(const char *p)
     return s ? s + 1 : p;
 }
 
-/** One flag (and maybe its value at argv[*i + 1]) of a compile command, translated for clang
- *  into @p out; @p nvcc says that the command is nvcc's. */
-static void translate_one(char **argv, size_t argc, size_t *i, const char *dir, int nvcc,
-                          struct lint_strlist *out, const char **lang)
+/** Whether @p a is the long option @p name of nvcc ("--name=V", or "--name" with V the next
+ *  argument, which is then taken): 1 with *@p v its value (NULL when there is none). */
+static int long_option(const char *a, const char *name, const char *next, size_t *i,
+                       const char **v)
 {
-    const char *a = argv[*i];
-    const char *next = *i + 1 < argc ? argv[*i + 1] : NULL;
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0 || (a[n] != '\0' && a[n] != '='))
+        return 0;
+    *v = a[n] == '=' ? a + n + 1 : next;
+    if (*v == next)
+        (*i)++;
+    return 1;
+}
+
+/** The include paths (-I and its kin, nvcc's long spellings of them); 1 when @p a was one. */
+static int translate_include(const char *a, const char *next, size_t *i, const char *dir,
+                             int nvcc, struct lint_strlist *out)
+{
     static const char *const path_flags[] = {"-I", "-isystem", "-iquote", "-idirafter",
                                              "-include", NULL};
     for (size_t k = 0; path_flags[k]; k++) {
@@ -338,30 +349,31 @@ static void translate_one(char **argv, size_t argc, size_t *i, const char *dir, 
         const char *v = a + n;
         if (!*v) {
             if (!next)
-                return;
+                return 1;
             v = next;
             (*i)++;
         }
         add_path_flag(out, path_flags[k], v, dir);
-        return;
+        return 1;
     }
-    /* nvcc's long spellings of the same. */
-    if (nvcc && (strcmp(a, "--include-path") == 0 || strncmp(a, "--include-path=", 15) == 0)) {
-        const char *v = a[14] == '=' ? a + 15 : next;
-        if (v == next)
-            (*i)++;
+    const char *v;
+    if (nvcc && long_option(a, "--include-path", next, i, &v)) {
         if (v)
             add_path_flag(out, "-I", v, dir);
-        return;
+        return 1;
     }
-    if (nvcc && (strcmp(a, "--system-include") == 0 || strncmp(a, "--system-include=", 17) == 0)) {
-        const char *v = a[16] == '=' ? a + 17 : next;
-        if (v == next)
-            (*i)++;
+    if (nvcc && long_option(a, "--system-include", next, i, &v)) {
         if (v)
             add_path_flag(out, "-isystem", v, dir);
-        return;
+        return 1;
     }
+    return 0;
+}
+
+/** The macros (-D, -U, nvcc's --define-macro); 1 when @p a was one. */
+static int translate_macro(const char *a, const char *next, size_t *i, int nvcc,
+                           struct lint_strlist *out)
+{
     if ((a[0] == '-' && (a[1] == 'D' || a[1] == 'U'))) {
         if (a[2]) {
             lint_strlist_add(out, a);
@@ -371,82 +383,109 @@ static void translate_one(char **argv, size_t argc, size_t *i, const char *dir, 
             lint_strlist_add(out, next);
             (*i)++;
         }
-        return;
+        return 1;
     }
-    if (nvcc && (strncmp(a, "--define-macro=", 15) == 0 || strcmp(a, "--define-macro") == 0)) {
-        const char *v = a[14] == '=' ? a + 15 : next;
-        if (v == next)
-            (*i)++;
+    const char *v;
+    if (nvcc && long_option(a, "--define-macro", next, i, &v)) {
         if (v) {
             lint_strlist_add(out, "-D");
             lint_strlist_add(out, v);
         }
-        return;
+        return 1;
     }
+    return 0;
+}
+
+/** The language and its standard (-std, -x); 1 when @p a was one of them. */
+static int translate_language(const char *a, const char *next, size_t *i,
+                              struct lint_strlist *out, const char **lang)
+{
+    char f[64];
     if (strncmp(a, "-std=", 5) == 0 || strncmp(a, "--std=", 6) == 0) {
-        char f[64];
         snprintf(f, sizeof f, "-std=%s", a + (a[1] == '-' ? 6 : 5));
         lint_strlist_add(out, f);
-        return;
+        return 1;
     }
     if ((strcmp(a, "-std") == 0 || strcmp(a, "--std") == 0) && next) {
-        char f[64];
         snprintf(f, sizeof f, "-std=%s", next);
         lint_strlist_add(out, f);
         (*i)++;
-        return;
+        return 1;
     }
-    if (strcmp(a, "-x") == 0 || strncmp(a, "--x=", 4) == 0 || strcmp(a, "--x") == 0) {
-        const char *v = a[1] == '-' && a[3] == '=' ? a + 4 : next;
-        if (v == next)
-            (*i)++;
-        if (!v)
-            return;
+    const char *v;
+    if (strcmp(a, "-x") == 0) {
+        v = next;
+        (*i)++;
+    } else if (!long_option(a, "--x", next, i, &v)) {
+        return 0;
+    }
+    if (v)
         *lang = strcmp(v, "cu") == 0 || strcmp(v, "cuda") == 0 ? "cuda"
                 : strcmp(v, "c") == 0                          ? "c"
                                                                : "c++";
-        return;
+    return 1;
+}
+
+static void translate_one(char **argv, size_t argc, size_t *i, const char *dir, int nvcc,
+                          struct lint_strlist *out, const char **lang);
+
+/** nvcc's -Xcompiler / --compiler-options: the host compiler's flags, a comma-separated
+ *  list; the kinds kept are kept from it too (nvcc passes -I and -D to both anyway). 1 when
+ *  @p a was one. */
+static int translate_host_flags(const char *a, const char *next, size_t *i, const char *dir,
+                                int nvcc, struct lint_strlist *out, const char **lang)
+{
+    const char *v;
+    if (!nvcc || !(long_option(a, "-Xcompiler", next, i, &v) ||
+                   long_option(a, "--compiler-options", next, i, &v)))
+        return 0;
+    if (!v)
+        return 1;
+    struct lint_strlist host = {0};
+    for (const char *p = v; *p;) {
+        const char *c = strchr(p, ',');
+        size_t n = c ? (size_t)(c - p) : strlen(p);
+        if (n)
+            lint_strlist_addn(&host, p, n);
+        p += n + (c ? 1 : 0);
     }
+    for (size_t k = 0; k < host.n; k++)
+        translate_one(host.v, host.n, &k, dir, 0, out, lang);
+    lint_strlist_free(&host);
+    return 1;
+}
+
+/* Everything else (code generation, optimization, warnings, nvcc's -arch, -gencode, -ccbin,
+ * -Xptxas, -forward-unknown-to-host-compiler, -o, -c ...) does not change what the analyzer
+ * sees. Options of nvcc and gcc that take a separate value swallow it. */
+static const char *const with_value[] = {
+    "-o", "-arch", "--gpu-architecture", "-code", "--gpu-code", "-gencode",
+    "--generate-code", "-ccbin", "--compiler-bindir", "-Xptxas", "--ptxas-options",
+    "-Xlinker", "--linker-options", "-Xnvlink", "--nvlink-options", "-Xarchive",
+    "--archive-options", "-maxrregcount", "--maxrregcount", "-MF", "-MT", "-MQ", "-odir",
+    "--output-directory", "--options-file", "-optf", "-t", "--threads", "-Xcudafe",
+    "--default-stream", "-ldir", "--library-path", "-l", "--library", "-rdc",
+    "--relocatable-device-code", "--diag-suppress", "-diag-suppress", "--expt-extended-lambda",
+    NULL};
+
+/** One flag (and maybe its value at argv[*i + 1]) of a compile command, translated for clang
+ *  into @p out; @p nvcc says that the command is nvcc's. */
+static void translate_one(char **argv, size_t argc, size_t *i, const char *dir, int nvcc,
+                          struct lint_strlist *out, const char **lang)
+{
+    const char *a = argv[*i];
+    const char *next = *i + 1 < argc ? argv[*i + 1] : NULL;
+    if (translate_include(a, next, i, dir, nvcc, out) || translate_macro(a, next, i, nvcc, out) ||
+        translate_language(a, next, i, out, lang))
+        return;
     if (strcmp(a, "-fopenmp") == 0 || strcmp(a, "-pthread") == 0 ||
         strcmp(a, "-fno-exceptions") == 0 || strcmp(a, "-fexceptions") == 0 ||
         strcmp(a, "-m32") == 0 || strcmp(a, "-m64") == 0) {
         lint_strlist_add(out, a);
         return;
     }
-    /* -Xcompiler / --compiler-options: the host compiler's flags, a comma-separated list;
-     * the kinds kept above are kept from it too (nvcc passes -I and -D to both anyway). */
-    if (nvcc && (strcmp(a, "-Xcompiler") == 0 || strcmp(a, "--compiler-options") == 0 ||
-                 strncmp(a, "-Xcompiler=", 11) == 0 || strncmp(a, "--compiler-options=", 19) == 0)) {
-        const char *v = strchr(a, '=') ? strchr(a, '=') + 1 : next;
-        if (v == next)
-            (*i)++;
-        if (!v)
-            return;
-        struct lint_strlist host = {0};
-        for (const char *p = v; *p;) {
-            const char *c = strchr(p, ',');
-            size_t n = c ? (size_t)(c - p) : strlen(p);
-            if (n)
-                lint_strlist_addn(&host, p, n);
-            p += n + (c ? 1 : 0);
-        }
-        for (size_t k = 0; k < host.n; k++)
-            translate_one(host.v, host.n, &k, dir, 0, out, lang);
-        lint_strlist_free(&host);
+    if (translate_host_flags(a, next, i, dir, nvcc, out, lang))
         return;
-    }
-    /* Everything else (code generation, optimization, warnings, nvcc's -arch, -gencode,
-     * -ccbin, -Xptxas, -forward-unknown-to-host-compiler, -o, -c ...) does not change what
-     * the analyzer sees. Options of nvcc and gcc that take a separate value swallow it. */
-    static const char *const with_value[] = {
-        "-o", "-arch", "--gpu-architecture", "-code", "--gpu-code", "-gencode",
-        "--generate-code", "-ccbin", "--compiler-bindir", "-Xptxas", "--ptxas-options",
-        "-Xlinker", "--linker-options", "-Xnvlink", "--nvlink-options", "-Xarchive",
-        "--archive-options", "-maxrregcount", "--maxrregcount", "-MF", "-MT", "-MQ", "-odir",
-        "--output-directory", "--options-file", "-optf", "-t", "--threads", "-Xcudafe",
-        "--default-stream", "-ldir", "--library-path", "-l", "--library", "-rdc",
-        "--relocatable-device-code", "--diag-suppress", "-diag-suppress", "--expt-extended-lambda",
-        NULL};
     for (size_t k = 0; with_value[k]; k++)
         if (strcmp(a, with_value[k]) == 0) {
             /* -rdc and --expt-extended-lambda take "true" or nothing; the others a value. */
