@@ -553,15 +553,16 @@ static int strset_insert(struct strset *s, const char *key)
     return 1;
 }
 
-int lint_compdb_parse(const struct lint_options *o, const char *text, size_t len,
-                      const char *name, struct lint_units *u)
+/** A compilation database's entries: the JSON array of its text, or NULL after saying why it
+ *  is not one. */
+static json_t *compdb_load(const char *text, size_t len, const char *name)
 {
     json_error_t err;
     json_t *db = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
     if (!db) {
         fprintf(stderr, "gpumem lint: error: %s:%d: cannot read compilation database: %s\n",
                 name, err.line, err.text);
-        return -1;
+        return NULL;
     }
     if (!json_is_array(db)) {
         fprintf(stderr,
@@ -569,79 +570,106 @@ int lint_compdb_parse(const struct lint_options *o, const char *text, size_t len
                 "{\"directory\", \"file\", \"arguments\" or \"command\"} objects\n",
                 name);
         json_decref(db);
+        return NULL;
+    }
+    return db;
+}
+
+/** The absolute path of an entry's @p file, taken against its @p dir when relative;
+ *  malloc'd, or NULL when memory ran out. */
+static char *entry_path(const char *file, const char *dir)
+{
+    size_t n = strlen(file) + (dir ? strlen(dir) : 0) + 2;
+    char *joined = malloc(n);
+    if (!joined)
+        return NULL;
+    if (file[0] == '/' || !dir || !*dir)
+        snprintf(joined, n, "%s", file);
+    else
+        snprintf(joined, n, "%s/%s", dir, file);
+    char *abs = lint_path_absolute(joined);
+    free(joined);
+    return abs;
+}
+
+/** The words of an entry's compile command: its "arguments", or its "command" split as sh
+ *  splits it. */
+static void entry_words(json_t *entry, struct lint_strlist *words)
+{
+    json_t *args = json_object_get(entry, "arguments");
+    const char *command = json_string_value(json_object_get(entry, "command"));
+    if (json_is_array(args)) {
+        size_t k;
+        json_t *a;
+        json_array_foreach(args, k, a) if (json_is_string(a))
+            lint_strlist_add(words, json_string_value(a));
+    } else if (command) {
+        lint_shell_split(command, words);
+    }
+}
+
+/** Adds the unit of entry @p i, unless the options exclude it or an earlier entry named its
+ *  file. Returns 0, or -1 when memory ran out. */
+static int compdb_entry(const struct lint_options *o, json_t *entry, size_t i, const char *name,
+                        struct strset *seen, struct lint_units *u)
+{
+    const char *file = json_string_value(json_object_get(entry, "file"));
+    const char *dir = json_string_value(json_object_get(entry, "directory"));
+    if (!file || !*file) {
+        fprintf(stderr, "gpumem lint: warning: %s: entry %zu has no \"file\"; skipped\n", name,
+                i);
+        return 0;
+    }
+    char *abs = entry_path(file, dir);
+    if (!abs)
+        return -1;
+    if (lint_excluded(o, abs)) {
+        free(abs);
+        return 0;
+    }
+    const char *lang = lint_unit_lang(abs);
+    if (!lang)
+        lang = "c++";
+    struct lint_strlist words = {0}, flags = {0};
+    entry_words(entry, &words);
+    lint_translate_args(words.v, words.n, dir, &flags, &lang);
+    lint_strlist_free(&words);
+    struct lint_unit *x = unit_add(u, abs, lang);
+    free(abs);
+    if (!x) {
+        lint_strlist_free(&flags);
         return -1;
     }
+    x->args = flags;
+    x->from_db = 1;
+    /* The first entry of a file wins; later ones (the same file built twice) go. */
+    int fresh = strset_insert(seen, x->abs);
+    if (fresh < 0)
+        return -1;
+    if (!fresh) {
+        u->n--;
+        free(x->path);
+        free(x->abs);
+        free(x->lang);
+        lint_strlist_free(&x->args);
+    }
+    return 0;
+}
+
+int lint_compdb_parse(const struct lint_options *o, const char *text, size_t len,
+                      const char *name, struct lint_units *u)
+{
+    json_t *db = compdb_load(text, len, name);
+    if (!db)
+        return -1;
     struct strset seen = {0};
     size_t i;
     json_t *entry;
     int rc = 0;
     json_array_foreach(db, i, entry) {
-        const char *file = json_string_value(json_object_get(entry, "file"));
-        const char *dir = json_string_value(json_object_get(entry, "directory"));
-        if (!file || !*file) {
-            fprintf(stderr, "gpumem lint: warning: %s: entry %zu has no \"file\"; skipped\n",
-                    name, i);
-            continue;
-        }
-        size_t n = strlen(file) + (dir ? strlen(dir) : 0) + 2;
-        char *joined = malloc(n);
-        if (!joined) {
-            rc = -1;
+        rc = compdb_entry(o, entry, i, name, &seen, u);
+        if (rc != 0)
             break;
-        }
-        if (file[0] == '/' || !dir || !*dir)
-            snprintf(joined, n, "%s", file);
-        else
-            snprintf(joined, n, "%s/%s", dir, file);
-        char *abs = lint_path_absolute(joined);
-        free(joined);
-        if (!abs) {
-            rc = -1;
-            break;
-        }
-        if (lint_excluded(o, abs)) {
-            free(abs);
-            continue;
-        }
-        const char *lang = lint_unit_lang(abs);
-        if (!lang)
-            lang = "c++";
-        struct lint_strlist words = {0};
-        json_t *args = json_object_get(entry, "arguments");
-        const char *command = json_string_value(json_object_get(entry, "command"));
-        if (json_is_array(args)) {
-            size_t k;
-            json_t *a;
-            json_array_foreach(args, k, a) if (json_is_string(a))
-                lint_strlist_add(&words, json_string_value(a));
-        } else if (command) {
-            lint_shell_split(command, &words);
-        }
-        struct lint_strlist flags = {0};
-        lint_translate_args(words.v, words.n, dir, &flags, &lang);
-        lint_strlist_free(&words);
-        struct lint_unit *x = unit_add(u, abs, lang);
-        free(abs);
-        if (!x) {
-            lint_strlist_free(&flags);
-            rc = -1;
-            break;
-        }
-        x->args = flags;
-        x->from_db = 1;
-        /* The first entry of a file wins; later ones (the same file built twice) go. */
-        int fresh = strset_insert(&seen, x->abs);
-        if (fresh < 0) {
-            rc = -1;
-            break;
-        }
-        if (!fresh) {
-            u->n--;
-            free(x->path);
-            free(x->abs);
-            free(x->lang);
-            lint_strlist_free(&x->args);
-        }
     }
     free(seen.slot);
     free(seen.hash);
