@@ -94,44 +94,41 @@ static void lenient_flags(const char *lang, struct lint_strlist *a)
             lint_strlist_add(a, lenient[i].flag);
 }
 
-void lint_unit_argv(const struct lint_options *o, const struct lint_run *r,
-                    const struct lint_unit *u, const char *sarif_out, const char *facts_out,
-                    const char *facts_in, struct lint_strlist *a)
+/** CUDA's flags for a host-only analysis, the cuda-prelude.h included first. */
+static void cuda_flags(const char *cuda, struct lint_strlist *a)
 {
-    const char *cuda = lint_cuda_root();
     char buf[4200];
-    lint_strlist_add(a, r->clang);
-    lint_strlist_add(a, "--analyze");
-    lint_strlist_add(a, "-x");
-    lint_strlist_add(a, u->lang);
-    int cu = strcmp(u->lang, "cuda") == 0;
-    if (cu) {
-        lint_strlist_add(a, "--cuda-host-only");
-        if (cuda) {
-            snprintf(buf, sizeof buf, "--cuda-path=%s", cuda);
-            lint_strlist_add(a, buf);
-        }
-        lint_strlist_add(a, "-nocudalib");
-        lint_strlist_add(a, "-Wno-unknown-cuda-version");
-        /* A launch from device code needs relocatable device code, as with nvcc -rdc=true;
-         * for host-side analysis it changes nothing else (measured on tests/lint/corpus). */
-        lint_strlist_add(a, "-fgpu-rdc");
-        /* Errors in device code are reported only where that code is emitted, never in a
-         * host-only run. Clang sees a __host__ and a __device__ function of one name as two
-         * overloads, so a kernel that calls one declared for the host and defined for the
-         * device later (nvcc takes the later definition) stops clang at once: "no matching
-         * function" (XSBench, RSBench, gpp). Only host code is analyzed. */
-        lint_strlist_add(a, "-fgpu-defer-diag");
-        const char *prelude = cuda_prelude();
-        if (prelude) {
-            lint_strlist_add(a, "-include");
-            lint_strlist_add(a, prelude);
-        }
+    lint_strlist_add(a, "--cuda-host-only");
+    if (cuda) {
+        snprintf(buf, sizeof buf, "--cuda-path=%s", cuda);
+        lint_strlist_add(a, buf);
     }
-    lenient_flags(u->lang, a);
-    /* Include folders are searched in the order given: the user's flags, then (without a
-     * database) the folders derived from the tree, then CUDA's. A database's flags are the
-     * unit's own and come before the user's, as clang-tidy has them. */
+    lint_strlist_add(a, "-nocudalib");
+    lint_strlist_add(a, "-Wno-unknown-cuda-version");
+    /* A launch from device code needs relocatable device code, as with nvcc -rdc=true;
+     * for host-side analysis it changes nothing else (measured on tests/lint/corpus). */
+    lint_strlist_add(a, "-fgpu-rdc");
+    /* Errors in device code are reported only where that code is emitted, never in a
+     * host-only run. Clang sees a __host__ and a __device__ function of one name as two
+     * overloads, so a kernel that calls one declared for the host and defined for the
+     * device later (nvcc takes the later definition) stops clang at once: "no matching
+     * function" (XSBench, RSBench, gpp). Only host code is analyzed. */
+    lint_strlist_add(a, "-fgpu-defer-diag");
+    const char *prelude = cuda_prelude();
+    if (prelude) {
+        lint_strlist_add(a, "-include");
+        lint_strlist_add(a, prelude);
+    }
+}
+
+/** The unit's own flags and the user's, then CUDA's include folder. Include folders are
+ *  searched in the order given: the user's flags, then (without a database) the folders
+ *  derived from the tree, then CUDA's. A database's flags are the unit's own and come before
+ *  the user's, as clang-tidy has them. */
+static void include_flags(const struct lint_run *r, const struct lint_unit *u, const char *cuda,
+                          int cu, struct lint_strlist *a)
+{
+    char buf[4200];
     const struct lint_strlist *lead = u->from_db ? &u->args : &r->extra;
     const struct lint_strlist *rest = u->from_db ? &r->extra : &u->args;
     for (size_t i = 0; i < lead->n; i++)
@@ -149,59 +146,94 @@ void lint_unit_argv(const struct lint_options *o, const struct lint_run *r,
         lint_strlist_add(a, "-isystem");
         lint_strlist_add(a, buf);
     }
-    if (r->plugin) {
-        add_xclang(a, "-load");
-        add_xclang(a, r->plugin);
-        int all = 1;
-        for (int k = 0; k < LINT_RULE_COUNT; k++)
-            all &= o->enabled[k];
-        if (all) {
-            add_xclang(a, "-analyzer-checker=gpumem");
-        } else {
-            size_t k = (size_t)snprintf(buf, sizeof buf, "-analyzer-checker=");
-            int first = 1;
-            for (int rr = 0; rr < LINT_RULE_COUNT; rr++)
-                if (o->enabled[rr]) {
-                    k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%s", first ? "" : ",",
-                                          lint_rules[rr].checker);
-                    first = 0;
-                }
-            if (!first)
-                add_xclang(a, buf);
-        }
-        add_xclang(a, LINT_DISABLED);
-        add_xclang(a, "-analyzer-config");
-        add_xclang(a, GPUMEM_LINT_ENGINE_CONFIG);
-        add_config(a, "gpumem.Memory:ReleaseFunctions", &o->release_fns);
-        add_config(a, "gpumem.Memory:OwnerFunctions", &o->owner_fns);
-        if (o->noreturn_fns.n) {
-            /* Added to the plugin's own list, which the option would otherwise replace. */
-            struct lint_strlist fns = {0};
-            lint_strlist_add_split(&fns, "error fatal fatal_error die panic");
-            for (size_t i = 0; i < o->noreturn_fns.n; i++)
-                lint_strlist_add(&fns, o->noreturn_fns.v[i]);
-            add_config(a, "gpumem.Memory:NoReturnFunctions", &fns);
-            lint_strlist_free(&fns);
-        }
-        add_config(a, "gpumem.UncheckedStatus:LaunchChecks", &o->launch_checks);
-        if (o->pedantic) {
-            add_xclang(a, "-analyzer-config");
-            add_xclang(a, "gpumem.VectorAlignment:Pedantic=true");
-        }
-        /* gpumem.Memory is loaded only with a rule of its family. */
-        int memory = 0;
-        for (int rr = 0; rr < LINT_RULE_COUNT; rr++)
-            memory |= o->enabled[rr] && lint_rules[rr].memory;
-        if (!memory)
-            facts_out = facts_in = NULL;
-        struct lint_strlist one = {0};
-        if (facts_out && lint_strlist_add(&one, facts_out) == 0)
-            add_config(a, "gpumem.Memory:FactsOut", &one);
-        lint_strlist_free(&one);
-        if (facts_in && lint_strlist_add(&one, facts_in) == 0)
-            add_config(a, "gpumem.Memory:FactsIn", &one);
-        lint_strlist_free(&one);
+}
+
+/** The checkers to run: all of gpumem's, or the enabled ones by name. */
+static void checker_flags(const struct lint_options *o, struct lint_strlist *a)
+{
+    char buf[4200];
+    int all = 1;
+    for (int k = 0; k < LINT_RULE_COUNT; k++)
+        all &= o->enabled[k];
+    if (all) {
+        add_xclang(a, "-analyzer-checker=gpumem");
+        return;
     }
+    size_t k = (size_t)snprintf(buf, sizeof buf, "-analyzer-checker=");
+    int first = 1;
+    for (int rr = 0; rr < LINT_RULE_COUNT; rr++)
+        if (o->enabled[rr]) {
+            k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%s", first ? "" : ",",
+                                  lint_rules[rr].checker);
+            first = 0;
+        }
+    if (!first)
+        add_xclang(a, buf);
+}
+
+/** The facts files of gpumem.Memory, which is loaded only with a rule of its family. */
+static void facts_flags(const struct lint_options *o, const char *facts_out,
+                        const char *facts_in, struct lint_strlist *a)
+{
+    int memory = 0;
+    for (int rr = 0; rr < LINT_RULE_COUNT; rr++)
+        memory |= o->enabled[rr] && lint_rules[rr].memory;
+    if (!memory)
+        facts_out = facts_in = NULL;
+    struct lint_strlist one = {0};
+    if (facts_out && lint_strlist_add(&one, facts_out) == 0)
+        add_config(a, "gpumem.Memory:FactsOut", &one);
+    lint_strlist_free(&one);
+    if (facts_in && lint_strlist_add(&one, facts_in) == 0)
+        add_config(a, "gpumem.Memory:FactsIn", &one);
+    lint_strlist_free(&one);
+}
+
+/** The plugin, its checkers and their options. */
+static void plugin_flags(const struct lint_options *o, const struct lint_run *r,
+                         const char *facts_out, const char *facts_in, struct lint_strlist *a)
+{
+    add_xclang(a, "-load");
+    add_xclang(a, r->plugin);
+    checker_flags(o, a);
+    add_xclang(a, LINT_DISABLED);
+    add_xclang(a, "-analyzer-config");
+    add_xclang(a, GPUMEM_LINT_ENGINE_CONFIG);
+    add_config(a, "gpumem.Memory:ReleaseFunctions", &o->release_fns);
+    add_config(a, "gpumem.Memory:OwnerFunctions", &o->owner_fns);
+    if (o->noreturn_fns.n) {
+        /* Added to the plugin's own list, which the option would otherwise replace. */
+        struct lint_strlist fns = {0};
+        lint_strlist_add_split(&fns, "error fatal fatal_error die panic");
+        for (size_t i = 0; i < o->noreturn_fns.n; i++)
+            lint_strlist_add(&fns, o->noreturn_fns.v[i]);
+        add_config(a, "gpumem.Memory:NoReturnFunctions", &fns);
+        lint_strlist_free(&fns);
+    }
+    add_config(a, "gpumem.UncheckedStatus:LaunchChecks", &o->launch_checks);
+    if (o->pedantic) {
+        add_xclang(a, "-analyzer-config");
+        add_xclang(a, "gpumem.VectorAlignment:Pedantic=true");
+    }
+    facts_flags(o, facts_out, facts_in, a);
+}
+
+void lint_unit_argv(const struct lint_options *o, const struct lint_run *r,
+                    const struct lint_unit *u, const char *sarif_out, const char *facts_out,
+                    const char *facts_in, struct lint_strlist *a)
+{
+    const char *cuda = lint_cuda_root();
+    lint_strlist_add(a, r->clang);
+    lint_strlist_add(a, "--analyze");
+    lint_strlist_add(a, "-x");
+    lint_strlist_add(a, u->lang);
+    int cu = strcmp(u->lang, "cuda") == 0;
+    if (cu)
+        cuda_flags(cuda, a);
+    lenient_flags(u->lang, a);
+    include_flags(r, u, cuda, cu, a);
+    if (r->plugin)
+        plugin_flags(o, r, facts_out, facts_in, a);
     lint_strlist_add(a, "--analyzer-output");
     lint_strlist_add(a, "sarif");
     lint_strlist_add(a, "-o");
