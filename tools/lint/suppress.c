@@ -131,14 +131,13 @@ static void raw_string(struct lexer *lx)
     }
 }
 
-int lint_suppress_parse(const char *src, size_t len, struct lint_suppress *out)
+/** Lines in [src, src + len), as Clang counts them. */
+static size_t count_lines(const char *src, size_t len)
 {
-    memset(out, 0, sizeof *out);
-    /* Lines first, so that the table has a slot for each. */
-    struct lexer lx = {src, src + len, 1};
+    const char *end = src + len;
     size_t lines = 1;
-    for (const char *p = src; p < lx.end;) {
-        size_t b = line_break(p, lx.end);
+    for (const char *p = src; p < end;) {
+        size_t b = line_break(p, end);
         if (b) {
             lines++;
             p += b;
@@ -146,6 +145,74 @@ int lint_suppress_parse(const char *src, size_t len, struct lint_suppress *out)
             p++;
         }
     }
+    return lines;
+}
+
+/** Skips a comment starting at its `//` or slash-star (past its end). */
+static void skip_comment(struct lexer *lx)
+{
+    if (lx->p[1] == '/') {
+        /* To the end of the line; a splice continues it. */
+        lx->p += 2;
+        while (lx->p < lx->end) {
+            size_t s2 = splice(lx->p, lx->end);
+            if (s2) {
+                lx->p += s2;
+                lx->line++;
+                continue;
+            }
+            if (line_break(lx->p, lx->end))
+                break;
+            lx->p++;
+        }
+    } else {
+        lx->p += 2;
+        while (lx->p < lx->end && !(lx->p[0] == '*' && lx->p + 1 < lx->end && lx->p[1] == '/'))
+            advance(lx);
+        if (lx->p < lx->end)
+            lx->p += 2;
+    }
+}
+
+/** Whether an `R"` at lx->p starts a raw string literal: R alone or after an encoding
+ *  prefix (u, U, L, u8), not at the end of a longer name. */
+static int raw_string_at(const struct lexer *lx, const char *src)
+{
+    const char *p = lx->p;
+    return *p == 'R' && p + 1 < lx->end && p[1] == '"' &&
+           (p == src || !(p[-1] == '_' || (p[-1] >= 'a' && p[-1] <= 'z') ||
+                          (p[-1] >= 'A' && p[-1] <= 'Z') || (p[-1] >= '0' && p[-1] <= '9')) ||
+            p[-1] == 'u' || p[-1] == 'U' || p[-1] == 'L' || p[-1] == '8');
+}
+
+/** Skips a string or character literal starting at its quote @p c. A literal ends at its
+ *  quote or, unterminated, at the end of the line. */
+static void skip_literal(struct lexer *lx, char c)
+{
+    lx->p++;
+    while (lx->p < lx->end && *lx->p != c) {
+        size_t s2 = splice(lx->p, lx->end);
+        if (s2) {
+            lx->p += s2;
+            lx->line++;
+            continue;
+        }
+        if (line_break(lx->p, lx->end))
+            break;
+        if (*lx->p == '\\' && lx->p + 1 < lx->end && !line_break(lx->p + 1, lx->end))
+            lx->p++;
+        lx->p++;
+    }
+    if (lx->p < lx->end && *lx->p == c)
+        lx->p++;
+}
+
+int lint_suppress_parse(const char *src, size_t len, struct lint_suppress *out)
+{
+    memset(out, 0, sizeof *out);
+    /* Lines first, so that the table has a slot for each. */
+    struct lexer lx = {src, src + len, 1};
+    size_t lines = count_lines(src, len);
     if (lines > UINT32_MAX - 2)
         return -1;
     out->n_lines = (uint32_t)lines + 2;
@@ -159,76 +226,27 @@ int lint_suppress_parse(const char *src, size_t len, struct lint_suppress *out)
         if (sp) {
             lx.p += sp;
             lx.line++;
-            continue;
-        }
-        if (line_break(lx.p, lx.end)) {
+        } else if (line_break(lx.p, lx.end)) {
             advance(&lx);
             blank = 1;
-            continue;
-        }
-        if (c == '/' && lx.p + 1 < lx.end && (lx.p[1] == '/' || lx.p[1] == '*')) {
+        } else if (c == '/' && lx.p + 1 < lx.end && (lx.p[1] == '/' || lx.p[1] == '*')) {
             const char *b = lx.p;
             uint32_t first = lx.line;
-            int alone = blank;
-            if (lx.p[1] == '/') {
-                /* To the end of the line; a splice continues it. */
-                lx.p += 2;
-                while (lx.p < lx.end) {
-                    size_t s2 = splice(lx.p, lx.end);
-                    if (s2) {
-                        lx.p += s2;
-                        lx.line++;
-                        continue;
-                    }
-                    if (line_break(lx.p, lx.end))
-                        break;
-                    lx.p++;
-                }
-            } else {
-                lx.p += 2;
-                while (lx.p < lx.end && !(lx.p[0] == '*' && lx.p + 1 < lx.end && lx.p[1] == '/'))
-                    advance(&lx);
-                if (lx.p < lx.end)
-                    lx.p += 2;
-            }
-            comment(out, b, lx.p, first, lx.line, alone);
+            skip_comment(&lx);
+            comment(out, b, lx.p, first, lx.line, blank);
             blank = 0;
-            continue;
-        }
-        if (c == 'R' && lx.p + 1 < lx.end && lx.p[1] == '"' &&
-            (lx.p == src || !(lx.p[-1] == '_' || (lx.p[-1] >= 'a' && lx.p[-1] <= 'z') ||
-                              (lx.p[-1] >= 'A' && lx.p[-1] <= 'Z') ||
-                              (lx.p[-1] >= '0' && lx.p[-1] <= '9')) ||
-             lx.p[-1] == 'u' || lx.p[-1] == 'U' || lx.p[-1] == 'L' || lx.p[-1] == '8')) {
+        } else if (raw_string_at(&lx, src)) {
             lx.p++;
             raw_string(&lx);
             blank = 0;
-            continue;
-        }
-        if (c == '"' || c == '\'') {
-            /* A literal ends at its quote or, unterminated, at the end of the line. */
+        } else if (c == '"' || c == '\'') {
+            skip_literal(&lx, c);
+            blank = 0;
+        } else {
+            if (c != ' ' && c != '\t' && c != '\f' && c != '\v')
+                blank = 0;
             lx.p++;
-            while (lx.p < lx.end && *lx.p != c) {
-                size_t s2 = splice(lx.p, lx.end);
-                if (s2) {
-                    lx.p += s2;
-                    lx.line++;
-                    continue;
-                }
-                if (line_break(lx.p, lx.end))
-                    break;
-                if (*lx.p == '\\' && lx.p + 1 < lx.end && !line_break(lx.p + 1, lx.end))
-                    lx.p++;
-                lx.p++;
-            }
-            if (lx.p < lx.end && *lx.p == c)
-                lx.p++;
-            blank = 0;
-            continue;
         }
-        if (c != ' ' && c != '\t' && c != '\f' && c != '\v')
-            blank = 0;
-        lx.p++;
     }
     return 0;
 }
