@@ -191,6 +191,59 @@ static int starts_with(const char *s, const char *prefix)
     return s && strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
+/** The analyzer's path into f->path, the first thread flow of the first code flow (clang
+ *  writes one); its "allocated here" and "released here" steps into f->related too. */
+static void read_path(json_t *res, json_t *artifacts, struct lint_finding *f)
+{
+    json_t *tf = json_array_get(
+        json_object_get(json_array_get(json_object_get(res, "codeFlows"), 0), "threadFlows"), 0);
+    size_t i;
+    json_t *step;
+    json_array_foreach(json_object_get(tf, "locations"), i, step) {
+        struct lint_loc l;
+        if (read_location(json_object_get(step, "location"), artifacts, &l, NULL, NULL) != 0)
+            continue;
+        const char *imp = json_string_value(json_object_get(step, "importance"));
+        l.importance = !imp || strcmp(imp, "essential") == 0 ? 2
+                       : strcmp(imp, "important") == 0       ? 1
+                                                             : 0;
+        if (starts_with(l.message, "allocated here") || starts_with(l.message, "released here")) {
+            struct lint_loc r = l;
+            r.file = strdup(l.file);
+            r.message = l.message ? strdup(l.message) : NULL;
+            if (!r.file || (l.message && !r.message) ||
+                push_loc(&f->related, &f->n_related, &r) != 0) {
+                free(r.file);
+                free(r.message);
+            }
+        }
+        if (push_loc(&f->path, &f->n_path, &l) != 0) {
+            free(l.file);
+            free(l.message);
+        }
+    }
+}
+
+/** relatedLocations, when the producer wrote them, into f->related (those not there yet). */
+static void read_related(json_t *res, json_t *artifacts, struct lint_finding *f)
+{
+    size_t i;
+    json_t *step;
+    json_array_foreach(json_object_get(res, "relatedLocations"), i, step) {
+        struct lint_loc l;
+        if (read_location(step, artifacts, &l, NULL, NULL) != 0)
+            continue;
+        int dup = 0;
+        for (size_t k = 0; k < f->n_related && !dup; k++)
+            dup = f->related[k].line == l.line && f->related[k].col == l.col &&
+                  strcmp(f->related[k].file, l.file) == 0;
+        if (dup || push_loc(&f->related, &f->n_related, &l) != 0) {
+            free(l.file);
+            free(l.message);
+        }
+    }
+}
+
 /** One result into @p f; returns 1 when kept, 0 when not a gpumem result, -1 on error. */
 static int read_result(json_t *res, json_t *artifacts, size_t unit, struct lint_finding *f)
 {
@@ -233,49 +286,9 @@ static int read_result(json_t *res, json_t *artifacts, size_t unit, struct lint_
         lint_finding_free(f);
         return -1;
     }
-    /* The path: the first thread flow of the first code flow (clang writes one). */
-    json_t *tf = json_array_get(
-        json_object_get(json_array_get(json_object_get(res, "codeFlows"), 0), "threadFlows"), 0);
-    size_t i;
-    json_t *step;
-    json_array_foreach(json_object_get(tf, "locations"), i, step) {
-        struct lint_loc l;
-        if (read_location(json_object_get(step, "location"), artifacts, &l, NULL, NULL) != 0)
-            continue;
-        const char *imp = json_string_value(json_object_get(step, "importance"));
-        l.importance = !imp || strcmp(imp, "essential") == 0 ? 2
-                       : strcmp(imp, "important") == 0       ? 1
-                                                             : 0;
-        if (starts_with(l.message, "allocated here") || starts_with(l.message, "released here")) {
-            struct lint_loc r = l;
-            r.file = strdup(l.file);
-            r.message = l.message ? strdup(l.message) : NULL;
-            if (!r.file || (l.message && !r.message) ||
-                push_loc(&f->related, &f->n_related, &r) != 0) {
-                free(r.file);
-                free(r.message);
-            }
-        }
-        if (push_loc(&f->path, &f->n_path, &l) != 0) {
-            free(l.file);
-            free(l.message);
-        }
-    }
+    read_path(res, artifacts, f);
     trim_path(f);
-    /* relatedLocations, when the producer wrote them, count too. */
-    json_array_foreach(json_object_get(res, "relatedLocations"), i, step) {
-        struct lint_loc l;
-        if (read_location(step, artifacts, &l, NULL, NULL) != 0)
-            continue;
-        int dup = 0;
-        for (size_t k = 0; k < f->n_related && !dup; k++)
-            dup = f->related[k].line == l.line && f->related[k].col == l.col &&
-                  strcmp(f->related[k].file, l.file) == 0;
-        if (dup || push_loc(&f->related, &f->n_related, &l) != 0) {
-            free(l.file);
-            free(l.message);
-        }
-    }
+    read_related(res, artifacts, f);
     return 1;
 }
 
