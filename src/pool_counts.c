@@ -9,40 +9,13 @@
 #include "internal.h"
 #include "pool_counts.h"
 
-/* Allocations and releases of pool records (counts and bytes) by kind (device or pinned, the
- * pools' kinds) and device slot: live figures are allocations less releases. Only the owning
- * thread writes them (a plain add: a relaxed load and store), so a pair writes no line another
- * thread writes, and two counters each way; a read sums every thread's under pc_lock, and a
- * thread that ends adds its own to pc_gone. A release on another thread than the
- * allocation's counts there: the sum is exact. */
-enum { PC_ALLOCS, PC_ALLOC_BYTES, PC_RELEASES, PC_RELEASE_BYTES, PC_FIELDS };
-typedef struct pcounts {
-    _Alignas(64) atomic_uint_fast64_t cell[2][GPUMEM_STATS_DEVICES][PC_FIELDS]; /* own lines */
-    struct pcounts *prev, *next;
-} pcounts;
-
-static inline int pc_kind_ix(int kind)
-{
-    return kind == GPUMEM_KIND_PINNED;
-}
-static inline int pc_kind_of(int ix)
-{
-    return ix ? GPUMEM_KIND_PINNED : GPUMEM_KIND_DEVICE;
-}
-
 static pthread_mutex_t pc_lock = PTHREAD_MUTEX_INITIALIZER;
 static pcounts *pc_list;
 static pcounts pc_gone; /* threads that ended; under pc_lock */
 static pthread_key_t pc_key;
 static pthread_once_t pc_once = PTHREAD_ONCE_INIT;
-static _Thread_local pcounts *pc_mine;
+_Thread_local pcounts *gpumem__pc_mine;
 static _Thread_local int pc_ended; /* after the thread's destructor: counts go to pc_gone */
-
-static inline void pc_add(atomic_uint_fast64_t *c, uint64_t v)
-{
-    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
-                          memory_order_relaxed);
-}
 
 static void pc_thread_exit(void *arg)
 {
@@ -51,8 +24,8 @@ static void pc_thread_exit(void *arg)
     for (int k = 0; k < 2; k++)
         for (int d = 0; d < GPUMEM_STATS_DEVICES; d++)
             for (int f = 0; f < PC_FIELDS; f++)
-                pc_add(&pc_gone.cell[k][d][f],
-                       atomic_load_explicit(&c->cell[k][d][f], memory_order_relaxed));
+                gpumem__pc_add(&pc_gone.cell[k][d][f],
+                               atomic_load_explicit(&c->cell[k][d][f], memory_order_relaxed));
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -61,7 +34,7 @@ static void pc_thread_exit(void *arg)
         c->next->prev = c->prev;
     pthread_mutex_unlock(&pc_lock);
     free(c);
-    pc_mine = NULL;
+    gpumem__pc_mine = NULL;
     pc_ended = 1;
 }
 
@@ -73,8 +46,8 @@ static void pc_make_key(void)
 /* The calling thread's counters, made on first use; NULL when out of host memory or ending. */
 static pcounts *pc_of_thread(void)
 {
-    if (GPUMEM__LIKELY(pc_mine != NULL))
-        return pc_mine;
+    if (GPUMEM__LIKELY(gpumem__pc_mine != NULL))
+        return gpumem__pc_mine;
     if (pc_ended)
         return NULL;
     pthread_once(&pc_once, pc_make_key);
@@ -92,12 +65,12 @@ static pcounts *pc_of_thread(void)
         pc_list->prev = c;
     pc_list = c;
     pthread_mutex_unlock(&pc_lock);
-    return pc_mine = c;
+    return gpumem__pc_mine = c;
 }
 
 /* Counts a pool record's allocation (release 0) or release (1); an undone release is counted
  * as a release of minus its bytes. */
-void gpumem__pc_count(const gpumem__rec *r, int release, int64_t n)
+void gpumem__pc_count_slow(const gpumem__rec *r, int release, int64_t n)
 {
     pcounts *c = pc_of_thread();
     int locked = GPUMEM__UNLIKELY(c == NULL);
@@ -105,9 +78,7 @@ void gpumem__pc_count(const gpumem__rec *r, int release, int64_t n)
         pthread_mutex_lock(&pc_lock);
         c = &pc_gone;
     }
-    atomic_uint_fast64_t *cell = c->cell[pc_kind_ix(r->kind)][gpumem__dev_slot(r->device)];
-    pc_add(&cell[release ? PC_RELEASES : PC_ALLOCS], (uint64_t)n);
-    pc_add(&cell[release ? PC_RELEASE_BYTES : PC_ALLOC_BYTES], (uint64_t)(n * (int64_t)r->bytes));
+    gpumem__pc_add_to(c, r, release, n);
     if (locked)
         pthread_mutex_unlock(&pc_lock);
 }
@@ -124,7 +95,7 @@ void gpumem__pc_sum(gpumem__counts *out)
                     v[f] = atomic_load_explicit(&c->cell[k][d][f], memory_order_relaxed);
                 uint64_t live = v[PC_ALLOCS] - v[PC_RELEASES];
                 uint64_t live_bytes = v[PC_ALLOC_BYTES] - v[PC_RELEASE_BYTES];
-                int kind = pc_kind_of(k);
+                int kind = k ? GPUMEM_KIND_PINNED : GPUMEM_KIND_DEVICE;
                 out->count[kind].current += live;
                 out->count[kind].total += v[PC_ALLOCS];
                 out->bytes[kind] += live_bytes;
