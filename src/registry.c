@@ -44,9 +44,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "internal.h"
+#include "pool_counts.h"
+#include "registry_arrays.h"
 #include "sigsafe.h"
 
 #define SHARD_BITS 6
@@ -141,14 +142,6 @@ static int shard_trylock(shard *s, long *budget_ns)
     return 0;
 }
 
-/* Allocations larger than SMALL_MAX, sorted by base, for interior lookups. */
-static struct {
-    pthread_rwlock_t lock;
-    uintptr_t *base;
-    size_t *bytes;
-    size_t len, cap;
-} large = {PTHREAD_RWLOCK_INITIALIZER, NULL, NULL, 0, 0};
-
 /* The address / 256 (which ignores RELEASED), mixed by MurmurHash3's 64-bit finalizer. A plain
  * multiplicative hash sent blocks a fixed stride apart (a pool's, CUDA's sub-allocations) to
  * few shards: its top bits advance by a constant step, so 16 threads' 4 KiB blocks, side by
@@ -185,46 +178,6 @@ static size_t table_find(const table *t, uintptr_t a)
     }
 }
 
-/* A table's arrays. Those of 2 MiB or more are mappings of their own, aligned to 2 MiB and
- * offered to the kernel for transparent huge pages: their slots are reached at random, and
- * with 4 KiB pages nearly every probe of a large table also missed the TLB. Zeroed either
- * way. */
-#define HUGE_BYTES ((size_t)2 << 20)
-
-static void *table_mem(size_t bytes)
-{
-    if (bytes < HUGE_BYTES)
-        return calloc(1, bytes);
-    size_t len = (bytes + HUGE_BYTES - 1) & ~(HUGE_BYTES - 1);
-    char *m = mmap(NULL, len + HUGE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
-    if (m == MAP_FAILED)
-        return NULL;
-    char *p = (char *)(((uintptr_t)m + HUGE_BYTES - 1) & ~(uintptr_t)(HUGE_BYTES - 1));
-    if (p > m)
-        munmap(m, (size_t)(p - m));
-    if (p + len < m + len + HUGE_BYTES)
-        munmap(p + len, (size_t)(m + len + HUGE_BYTES - (p + len)));
-#ifdef MADV_HUGEPAGE
-    madvise(p, len, MADV_HUGEPAGE);
-#endif
-    return p;
-}
-
-/* Releases what table_mem gave. Heap arrays are wiped first: stale copies of the addresses in
- * freed heap memory would look like the program's pointers to a scan of the heap. */
-static void table_mem_free(void *p, size_t bytes)
-{
-    if (!p)
-        return;
-    if (bytes >= HUGE_BYTES) {
-        munmap(p, (bytes + HUGE_BYTES - 1) & ~(HUGE_BYTES - 1));
-        return;
-    }
-    memset(p, 0, bytes);
-    free(p);
-}
-
 /* Grows t so that one more entry keeps the load at most 3/4. Returns 0 or -1 (no memory). */
 static int table_reserve(table *t)
 {
@@ -232,11 +185,11 @@ static int table_reserve(table *t)
     if (t->keys && (t->count + 1) * 4 <= cap * 3)
         return 0;
     size_t ncap = cap ? cap * 2 : MIN_SLOTS;
-    table nt = {table_mem(ncap * sizeof *nt.keys), table_mem(ncap * sizeof *nt.recs), ncap - 1,
+    table nt = {gpumem__table_mem(ncap * sizeof *nt.keys), gpumem__table_mem(ncap * sizeof *nt.recs), ncap - 1,
                 t->count};
     if (!nt.keys || !nt.recs) {
-        table_mem_free(nt.keys, ncap * sizeof *nt.keys);
-        table_mem_free(nt.recs, ncap * sizeof *nt.recs);
+        gpumem__table_mem_free(nt.keys, ncap * sizeof *nt.keys);
+        gpumem__table_mem_free(nt.recs, ncap * sizeof *nt.recs);
         return -1;
     }
     for (size_t i = 0; i < cap; i++) {
@@ -248,8 +201,8 @@ static int table_reserve(table *t)
         nt.keys[j] = t->keys[i];
         nt.recs[j] = t->recs[i];
     }
-    table_mem_free(t->keys, cap * sizeof *t->keys);
-    table_mem_free(t->recs, cap * sizeof *t->recs);
+    gpumem__table_mem_free(t->keys, cap * sizeof *t->keys);
+    gpumem__table_mem_free(t->recs, cap * sizeof *t->recs);
     *t = nt;
     return 0;
 }
@@ -280,86 +233,6 @@ static void table_delete(table *t, size_t i)
     }
     t->keys[i] = 0;
     t->count--;
-}
-
-/* Index of the first large allocation whose base is not below base. Locked. */
-static size_t large_lower_bound(uintptr_t base)
-{
-    size_t lo = 0, hi = large.len;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (large.base[mid] < base)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-static void large_add(uintptr_t base, size_t bytes)
-{
-    pthread_rwlock_wrlock(&large.lock);
-    if (large.len == large.cap) {
-        size_t n = large.cap ? large.cap * 2 : 64;
-        /* Not realloc: the old array is wiped before it is freed (see table_reserve). */
-        uintptr_t *nb = malloc(n * sizeof *nb);
-        size_t *nz = malloc(n * sizeof *nz);
-        if (!nb || !nz) { /* interior lookups of this one will miss; nothing else breaks */
-            free(nb);
-            free(nz);
-            pthread_rwlock_unlock(&large.lock);
-            return;
-        }
-        if (large.cap) {
-            memcpy(nb, large.base, large.len * sizeof *nb);
-            memcpy(nz, large.bytes, large.len * sizeof *nz);
-            memset(large.base, 0, large.cap * sizeof *large.base);
-        }
-        free(large.base);
-        free(large.bytes);
-        large.base = nb;
-        large.bytes = nz;
-        large.cap = n;
-    }
-    size_t lo = large_lower_bound(base);
-    memmove(large.base + lo + 1, large.base + lo, (large.len - lo) * sizeof *large.base);
-    memmove(large.bytes + lo + 1, large.bytes + lo, (large.len - lo) * sizeof *large.bytes);
-    large.base[lo] = base;
-    large.bytes[lo] = bytes;
-    large.len++;
-    pthread_rwlock_unlock(&large.lock);
-}
-
-static void large_remove(uintptr_t base)
-{
-    pthread_rwlock_wrlock(&large.lock);
-    size_t lo = large_lower_bound(base);
-    if (lo < large.len && large.base[lo] == base) {
-        memmove(large.base + lo, large.base + lo + 1, (large.len - lo - 1) * sizeof *large.base);
-        memmove(large.bytes + lo, large.bytes + lo + 1,
-                (large.len - lo - 1) * sizeof *large.bytes);
-        large.len--;
-    }
-    pthread_rwlock_unlock(&large.lock);
-}
-
-/* Base of the large allocation containing a, or 0. */
-static uintptr_t large_find(uintptr_t a)
-{
-    uintptr_t found = 0;
-    pthread_rwlock_rdlock(&large.lock);
-    size_t lo = 0, hi = large.len; /* first index with base > a */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (large.base[mid] <= a)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo > 0 && a - large.base[lo - 1] < large.bytes[lo - 1])
-        found = large.base[lo - 1];
-    pthread_rwlock_unlock(&large.lock);
-    return found;
 }
 
 
@@ -500,138 +373,6 @@ static pblock *pb_get(void)
     return d;
 }
 
-/* ---- per-thread counts of pool records ---- */
-
-/* Allocations and releases of pool records (counts and bytes) by kind (device or pinned, the
- * pools' kinds) and device slot: live figures are allocations less releases. Only the owning
- * thread writes them (a plain add: a relaxed load and store), so a pair writes no line another
- * thread writes, and two counters each way; a read sums every thread's under pc_lock, and a
- * thread that ends adds its own to pc_gone. A release on another thread than the
- * allocation's counts there: the sum is exact. */
-enum { PC_ALLOCS, PC_ALLOC_BYTES, PC_RELEASES, PC_RELEASE_BYTES, PC_FIELDS };
-typedef struct pcounts {
-    _Alignas(64) atomic_uint_fast64_t cell[2][GPUMEM_STATS_DEVICES][PC_FIELDS]; /* own lines */
-    struct pcounts *prev, *next;
-} pcounts;
-
-static inline int pc_kind_ix(int kind)
-{
-    return kind == GPUMEM_KIND_PINNED;
-}
-static inline int pc_kind_of(int ix)
-{
-    return ix ? GPUMEM_KIND_PINNED : GPUMEM_KIND_DEVICE;
-}
-
-static pthread_mutex_t pc_lock = PTHREAD_MUTEX_INITIALIZER;
-static pcounts *pc_list;
-static pcounts pc_gone; /* threads that ended; under pc_lock */
-static pthread_key_t pc_key;
-static pthread_once_t pc_once = PTHREAD_ONCE_INIT;
-static _Thread_local pcounts *pc_mine;
-static _Thread_local int pc_ended; /* after the thread's destructor: counts go to pc_gone */
-
-static inline void pc_add(atomic_uint_fast64_t *c, uint64_t v)
-{
-    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
-                          memory_order_relaxed);
-}
-
-static void pc_thread_exit(void *arg)
-{
-    pcounts *c = arg;
-    pthread_mutex_lock(&pc_lock);
-    for (int k = 0; k < 2; k++)
-        for (int d = 0; d < GPUMEM_STATS_DEVICES; d++)
-            for (int f = 0; f < PC_FIELDS; f++)
-                pc_add(&pc_gone.cell[k][d][f],
-                       atomic_load_explicit(&c->cell[k][d][f], memory_order_relaxed));
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        pc_list = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    pthread_mutex_unlock(&pc_lock);
-    free(c);
-    pc_mine = NULL;
-    pc_ended = 1;
-}
-
-static void pc_make_key(void)
-{
-    pthread_key_create(&pc_key, pc_thread_exit);
-}
-
-/* The calling thread's counters, made on first use; NULL when out of host memory or ending. */
-static pcounts *pc_of_thread(void)
-{
-    if (GPUMEM__LIKELY(pc_mine != NULL))
-        return pc_mine;
-    if (pc_ended)
-        return NULL;
-    pthread_once(&pc_once, pc_make_key);
-    pcounts *c = aligned_alloc(64, sizeof *c);
-    if (!c)
-        return NULL;
-    memset(c, 0, sizeof *c);
-    if (pthread_setspecific(pc_key, c) != 0) {
-        free(c);
-        return NULL;
-    }
-    pthread_mutex_lock(&pc_lock);
-    c->next = pc_list;
-    if (pc_list)
-        pc_list->prev = c;
-    pc_list = c;
-    pthread_mutex_unlock(&pc_lock);
-    return pc_mine = c;
-}
-
-/* Counts a pool record's allocation (release 0) or release (1); an undone release is counted
- * as a release of minus its bytes. */
-static void pc_count(const gpumem__rec *r, int release, int64_t n)
-{
-    pcounts *c = pc_of_thread();
-    int locked = GPUMEM__UNLIKELY(c == NULL);
-    if (locked) {
-        pthread_mutex_lock(&pc_lock);
-        c = &pc_gone;
-    }
-    atomic_uint_fast64_t *cell = c->cell[pc_kind_ix(r->kind)][gpumem__dev_slot(r->device)];
-    pc_add(&cell[release ? PC_RELEASES : PC_ALLOCS], (uint64_t)n);
-    pc_add(&cell[release ? PC_RELEASE_BYTES : PC_ALLOC_BYTES], (uint64_t)(n * (int64_t)r->bytes));
-    if (locked)
-        pthread_mutex_unlock(&pc_lock);
-}
-
-/* Adds every thread's counts (and the ended threads') to out. */
-static void pc_sum(gpumem__counts *out)
-{
-    pthread_mutex_lock(&pc_lock);
-    for (pcounts *c = &pc_gone; c; c = c == &pc_gone ? pc_list : c->next) {
-        for (int k = 0; k < 2; k++) {
-            for (int d = 0; d < GPUMEM_STATS_DEVICES; d++) {
-                uint64_t v[PC_FIELDS];
-                for (int f = 0; f < PC_FIELDS; f++)
-                    v[f] = atomic_load_explicit(&c->cell[k][d][f], memory_order_relaxed);
-                uint64_t live = v[PC_ALLOCS] - v[PC_RELEASES];
-                uint64_t live_bytes = v[PC_ALLOC_BYTES] - v[PC_RELEASE_BYTES];
-                int kind = pc_kind_of(k);
-                out->count[kind].current += live;
-                out->count[kind].total += v[PC_ALLOCS];
-                out->bytes[kind] += live_bytes;
-                out->total_bytes[kind] += v[PC_ALLOC_BYTES];
-                out->device_count[d].current += live;
-                out->device_count[d].total += v[PC_ALLOCS];
-                out->device_bytes[d] += live_bytes;
-                out->device_total_bytes[d] += v[PC_ALLOC_BYTES];
-            }
-        }
-    }
-    pthread_mutex_unlock(&pc_lock);
-}
-
 /* ---- pool records: allocation, release and lookups ---- */
 
 /* Makes pool record d hold live allocation r; 0 when d is not r's (reused meanwhile, or the
@@ -646,7 +387,7 @@ static int pb_make_live(pblock *d, const gpumem__rec *r)
     d->rec = *r;
     d->live = 1;
     pb_unlock(d);
-    pc_count(r, 0, 1);
+    gpumem__pc_count(r, 0, 1);
     return 1;
 }
 
@@ -673,7 +414,7 @@ static int pb_take(pblock *d, uintptr_t a, gpumem_site site, unsigned kind_mask,
     d->rec.freed_stack = 0;
     *out = d->rec;
     pb_unlock(d);
-    pc_count(out, 1, 1);
+    gpumem__pc_count(out, 1, 1);
     return GPUMEM__TAKEN;
 }
 
@@ -763,9 +504,9 @@ void gpumem__reg_pool_span(uintptr_t base, size_t bytes, int add)
     if (bytes <= SMALL_MAX)
         return;
     if (add)
-        large_add(base, bytes);
+        gpumem__large_add(base, bytes);
     else
-        large_remove(base);
+        gpumem__large_remove(base);
 }
 
 void gpumem__reg_setup(void)
@@ -821,7 +562,7 @@ int gpumem__reg_insert(const gpumem__rec *r)
     s->dev_total_count[gpumem__dev_slot(r->device)]++;
     s->dev_total_bytes[gpumem__dev_slot(r->device)] += r->bytes;
     if (r->bytes > SMALL_MAX && !r->pool)
-        large_add(r->base, r->bytes);
+        gpumem__large_add(r->base, r->bytes);
     pthread_mutex_unlock(&s->lock);
     return 0;
 }
@@ -886,7 +627,7 @@ int gpumem__reg_find(const void *p, gpumem__rec *out)
         if (live)
             return 1;
     }
-    uintptr_t large_base = large_find(a);
+    uintptr_t large_base = gpumem__large_find(a);
     uintptr_t lowest = a >= SMALL_MAX ? a - SMALL_MAX : 0;
     uintptr_t cand = a & ~(uintptr_t)(GPUMEM_ALIGNMENT - 1);
     if (large_base)
@@ -1010,7 +751,7 @@ gpumem__take_result gpumem__reg_take(const void *p, gpumem_site site, unsigned k
         }
         count_live(s, r, -1);
         if (r->bytes > SMALL_MAX && !r->pool)
-            large_remove(a);
+            gpumem__large_remove(a);
         r->freed_site = site;
         r->freed_thread = gpumem__thread_id();
         *out = *r;
@@ -1059,7 +800,7 @@ void gpumem__reg_untake(const void *p)
         gpumem__rec r = d->rec;
         pb_unlock(d);
         if (mine) {
-            pc_count(&r, 1, -1);
+            gpumem__pc_count(&r, 1, -1);
             return;
         }
     }
@@ -1074,7 +815,7 @@ void gpumem__reg_untake(const void *p)
         r->freed_stack = 0;
         count_live(s, r, 1);
         if (r->bytes > SMALL_MAX && !r->pool)
-            large_add(r->base, r->bytes);
+            gpumem__large_add(r->base, r->bytes);
     }
     pthread_mutex_unlock(&s->lock);
 }
@@ -1094,7 +835,7 @@ void gpumem__reg_live(gpumem_live *out)
     }
     gpumem__counts pc;
     memset(&pc, 0, sizeof pc);
-    pc_sum(&pc);
+    gpumem__pc_sum(&pc);
     for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
         out->count[k] += pc.count[k].current;
         out->bytes[k] += pc.bytes[k];
@@ -1126,7 +867,7 @@ void gpumem__reg_counts(gpumem__counts *out)
         }
         pthread_mutex_unlock(&s->lock);
     }
-    pc_sum(out);
+    gpumem__pc_sum(out);
     for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
         out->count[0].current += out->count[k].current;
         out->count[0].total += out->count[k].total;
@@ -1191,8 +932,7 @@ void gpumem__reg_storage(void (*fn)(const void *p, size_t bytes, void *arg), voi
         if (s->ring)
             fn(s->ring, s->ring_cap * sizeof *s->ring, arg);
     }
-    if (large.base)
-        fn(large.base, large.cap * sizeof *large.base, arg);
+    gpumem__large_storage(fn, arg);
     for (pb_slab *sl = atomic_load_explicit(&pb_slabs, memory_order_acquire); sl; sl = sl->next)
         fn(sl, sizeof *sl, arg);
 }
@@ -1220,7 +960,7 @@ void gpumem__reg_at_fork(int phase)
                     sched_yield();
                 pb_unlock(&sl->b[i]);
             }
-        pthread_mutex_lock(&pc_lock);
+        gpumem__pc_at_fork(phase);
         return;
     }
     if (phase == GPUMEM__FORK_CHILD) {
@@ -1228,14 +968,14 @@ void gpumem__reg_at_fork(int phase)
          * forking and leave, touching nothing: the fork may copy it holding the shard. */
         for (unsigned i = 0; i < SHARDS; i++)
             pthread_mutex_init(&shards[i].lock, NULL);
-        pthread_rwlock_init(&large.lock, NULL);
+        gpumem__large_at_fork_child();
         for (pb_slab *sl = atomic_load_explicit(&pb_slabs, memory_order_relaxed); sl; sl = sl->next)
             for (unsigned i = 0; i < PB_SLAB; i++)
                 atomic_store_explicit(&sl->b[i].lock, 0, memory_order_relaxed);
         /* The counters of the parent's other threads stay in the list: the child inherited
          * their allocations, and no thread of the child ends to fold them. */
     }
-    pthread_mutex_unlock(&pc_lock);
+    gpumem__pc_at_fork(phase);
     pthread_mutex_unlock(&pm_lock);
     atomic_store_explicit(&forking.on, 0, memory_order_release);
 }

@@ -1,7 +1,8 @@
 /* `gpumem bench`: what allocation and every copy path cost on the machine at hand.
  *
  * bench.c reads the command line and drives the run; alloc.c, copy.c and host.c measure one
- * concern each, devices.c what crosses between devices (peer copies, each device's pool);
+ * concern each, devices.c what crosses between devices (peer copies, each device's pool), all
+ * with measure.c's helpers (clock, medians, progress), which call none of them;
  * link.c asks NVML for the PCIe link and the NVLink links between devices; report.c turns a
  * finished report into the table and the JSON document (pure functions: tests/bench/ calls
  * them with made-up results); kernels.cu holds the two kernels the mapped and managed paths
@@ -140,7 +141,7 @@ void bench_link_close(void);
 void bench_link_pair(const char *src_bus, const char *dst_bus, int cc_major, int cc_minor,
                      bench_pair_link *pair);
 
-/* ---- the measuring side (bench.c, alloc.c, copy.c, host.c) ---- */
+/* ---- the measuring side (bench.c, alloc.c, copy.c, host.c, devices.c; measure.c) ---- */
 
 typedef struct bench_ctx {
     bench_report *report;

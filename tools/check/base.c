@@ -149,6 +149,11 @@ FILE *check__log(void)
         char path[4096];
         int fd = check__open_output(check__opt.log, path, sizeof path);
         FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+        /* A buffer of its own: writing the log never allocates one from the heap (which an
+         * exit() from a signal handler may find locked). It cannot fail before a write. */
+        static char log_buf[BUFSIZ];
+        if (f)
+            (void)setvbuf(f, log_buf, _IOFBF, sizeof log_buf);
         if (f) {
             out_file = f;
             out_fd = fd;
