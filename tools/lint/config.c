@@ -238,7 +238,14 @@ struct option_row {
 static int set_rule_flags(struct lint_options *o, const struct option_row *row,
                           const char *value, const char *where)
 {
-    (void)where;
+    /* enable names the rules to run: the first list of a source (the config file, then the
+     * command line, which wins) replaces the selection, and more lists of it add to it. */
+    int source = strcmp(where, LINT_WHERE_COMMAND_LINE) == 0 ? 2 : 1;
+    if (row->lo == 1 && o->enable_source != source) {
+        for (int i = 0; i < LINT_RULE_COUNT; i++)
+            o->enabled[i] = 0;
+        o->enable_source = source;
+    }
     return set_rules(OPTION_FIELD(o, row, int), value, (int)row->lo) != 0 ? SET_BAD_RULES : 0;
 }
 

@@ -104,6 +104,8 @@ struct lint_options {
     int path_mode;                     /**< enum lint_path_mode, for text output */
     int timeout;                       /**< seconds per translation unit */
     int enabled[LINT_RULE_COUNT];      /**< 1 when the rule's checker runs */
+    int enable_source;                 /**< where the last enable list came from: 0 none, 1 the
+                                            config file, 2 the command line */
     int severity[LINT_RULE_COUNT];     /**< severity of the rule's findings */
     size_t max_file_size;              /**< bigger files are skipped */
     struct lint_strlist launch_checks; /**< calls that check a preceding kernel launch */

@@ -297,6 +297,29 @@ static void test_exit_statuses(void)
     EXPECT_EQ(r.rc, 0);
     lint("--no-config", "--disable=gpumem.EarlyExitLeak", "leak.cu", NULL);
     EXPECT_EQ(r.rc, 0);
+    /* --enable names the rules to run: the others' findings go; lists add up; the command
+     * line's first list replaces the config file's. */
+    write_file("two.cu", "void g(float *p) {\n"
+                         "  // FAKE: gpumem.UncheckedStatus status unchecked\n"
+                         "  // FAKE: gpumem.EarlyExitLeak alloc=1 this return leaks 'p'\n}\n");
+    lint("--no-config", "two.cu", NULL);
+    EXPECT_CONTAINS(r.out, "[GM004]");
+    EXPECT_CONTAINS(r.out, "[GM006]");
+    lint("--no-config", "--enable=GM006", "two.cu", NULL);
+    EXPECT_EQ(strstr(r.out, "[GM004]") == NULL, 1);
+    EXPECT_CONTAINS(r.out, "[GM006]");
+    lint("--no-config", "--enable=GM006", "--enable", "GM004", "two.cu", NULL);
+    EXPECT_CONTAINS(r.out, "[GM004]");
+    EXPECT_CONTAINS(r.out, "[GM006]");
+    write_file("enable.cfg", "enable = GM004\n");
+    lint("--config=enable.cfg", "two.cu", NULL);
+    EXPECT_CONTAINS(r.out, "[GM004]");
+    EXPECT_EQ(strstr(r.out, "[GM006]") == NULL, 1);
+    lint("--config=enable.cfg", "--enable=GM006", "two.cu", NULL);
+    EXPECT_EQ(strstr(r.out, "[GM004]") == NULL, 1);
+    EXPECT_CONTAINS(r.out, "[GM006]");
+    lint("--no-config", "--enable=GM006", "--disable=GM006", "two.cu", NULL);
+    EXPECT_CONTAINS(r.out, "no findings");
     /* GM003 notes only with --pedantic. */
     lint("--no-config", "note.cu", NULL);
     EXPECT_EQ(r.rc, 0);
@@ -725,7 +748,7 @@ static void test_config_errors(void)
     EXPECT_CONTAINS(r.err, "no source file found");
     /* Every key, as the config file spells it. */
     write_file("all.cfg", "format = text\njobs = 2\nexclude = x/*\nextensions = .cu\n"
-                          "max-file-size = 1MiB\nenable = GM001\ndisable = GM003\n"
+                          "max-file-size = 1MiB\nenable = GM001,GM006\ndisable = GM003\n"
                           "launch-check = MY_LAUNCH\nowner-fn = put\nrelease-fn = recycle\n"
                           "severity = GM002: error\nfail-on = warning\nsuppress = z/*\n"
                           "pedantic = off\npath = short\ntimeout = 60\nquiet = off\n"
@@ -733,7 +756,7 @@ static void test_config_errors(void)
     lint("--config=all.cfg", "a.cu", NULL);
     EXPECT_EQ(r.rc, 2); /* an empty baseline path is not a file */
     write_file("all.cfg", "format = text\njobs = 2\nexclude = x/*\nextensions = .cu\n"
-                          "max-file-size = 1MiB\nenable = GM001\ndisable = GM003\n"
+                          "max-file-size = 1MiB\nenable = GM001,GM006\ndisable = GM003\n"
                           "launch-check = MY_LAUNCH\nowner-fn = put\nrelease-fn = recycle\n"
                           "severity = GM002: error\nfail-on = warning\nsuppress = z/*\n"
                           "pedantic = off\npath = short\ntimeout = 60\nquiet\n");
