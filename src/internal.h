@@ -1,4 +1,14 @@
-/* gpumem internals shared between the library's source files (gpumem__ prefix). */
+/* gpumem internals shared between the library's source files (gpumem__ prefix).
+ *
+ * Most of the library's files (20, the allocating entry points alloc.c, pool.c and copy.c
+ * among them) call each other in one circle, through two hubs. init.c starts gpumem: it reads the options, picks the
+ * backend and sets up the registry, the trace, the exit report and the fork handlers; and the
+ * first call of any kind may start gpumem, so options.c, registry.c, errors.c, report.c and
+ * checkpoint.c call gpumem__init_once back. fork.c calls every module's at-fork handler, in the
+ * order their locks nest (fork.c says it), and init.c and trace.c set it up. errors.c also
+ * calls up, for the out-of-memory message (what is resident on each device, the largest
+ * holders: checkpoint.c, report.c). Breaking it would take the entry points starting gpumem
+ * before any lower call, and modules handing fork.c their handlers. */
 #ifndef GPUMEM_INTERNAL_H
 #define GPUMEM_INTERNAL_H
 
