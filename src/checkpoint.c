@@ -124,3 +124,57 @@ int gpumem_checkpoint_diff(const gpumem_checkpoint_t *cp, FILE *out,
         *diff = d; /* right also when writing failed: only the text is incomplete */
     return out ? gpumem__err_stream(out, 0, "gpumem_checkpoint_diff") : GPUMEM_OK;
 }
+
+/* Out-of-memory context: the device's free and total memory (when the backend is up), what
+ * gpumem holds by kind and, when more than one device holds some, its device memory on each,
+ * and the five call sites that hold the most. Grouping the sites takes host memory; without
+ * it the list is left out and the rest still says what matters. */
+void gpumem__err_oom(gpumem_error *e, int device)
+{
+    char a[32], b[32];
+    int dev = device;
+    if (gpumem__backend_try() && (dev >= 0 || gpumem__be->current_device(&dev) == 0) &&
+        gpumem__be->mem_info(dev, &e->device_free, &e->device_total) == 0)
+        gpumem__err_append(e, "\n    device %d: %s free of %s", dev,
+                           gpumem_format_bytes(e->device_free, a, sizeof a),
+                           gpumem_format_bytes(e->device_total, b, sizeof b));
+    uint64_t on[GPUMEM_STATS_DEVICES];
+    gpumem__device_resident(on);
+    int holders = 0;
+    for (int d = 0; d < GPUMEM_STATS_DEVICES; d++)
+        holders += on[d] != 0;
+    for (int d = 0, shown = 0; holders > 1 && d < GPUMEM_STATS_DEVICES; d++) {
+        if (!on[d])
+            continue;
+        gpumem__err_append(e, "%sdevice %d%s %s", shown++ ? ", " : "\n    gpumem's device memory by device: ",
+                           d, d == GPUMEM_STATS_DEVICES - 1 ? "+" : "",
+                           gpumem_format_bytes(on[d], a, sizeof a));
+    }
+    gpumem_live live;
+    gpumem__reg_live(&live);
+    e->live_bytes = live.bytes[0];
+    gpumem__err_append(e, "\n    live in gpumem: %s", gpumem_format_bytes(live.bytes[0], a, sizeof a));
+    const char *sep = " (";
+    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
+        if (!live.count[k])
+            continue;
+        gpumem__err_append(e, "%s%s %s", sep, gpumem_format_bytes(live.bytes[k], a, sizeof a),
+                           gpumem_kind_name(k));
+        sep = ", ";
+    }
+    if (*sep == ',')
+        gpumem__err_append(e, ")");
+    /* Who holds it: the five call sites with the most live bytes. */
+    gpumem__group *g = NULL;
+    long n = live.count[0] ? gpumem__group_live(0, 0, &g, NULL) : 0;
+    for (long i = 0; i < n && i < 5; i++) {
+        char where[256];
+        gpumem__err_append(e, "%s%s (%s, %llu)", i ? ", " : "\n    largest holders: ",
+                           gpumem__site_str(g[i].site, where, sizeof where),
+                           gpumem_format_bytes(g[i].bytes, a, sizeof a),
+                           (unsigned long long)g[i].count);
+    }
+    if (n > 5)
+        gpumem__err_append(e, ", ...");
+    free(g);
+}

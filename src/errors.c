@@ -77,6 +77,11 @@ const gpumem_error *gpumem_last_error(void)
     return &tls_err;
 }
 
+gpumem_error *gpumem__err_record(void)
+{
+    return &tls_err;
+}
+
 const char *gpumem__site_str(gpumem_site s, char *buf, size_t n)
 {
     if (!s.file)
@@ -245,94 +250,4 @@ int gpumem__err_stream(FILE *out, int write_error, const char *fn)
                             "wrote is incomplete\n  hint: free space where the stream goes "
                             "(a full disk?), or pass another stream", fn, strerror(e));
     return gpumem__err_raise(err);
-}
-
-int gpumem_sync_launch(void)
-{
-    gpumem__init_once(); /* the option only; a missing device is the launch's to report */
-    return gpumem__opt_bool(GPUMEM__OPT_SYNC_LAUNCH);
-}
-
-/* Out-of-memory context: the device's free and total memory (when the backend is up), what
- * gpumem holds by kind and, when more than one device holds some, its device memory on each,
- * and the five call sites that hold the most. Grouping the sites takes host memory; without
- * it the list is left out and the rest still says what matters. */
-void gpumem__err_oom(gpumem_error *e, int device)
-{
-    char a[32], b[32];
-    int dev = device;
-    if (gpumem__backend_try() && (dev >= 0 || gpumem__be->current_device(&dev) == 0) &&
-        gpumem__be->mem_info(dev, &e->device_free, &e->device_total) == 0)
-        gpumem__err_append(e, "\n    device %d: %s free of %s", dev,
-                           gpumem_format_bytes(e->device_free, a, sizeof a),
-                           gpumem_format_bytes(e->device_total, b, sizeof b));
-    uint64_t on[GPUMEM_STATS_DEVICES];
-    gpumem__device_resident(on);
-    int holders = 0;
-    for (int d = 0; d < GPUMEM_STATS_DEVICES; d++)
-        holders += on[d] != 0;
-    for (int d = 0, shown = 0; holders > 1 && d < GPUMEM_STATS_DEVICES; d++) {
-        if (!on[d])
-            continue;
-        gpumem__err_append(e, "%sdevice %d%s %s", shown++ ? ", " : "\n    gpumem's device memory by device: ",
-                           d, d == GPUMEM_STATS_DEVICES - 1 ? "+" : "",
-                           gpumem_format_bytes(on[d], a, sizeof a));
-    }
-    gpumem_live live;
-    gpumem__reg_live(&live);
-    e->live_bytes = live.bytes[0];
-    gpumem__err_append(e, "\n    live in gpumem: %s", gpumem_format_bytes(live.bytes[0], a, sizeof a));
-    const char *sep = " (";
-    for (int k = 1; k < GPUMEM_KIND_COUNT_; k++) {
-        if (!live.count[k])
-            continue;
-        gpumem__err_append(e, "%s%s %s", sep, gpumem_format_bytes(live.bytes[k], a, sizeof a),
-                           gpumem_kind_name(k));
-        sep = ", ";
-    }
-    if (*sep == ',')
-        gpumem__err_append(e, ")");
-    /* Who holds it: the five call sites with the most live bytes. */
-    gpumem__group *g = NULL;
-    long n = live.count[0] ? gpumem__group_live(0, 0, &g, NULL) : 0;
-    for (long i = 0; i < n && i < 5; i++) {
-        char where[256];
-        gpumem__err_append(e, "%s%s (%s, %llu)", i ? ", " : "\n    largest holders: ",
-                           gpumem__site_str(g[i].site, where, sizeof where),
-                           gpumem_format_bytes(g[i].bytes, a, sizeof a),
-                           (unsigned long long)g[i].count);
-    }
-    if (n > 5)
-        gpumem__err_append(e, ", ...");
-    free(g);
-}
-
-int gpumem_check_at(int status, const char *expr, gpumem_site site)
-{
-    if (GPUMEM__LIKELY(status == 0))
-        return 0;
-    if (status < 0) {
-        /* A gpumem call failed inside expr and has already reported the details through the
-         * handler; keep its record's fields (sites, sizes) and make the message the one line
-         * that says where the check was, so the details are not printed twice. */
-        gpumem_error *e = &tls_err;
-        if (e->code != status)
-            e = gpumem__err_begin(status, expr, site);
-        e->checked = 1;
-        snprintf(e->message, sizeof e->message, "gpumem: error: %s:%d: %s: %s: %s: %s",
-                 site.file, site.line, site.func, expr, gpumem_err_name(status),
-                 gpumem_strerror(status));
-        gpumem__err_raise(e);
-        return status;
-    }
-    gpumem_error *e = gpumem__err_begin(gpumem__status_from_cuda(status), expr, site);
-    gpumem__err_cuda(e, status);
-    e->checked = 1;
-    snprintf(e->message, sizeof e->message, "gpumem: error: %s:%d: %s: %s: %s: %s", site.file,
-             site.line, site.func, expr, e->cuda_name, e->cuda_string);
-    if (status == cudaErrorMemoryAllocation)
-        gpumem__err_oom(e, -1);
-    gpumem__err_sticky_hint(e);
-    gpumem__err_raise(e);
-    return status;
 }

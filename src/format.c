@@ -1,5 +1,5 @@
 /* Text chores that messages, reports and traces share, each written once: sizes for people,
- * JSON strings, file names with %p. Without allocation (but gpumem__utf8_valid_dup, for the
+ * JSON strings, file names with %p, the version string. Without allocation (but gpumem__utf8_valid_dup, for the
  * tools' JSON library), stdio or floating point: the exit-time report uses them from a signal
  * handler (sigsafe.h). */
 #include <stdlib.h>
@@ -280,4 +280,12 @@ size_t gpumem__path_expand(const char *pattern, long pid, int add_pid, char *out
     }
     out[o] = '\0';
     return need;
+}
+
+const char *gpumem_version(void)
+{
+#define GPUMEM__STR2(x) #x
+#define GPUMEM__STR(x) GPUMEM__STR2(x)
+    return GPUMEM__STR(GPUMEM_VERSION_MAJOR) "." GPUMEM__STR(GPUMEM_VERSION_MINOR) "." GPUMEM__STR(
+        GPUMEM_VERSION_PATCH);
 }

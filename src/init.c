@@ -39,6 +39,30 @@ void gpumem__init_once(void)
     pthread_once(&once, init_once);
 }
 
+int gpumem_option_count(void)
+{
+    return GPUMEM__OPT_COUNT;
+}
+
+int gpumem_option_get(int i, const char **name, const char **value, const char **default_value,
+                      const char **help)
+{
+    if (i < 0 || i >= GPUMEM__OPT_COUNT)
+        return GPUMEM_EINVAL;
+    gpumem__init_once(); /* reads the options; needs no device */
+    const char *n, *d, *h;
+    gpumem__opt_describe(i, &n, &d, &h);
+    if (name)
+        *name = n;
+    if (value)
+        *value = gpumem__opt_str(i);
+    if (default_value)
+        *default_value = d;
+    if (help)
+        *help = h;
+    return GPUMEM_OK;
+}
+
 void gpumem__init_at_fork(int phase)
 {
     if (phase == GPUMEM__FORK_PREPARE)
@@ -136,14 +160,6 @@ int gpumem_backend_select(const char *name)
     }
     pthread_mutex_unlock(&backend_lock);
     return rc;
-}
-
-const char *gpumem_version(void)
-{
-#define GPUMEM__STR2(x) #x
-#define GPUMEM__STR(x) GPUMEM__STR2(x)
-    return GPUMEM__STR(GPUMEM_VERSION_MAJOR) "." GPUMEM__STR(GPUMEM_VERSION_MINOR) "." GPUMEM__STR(
-        GPUMEM_VERSION_PATCH);
 }
 
 unsigned gpumem__thread_id(void)

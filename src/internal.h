@@ -1,14 +1,15 @@
 /* gpumem internals shared between the library's source files (gpumem__ prefix).
  *
- * Most of the library's files (20, the allocating entry points alloc.c, pool.c and copy.c
- * among them) call each other in one circle, through two hubs. init.c starts gpumem: it reads the options, picks the
- * backend and sets up the registry, the trace, the exit report and the fork handlers; and the
- * first call of any kind may start gpumem, so options.c, registry.c, errors.c, report.c and
- * checkpoint.c call gpumem__init_once back. fork.c calls every module's at-fork handler, in the
- * order their locks nest (fork.c says it), and init.c and trace.c set it up. errors.c also
- * calls up, for the out-of-memory message (what is resident on each device, the largest
- * holders: checkpoint.c, report.c). Breaking it would take the entry points starting gpumem
- * before any lower call, and modules handing fork.c their handlers. */
+ * The options, errors, formatting, NVTX and backend files call nothing above them. Fourteen
+ * others (the allocating entry points alloc.c, pool.c and copy.c among them) call each other in
+ * one circle, through two hubs. init.c starts gpumem: it reads the options, picks the backend
+ * and sets up the registry, the trace, the exit report and the fork handlers; and the first call
+ * of any kind may start gpumem, so registry.c, report.c and checkpoint.c call gpumem__init_once
+ * back, and every user of the backend reads gpumem__be, which init.c owns. fork.c calls every
+ * module's at-fork handler, in the order their locks nest (fork.c says it), and init.c and
+ * trace.c set it up. Breaking it would take the entry points starting gpumem before any lower
+ * call, and modules handing fork.c their handlers. Inside the circle the pool's files
+ * (pool.c, pool_arena.c, pool_pages.c, tcache.c) also call each other: one allocator. */
 #ifndef GPUMEM_INTERNAL_H
 #define GPUMEM_INTERNAL_H
 
@@ -101,15 +102,17 @@ void gpumem__options_load(void);
 const char *gpumem__opt_str(int id);
 uint64_t gpumem__opt_u64(int id);
 int gpumem__opt_bool(int id);
+/* The option's GPUMEM_* name, its default value and its help line. */
+void gpumem__opt_describe(int id, const char **name, const char **default_value,
+                          const char **help);
 /* Parsers, exposed for tests: return 0 on success, -1 on malformed text. */
 int gpumem__parse_size(const char *text, uint64_t *out);
 int gpumem__parse_bool(const char *text, int *out);
+/* The process's command line (/proc/self/cmdline), its words separated by spaces, at most
+ * n - 1 bytes; empty when it cannot be read (trace_text.c). */
+void gpumem__command_line(char *buf, size_t n);
 /* The candidate closest to NAME (its first NAME_LEN characters), ignoring case, if at most
  * MAX_DISTANCE edits away, else NULL: the "did you mean" of options, commands and keys. */
-/* The process's command line (/proc/self/cmdline), its words separated by spaces, at most
- * n - 1 bytes; empty when it cannot be read. */
-void gpumem__command_line(char *buf, size_t n);
-
 const char *gpumem__suggest(const char *name, size_t name_len, const char *const *candidates,
                             size_t count, size_t max_distance);
 
@@ -371,6 +374,9 @@ uint64_t gpumem__seq_take(void);
  * on each device, by statistics slot (gpumem__dev_slot). Walks the registry: not for hot
  * paths. */
 void gpumem__device_resident(uint64_t bytes[GPUMEM_STATS_DEVICES]);
+/* Adds to e's message the free/total of device (-1: the caller's current device), gpumem's live
+ * bytes by kind and by device, and the largest holders (out-of-memory context). */
+void gpumem__err_oom(gpumem_error *e, int device);
 
 /* ---- stats.c: byte peaks (counts and totals are the registry's) ---- */
 void gpumem__stats_alloc(int kind, int device, uint64_t bytes);
@@ -407,13 +413,12 @@ void gpumem__report_at_exit_disable(void);
 
 /* ---- errors.c: the per-thread record and the handler ---- */
 gpumem_error *gpumem__err_begin(int code, const char *expr, gpumem_site site);
+/* The calling thread's record, as it stands (gpumem_last_error's, writable). */
+gpumem_error *gpumem__err_record(void);
 void gpumem__err_cuda(gpumem_error *e, int cuda_error);
 void gpumem__err_alloc(gpumem_error *e, const gpumem__rec *r);
 /* Appends to e->message (printf-style); truncates safely. */
 void gpumem__err_append(gpumem_error *e, const char *fmt, ...) GPUMEM__FORMAT(2, 3);
-/* Adds the free/total of device (-1: the caller's current device), gpumem's live bytes by kind
- * and by device, and the largest holders (out-of-memory context). */
-void gpumem__err_oom(gpumem_error *e, int device);
 /* When e->code is GPUMEM_ESTICKY, appends what that means for the process and returns 1;
  * else returns 0. */
 int gpumem__err_sticky_hint(gpumem_error *e);

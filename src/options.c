@@ -314,24 +314,10 @@ int gpumem__opt_bool(int id)
     return numbers[id] != 0;
 }
 
-int gpumem_option_count(void)
+void gpumem__opt_describe(int id, const char **name, const char **default_value,
+                          const char **help)
 {
-    return GPUMEM__OPT_COUNT;
-}
-
-int gpumem_option_get(int i, const char **name, const char **value, const char **default_value,
-                      const char **help)
-{
-    if (i < 0 || i >= GPUMEM__OPT_COUNT)
-        return GPUMEM_EINVAL;
-    gpumem__init_once(); /* reads the options; needs no device */
-    if (name)
-        *name = defs[i].name;
-    if (value)
-        *value = gpumem__opt_str(i);
-    if (default_value)
-        *default_value = defs[i].def;
-    if (help)
-        *help = defs[i].help;
-    return GPUMEM_OK;
+    *name = defs[id].name;
+    *default_value = defs[id].def;
+    *help = defs[id].help;
 }

@@ -755,22 +755,6 @@ static int file_open(const char *pattern)
     return -1;
 }
 
-void gpumem__command_line(char *buf, size_t n)
-{
-    buf[0] = '\0';
-    FILE *f = fopen("/proc/self/cmdline", "re");
-    if (!f)
-        return;
-    size_t got = fread(buf, 1, n - 1, f);
-    fclose(f);
-    if (got == n - 1) /* cut to fit: at a character boundary */
-        got = gpumem__utf8_whole(buf, got);
-    buf[got] = '\0';
-    for (size_t i = 0; i + 1 < got; i++)
-        if (buf[i] == '\0' || buf[i] == '\n')
-            buf[i] = ' ';
-}
-
 /* The process's rank in a parallel job, for the head (gpumem__trace_set_rank), or -1. */
 static long trace_rank = -1;
 

@@ -494,3 +494,19 @@ void gpumem__trace_end_text(gpumem__text *t, uint64_t ns, uint64_t recorded, uin
     put_end(t, ns, recorded, dropped);
     put_frames(t);
 }
+
+void gpumem__command_line(char *buf, size_t n)
+{
+    buf[0] = '\0';
+    FILE *f = fopen("/proc/self/cmdline", "re");
+    if (!f)
+        return;
+    size_t got = fread(buf, 1, n - 1, f);
+    fclose(f);
+    if (got == n - 1) /* cut to fit: at a character boundary */
+        got = gpumem__utf8_whole(buf, got);
+    buf[got] = '\0';
+    for (size_t i = 0; i + 1 < got; i++)
+        if (buf[i] == '\0' || buf[i] == '\n')
+            buf[i] = ' ';
+}
