@@ -5,6 +5,7 @@
 #define GPUMEM_TESTS_CHILD_ROUNDS_H
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -73,6 +74,20 @@ static inline int rounds_wait(pid_t pid, double limit_s, int *status, double *to
     }
     *took = rounds_now_s() - start;
     return w != 0;
+}
+
+/* Where a child that did not end is stuck: every thread's stack, by gdb where it is installed
+ * (a hang that a loaded machine shows once in thousands of rounds is then explained in the
+ * test's output). Call before killing the child. */
+static inline void rounds_show_stacks(pid_t pid)
+{
+    char cmd[160];
+    snprintf(cmd, sizeof cmd,
+             "command -v gdb >/dev/null && timeout 60 gdb -p %ld -batch -ex 'thread apply all bt' "
+             "</dev/null 2>&1 | grep -E '^(#|Thread)' >&2",
+             (long)pid);
+    if (system(cmd) != 0)
+        fprintf(stderr, "(no stacks: gdb is not installed or could not attach)\n");
 }
 
 #endif

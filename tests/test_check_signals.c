@@ -149,6 +149,8 @@ int main(int argc, char **argv)
         char path[256];
         snprintf(path, sizeof path, "%s/log.%ld", dir, (long)pid);
         if (!ended) {
+            if (hung == 0)
+                rounds_show_stacks(pid);
             if (++hung <= 3)
                 fprintf(stderr, "round %d: child %ld hung in its crash report\n", round,
                         (long)pid);

@@ -165,6 +165,8 @@ int main(int argc, char **argv)
         int ended = rounds_wait(pid, 5.0, &status, &took);
         worst = took > worst ? took : worst;
         if (!ended) {
+            if (hung == 0)
+                rounds_show_stacks(pid);
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
             if (++hung <= 3)
