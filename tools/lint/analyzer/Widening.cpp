@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "MemoryApi.h"
 #include "MemoryChecker.h"
 #include "clang/AST/ParentMap.h"
 #include "clang/AST/StmtCXX.h"
@@ -358,10 +359,125 @@ ProgramStateRef keepCounters(ProgramStateRef State, ProgramStateRef Before,
   return State;
 }
 
+/// The number of rounds of a `for` loop that clang's unroll-loops follows
+/// one by one: `for (int i = A; i < B; i++)` with A and B integer literals
+/// (any comparison, either side); 0 when the loop is not of that form.
+uint64_t literalTripCount(const Stmt *Loop) {
+  const auto *FS = dyn_cast_or_null<ForStmt>(Loop);
+  const auto *Cond =
+      FS ? dyn_cast_or_null<BinaryOperator>(FS->getCond()) : nullptr;
+  if (!Cond || !Cond->isComparisonOp())
+    return 0;
+  const auto *Bound =
+      dyn_cast<IntegerLiteral>(Cond->getRHS()->IgnoreParenImpCasts());
+  if (!Bound)
+    Bound = dyn_cast<IntegerLiteral>(Cond->getLHS()->IgnoreParenImpCasts());
+  const Expr *Start = nullptr;
+  if (const auto *DS = dyn_cast_or_null<DeclStmt>(FS->getInit());
+      DS && DS->isSingleDecl())
+    if (const auto *VD = dyn_cast<VarDecl>(DS->getSingleDecl()))
+      Start = VD->getInit();
+  if (const auto *BO = dyn_cast_or_null<BinaryOperator>(FS->getInit());
+      BO && BO->getOpcode() == BO_Assign)
+    Start = BO->getRHS();
+  const auto *Init =
+      Start ? dyn_cast<IntegerLiteral>(Start->IgnoreParenImpCasts()) : nullptr;
+  if (!Bound || !Init)
+    return 0;
+  llvm::APInt B = Bound->getValue(), I = Init->getValue();
+  if (B.getBitWidth() != I.getBitWidth())
+    return 0;
+  return (B.sge(I) ? B - I : I - B).getLimitedValue();
+}
+
+/// \p S calls a function that allocates or releases memory the checker
+/// tracks (by name, as written).
+bool handlesMemory(const Stmt *S) {
+  if (!S)
+    return false;
+  if (const auto *CE = dyn_cast<CallExpr>(S))
+    if (const FunctionDecl *FD = CE->getDirectCallee())
+      if (const IdentifierInfo *II = FD->getIdentifier())
+        if (findAllocationNamed(II->getName()) ||
+            findReleaseNamed(II->getName()))
+          return true;
+  for (const Stmt *Child : S->children())
+    if (handlesMemory(Child))
+      return true;
+  return false;
+}
+
+/// Every allocation the path tracks is held by a scalar variable (a local,
+/// a parameter or a global): none only in an array element or a field,
+/// which the engine's widening forgets and nothing puts back.
+class HeldInScalars : public StoreManager::BindingsHandler {
+  ProgramStateRef State;
+
+public:
+  bool Scalars = true;
+  explicit HeldInScalars(ProgramStateRef State) : State(State) {}
+  bool HandleBinding(StoreManager &, Store, const MemRegion *R,
+                     SVal V) override {
+    SymbolRef Sym = allocationSymbol(V);
+    // The store names an array's or a record's bindings by the variable.
+    const auto *VR = dyn_cast<VarRegion>(R);
+    if (!Sym || !getAlloc(State, Sym) ||
+        (VR && VR->getValueType()->isScalarType()))
+      return true;
+    Scalars = false;
+    return false;
+  }
+};
+
+/// Loops of more rounds than this are widened rather than unrolled when
+/// unrolling them buys nothing (see forgoUnrolling).
+constexpr uint64_t MaxRoundsUnrolled = 16;
+
+/// clang's unroll-loops follows a loop of a literal trip count (up to 128)
+/// round by round, and the engine's default order explores rounds of code
+/// it has seen after every path into new code: in a long main, or a
+/// benchmark helper called several times, a 100-round warm-up loop waits
+/// behind the rest of the function until the node budget is spent, and
+/// nothing after it is analysed. A loop that allocates and releases nothing,
+/// outside any other loop, while every tracked allocation is held in a
+/// scalar variable (all the widening puts back), is widened instead: a
+/// second successor (a sink) at its head's first entrance makes the engine
+/// stop unrolling it at the next round (unroll-loops gives up on a loop
+/// whose round branched), and the head's visit limit then widens it. The
+/// branch is made at the first entrance of the loop's body: the engine
+/// looks for it in the nodes after the head's entrance.
+bool forgoUnrolling(const BlockEntrance &BE, CheckerContext &C) {
+  if (C.blockCount() != 1)
+    return false;
+  const Stmt *Loop = nullptr;
+  for (const CFGBlock *Pred : BE.getBlock()->preds())
+    if (Pred && isa_and_nonnull<ForStmt>(Pred->getTerminatorStmt()) &&
+        Pred->succ_size() == 2 && *Pred->succ_begin() == BE.getBlock())
+      Loop = Pred->getTerminatorStmt();
+  if (literalTripCount(Loop) <= MaxRoundsUnrolled)
+    return false;
+  const LocationContext *LC = C.getLocationContext();
+  const ParentMap &PM = LC->getParentMap();
+  if (outermostLoop(Loop, PM) != Loop || handlesMemory(Loop))
+    return false;
+  ProgramStateRef State = C.getState();
+  HeldInScalars Held(State);
+  State->getStateManager().iterBindings(State, Held);
+  if (!Held.Scalars)
+    return false;
+  static SimpleProgramPointTag Sink("gpumem.Memory", "widen, not unroll");
+  static SimpleProgramPointTag Keep("gpumem.Memory", "long loop entered");
+  C.generateSink(State, C.getPredecessor(), &Sink);
+  C.addTransition(State, C.getPredecessor(), &Keep);
+  return true;
+}
+
 } // namespace
 
 void MemoryChecker::checkBlockEntrance(const BlockEntrance &BE,
                                        CheckerContext &C) const {
+  if (forgoUnrolling(BE, C))
+    return;
   ProgramStateRef Before = stateBeforeWidening(BE, C);
   if (!Before)
     return;
