@@ -96,5 +96,14 @@ check(not mutants.masked(by[("drop", 40)], "u.cu", [F(24, "GM006", related=[23])
 check(not mutants.masked(by[("drop", 40)], "u.cu", [F(60, "GM006", related=[24])]),
       "a drop is not masked by an early-exit leak of its variable (the drop adds a GM001)")
 
+# The held-out parts: lists of benchmark folders, none in both (a benchmark tuned on in one
+# part would otherwise be reported as held out in the other).
+first, second = mutants.read_heldout("heldout"), mutants.read_heldout("heldout2")
+check(len(first) > 100 and len(second) > 100, "both held-out lists read: %d, %d"
+      % (len(first), len(second)))
+check(not first & second, "held-out parts overlap: %s" % sorted(first & second)[:5])
+check(all(b.startswith(("hecbench/src/", "rodinia/cuda/")) or b == "nccl-tests"
+          for b in first | second), "every held-out entry is a benchmark folder")
+
 print("%d failures" % len(failures))
 sys.exit(1 if failures else 0)
