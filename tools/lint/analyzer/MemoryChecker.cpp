@@ -730,9 +730,14 @@ MemoryChecker::checkPointerEscape(ProgramStateRef State,
         ReleaseFunctions.contains(Name))
       return State;
     // The C library and the CUDA API never take ownership of a pointer they
-    // are given; other functions the analyzer cannot see might.
+    // are given; other functions the analyzer cannot see might. The C++
+    // standard library's functions (not followed into their code) may store
+    // into what they get by reference: after `std::swap(a, b)` neither
+    // variable is known to hold its allocation any more.
     if (Call->isInSystemHeader() && !isa<CXXInstanceCall>(Call) &&
-        !isa<CXXConstructorCall>(Call) && !OwnerFunctions.contains(Name))
+        !isa<CXXConstructorCall>(Call) && !OwnerFunctions.contains(Name) &&
+        !(Kind != PSK_DirectEscapeOnCall && Call->getDecl() &&
+          Call->getDecl()->isInStdNamespace()))
       return State;
     // Only the pointers given as they are: one whose variable the call may
     // overwrite (`fp(&d)`) is gone with the old value.
