@@ -91,6 +91,12 @@ check(mutants.masked(by[("unwrap", 24)], "u.cu", [F(24, "GM004")]),
 check(not mutants.masked(by[("unwrap", 24)], "u.cu", base), "no GM004 there: not masked")
 check(mutants.masked(by[("drop", 40)], "u.cu", [F(24, "GM001")]),
       "a drop whose variable is already reported leaked is masked")
+check(mutants.judge(by[("drop", 40)], "u.cu", base, [F(24, "GM005")])[0] == "found",
+      "a drop reported as an allocation lost in a loop (GM005) at the allocation is found")
+check(mutants.judge(by[("drop", 40)], "u.cu", base, [F(30, "GM005")])[0] == "missed",
+      "a GM005 at another line is not the drop's")
+check(mutants.masked(by[("drop", 40)], "u.cu", [F(24, "GM005")]),
+      "a drop whose allocation is already reported lost in a loop is masked")
 check(not mutants.masked(by[("drop", 40)], "u.cu", [F(24, "GM006", related=[23])]),
       "a drop is not masked by an exit at its allocation that leaks other memory")
 check(not mutants.masked(by[("drop", 40)], "u.cu", [F(60, "GM006", related=[24])]),
