@@ -406,6 +406,8 @@ bool MemoryChecker::evalCall(const CallEvent &Call, CheckerContext &C) const {
   // other field of *s unknown and lose the allocations held there. A CUDA
   // call writes only through its non-const pointer arguments: a scalar or
   // pointer out-parameter gets a fresh value, a buffer is invalidated.
+  if (Call.isInSystemHeader() && evalStdCall(Call, C))
+    return true;
   if (!isCudaApiCall(Call) || !Call.isInSystemHeader())
     return false;
   const auto *CE = dyn_cast_or_null<CallExpr>(Call.getOriginExpr());

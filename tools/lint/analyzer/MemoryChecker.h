@@ -240,6 +240,11 @@ bool isErrorBranchExit(const clang::Expr *Exit, const clang::ParentMap &PM);
 /// True inside __global__ or __device__ code.
 bool inDeviceCode(clang::ento::CheckerContext &C);
 
+/// Evaluates std::min, std::max and std::swap on scalars as the standard
+/// defines them (StdCalls.cpp); false for any other call.
+bool evalStdCall(const clang::ento::CallEvent &Call,
+                 clang::ento::CheckerContext &C);
+
 } // namespace gpumem
 
 #endif // GPUMEM_ANALYZER_MEMORYCHECKER_H
