@@ -734,8 +734,8 @@ MemoryChecker::checkPointerEscape(ProgramStateRef State,
     // The C library and the CUDA API never take ownership of a pointer they
     // are given; other functions the analyzer cannot see might. The C++
     // standard library's functions (not followed into their code) may store
-    // into what they get by reference: after `std::swap(a, b)` neither
-    // variable is known to hold its allocation any more.
+    // into what they get by reference: after `std::rotate(v, v + 1, v + 3)`
+    // no element of v is known to hold its allocation any more.
     if (Call->isInSystemHeader() && !isa<CXXInstanceCall>(Call) &&
         !isa<CXXConstructorCall>(Call) && !OwnerFunctions.contains(Name) &&
         !(Kind != PSK_DirectEscapeOnCall && Call->getDecl() &&

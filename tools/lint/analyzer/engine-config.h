@@ -10,7 +10,8 @@
  *   of a loop the path could already leave: Widening.cpp).
  * c++-stdlib-inlining=false: calls of the C++ standard library (`std::uniform_real_distribution`,
  *   `std::partial_sort`, streams) are not followed into their code but evaluated as calls of
- *   unknown functions (what they get by reference or pointer may change, nothing is released).
+ *   unknown functions (what they get by reference or pointer may change, nothing is released;
+ *   std::min, std::max and std::swap are evaluated exactly: StdCalls.cpp).
  *   Followed, their loops spent the node budget of a benchmark's `main` on random number
  *   generation in nested loops, and no path reached the releases at its end. */
 #ifndef GPUMEM_LINT_ENGINE_CONFIG_H
