@@ -4,10 +4,10 @@
 // as calls of code it cannot see (c++-stdlib-inlining=false): their loops
 // spent the node budget of long benchmark functions. Three calls are too
 // common in sizes and buffer handling to leave unknown, and are evaluated
-// here as the standard defines them, on scalars:
-//   std::min(a, b)   (b < a) ? b : a
-//   std::max(a, b)   (a < b) ? b : a
-//   std::swap(a, b)  the two values exchanged
+// here:
+//   std::min(a, b)   on integers: a value at most a and at most b
+//   std::max(a, b)   on integers: a value at least a and at least b
+//   std::swap(a, b)  on scalars: the two values exchanged
 // so that `std::min(n, 256)` is known to be at most 256 (no made-up path
 // on which it is more), and after `std::swap(d_in, d_out)` each variable
 // still holds an allocation the analysis tracks.
@@ -40,29 +40,38 @@ QualType scalarPair(const FunctionDecl *FD) {
   return T;
 }
 
-/// std::min or std::max: the result refers to one argument, chosen by a
-/// comparison the path may not decide, in which case it splits.
-bool evalMinMax(const CallEvent &Call, CheckerContext &C, bool Max) {
+/// std::min or std::max of integers: the result refers to a fresh value at
+/// most (at least) both arguments. Not a split into the two choices: in
+/// benchmark loops that clamp sizes every round, the split doubled the paths
+/// each time and the node budget ran out before the end of the function.
+bool evalMinMax(const CallEvent &Call, CheckerContext &C, QualType T,
+                bool Max) {
   const Expr *E = Call.getOriginExpr();
   SVal A = Call.getArgSVal(0), B = Call.getArgSVal(1);
-  if (!E || !A.getAs<Loc>() || !B.getAs<Loc>())
+  if (!E || !T->isIntegralOrEnumerationType() || !A.getAs<Loc>() ||
+      !B.getAs<Loc>())
     return false;
   ProgramStateRef State = C.getState();
-  SValBuilder &SVB = C.getSValBuilder();
-  SVal VA = State->getSVal(A.castAs<Loc>()), VB = State->getSVal(B.castAs<Loc>());
-  // min takes b when b < a; max takes b when a < b.
-  SVal Less = Max ? SVB.evalBinOp(State, BO_LT, VA, VB, SVB.getConditionType())
-                  : SVB.evalBinOp(State, BO_LT, VB, VA, SVB.getConditionType());
-  auto Cond = Less.getAs<DefinedOrUnknownSVal>();
-  if (!Cond || Cond->isUnknown())
-    return false;
   const LocationContext *LC = C.getLocationContext();
-  auto [TakeB, TakeA] = State->assume(*Cond);
-  if (TakeB)
-    C.addTransition(TakeB->BindExpr(E, LC, B));
-  if (TakeA)
-    C.addTransition(TakeA->BindExpr(E, LC, A));
-  return TakeA || TakeB;
+  SValBuilder &SVB = C.getSValBuilder();
+  SVal VA = State->getSVal(A.castAs<Loc>(), T),
+       VB = State->getSVal(B.castAs<Loc>(), T);
+  DefinedOrUnknownSVal R =
+      SVB.conjureSymbolVal(Call, T, C.blockCount());
+  BinaryOperatorKind Op = Max ? BO_GE : BO_LE;
+  for (SVal V : {VA, VB}) {
+    auto Bound = SVB.evalBinOp(State, Op, R, V, SVB.getConditionType())
+                     .getAs<DefinedOrUnknownSVal>();
+    if (!Bound)
+      return false;
+    if (ProgramStateRef Kept = State->assume(*Bound, true))
+      State = Kept;
+  }
+  const MemRegion *Temp =
+      C.getStoreManager().getRegionManager().getCXXTempObjectRegion(E, LC);
+  State = State->bindLoc(loc::MemRegionVal(Temp), R, LC);
+  C.addTransition(State->BindExpr(E, LC, loc::MemRegionVal(Temp)));
+  return true;
 }
 
 bool evalSwap(const CallEvent &Call, CheckerContext &C) {
@@ -87,7 +96,7 @@ bool evalStdCall(const CallEvent &Call, CheckerContext &C) {
     return false;
   StringRef Name = FD->getName();
   if (Name == "min" || Name == "max")
-    return evalMinMax(Call, C, Name == "max");
+    return evalMinMax(Call, C, scalarPair(FD), Name == "max");
   if (Name == "swap" && FD->getReturnType()->isVoidType())
     return evalSwap(Call, C);
   return false;
