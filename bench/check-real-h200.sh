@@ -18,7 +18,7 @@
 # Optional libraries: .dev/deps from scripts/gpu-deps is used when present.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$top/build-real}
+build=$(realpath -m "${1:-$top/build-real}") # absolute: tests and tools run from other folders
 out=${OUT:-$PWD/check-real-out}
 runs=${RUNS:-5}
 nccl_src=${NCCL_TESTS_SRC:-$top/.dev/nccl-tests}

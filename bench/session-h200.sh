@@ -9,7 +9,7 @@
 #   bench/session-h200.sh [BUILD_DIR]      (default build-gpu); STAGES="pools tests overhead"
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$top/build-gpu}
+build=$(realpath -m "${1:-$top/build-gpu}") # absolute: the tests run from inside it
 out=${OUT:-$PWD/session-out}
 res=$(mktemp -d)
 stages=${STAGES:-pools tests overhead}

@@ -18,7 +18,7 @@
 #   bench/twogpu-h200x2.sh [BUILD_DIR]      (default build-gpu)
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$top/build-gpu}
+build=$(realpath -m "${1:-$top/build-gpu}") # absolute: tests and tools run from other folders
 out=${OUT:-$PWD/twogpu-out}
 limit=${LIMIT_S:-530} # the whole run, in seconds
 mkdir -p "$out"

@@ -17,7 +17,7 @@
 #   usage: bench/views-h200.sh [BUILD_DIR]      (default build-views)
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$top/build-views}
+build=$(realpath -m "${1:-$top/build-views}") # absolute: tests and tools run from other folders
 out=${OUT:-$PWD/views-out}
 mkdir -p "$out"
 work=$(mktemp -d)
