@@ -232,7 +232,8 @@ static inline int gpumem__dev_slot(int device)
 int gpumem__reg_foreach(int (*fn)(const gpumem__rec *r, void *arg), void *arg, int try_only);
 /* Calls fn for each block of the registry's own memory (tables, rings, the sorted array of
  * large allocations): gpumem check's leak scan must not take the registry's copies of the
- * addresses for pointers the program holds. Reads without locks: at exit. */
+ * addresses for pointers the program holds. At exit: each shard is read under its lock, with
+ * the exit report's bounded wait (a shard that stays busy is left out). */
 void gpumem__reg_storage(void (*fn)(const void *p, size_t bytes, void *arg), void *arg);
 
 /* ---- pool.c ---- */

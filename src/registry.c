@@ -923,14 +923,23 @@ int gpumem__reg_foreach(int (*fn)(const gpumem__rec *r, void *arg), void *arg, i
 
 void gpumem__reg_storage(void (*fn)(const void *p, size_t bytes, void *arg), void *arg)
 {
+    /* Read under each shard's lock (threads may still insert, and grow a table, while the
+     * exit-time scan runs), with the exit report's bounded wait: a shard that stays busy is
+     * left out, and the scan may then take its records for references. fn runs unlocked. */
+    long budget_ns = 50 * 1000 * 1000;
     for (unsigned i = 0; i < SHARDS; i++) {
-        const shard *s = &shards[i];
-        if (s->t.keys) {
-            fn(s->t.keys, (s->t.mask + 1) * sizeof *s->t.keys, arg);
-            fn(s->t.recs, (s->t.mask + 1) * sizeof *s->t.recs, arg);
+        shard *s = &shards[i];
+        if (!shard_trylock(s, &budget_ns))
+            continue;
+        const void *keys = s->t.keys, *recs = s->t.recs, *ring = s->ring;
+        size_t slots = s->t.keys ? s->t.mask + 1 : 0, ring_bytes = s->ring_cap * sizeof *s->ring;
+        pthread_mutex_unlock(&s->lock);
+        if (keys) {
+            fn(keys, slots * sizeof *s->t.keys, arg);
+            fn(recs, slots * sizeof *s->t.recs, arg);
         }
-        if (s->ring)
-            fn(s->ring, s->ring_cap * sizeof *s->ring, arg);
+        if (ring)
+            fn(ring, ring_bytes, arg);
     }
     gpumem__large_storage(fn, arg);
     for (pb_slab *sl = atomic_load_explicit(&pb_slabs, memory_order_acquire); sl; sl = sl->next)
