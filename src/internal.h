@@ -7,7 +7,7 @@
  * of any kind may start gpumem, so registry.c, report.c and checkpoint.c call gpumem__init_once
  * back, and every user of the backend reads gpumem__be, which init.c owns. fork.c calls every
  * module's at-fork handler, in the order their locks nest (fork.c says it), and init.c and
- * trace.c set it up (bench/house/call_circles.py lists the circle and what ties it, from a
+ * trace.c set it up (tests/house/call_circles.py lists the circle and what ties it, from a
  * build's object files). Breaking it would take the entry points starting gpumem before any lower
  * call, and modules handing fork.c their handlers. Inside the circle the pool's files
  * (pool.c, pool_arena.c, pool_pages.c, tcache.c) also call each other: one allocator. */

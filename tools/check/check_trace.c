@@ -8,19 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine.h"
 #include "rank.h"
 #include "settings.h"
 #include "trace.h"
 
-/* The writer thread is gpumem check's own: what it does (allocate, write) is not the
- * program's and is not watched. */
-static void writer_is_ours(void)
-{
-    check_tls_busy++;
-}
-
-void check_trace_setup(void)
+void check_trace_setup(void (*writer_started)(void))
 {
     const char *path = check_setting_path(CHECK_SET_TRACE);
     if (!path)
@@ -38,5 +30,5 @@ void check_trace_setup(void)
         return;
     }
     gpumem__trace_set_rank(r.rank);
-    gpumem__trace_open(full, "gpumem check", writer_is_ours);
+    gpumem__trace_open(full, "gpumem check", writer_started);
 }

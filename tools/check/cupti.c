@@ -27,36 +27,6 @@
 #include "internal.h"
 #include "settings.h"
 
-/* ---- the driver calls gpumem check makes itself ---- */
-
-struct check_cupti_driver check__drv;
-
-static void load_driver(void)
-{
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (!h)
-        return;
-    *(void **)(&check__drv.ctx_get_device) = dlsym(h, "cuCtxGetDevice");
-    *(void **)(&check__drv.ctx_push) = dlsym(h, "cuCtxPushCurrent_v2");
-    *(void **)(&check__drv.ctx_pop) = dlsym(h, "cuCtxPopCurrent_v2");
-    *(void **)(&check__drv.mem_free) = dlsym(h, "cuMemFree_v2");
-    *(void **)(&check__drv.mem_free_host) = dlsym(h, "cuMemFreeHost");
-    *(void **)(&check__drv.host_unregister) = dlsym(h, "cuMemHostUnregister");
-    /* The first form (status and id), which every driver since CUDA 10.1 exports. */
-    *(void **)(&check__drv.stream_capture_info) = dlsym(h, "cuStreamGetCaptureInfo");
-    *(void **)(&check__drv.get_error_name) = dlsym(h, "cuGetErrorName");
-    *(void **)(&check__drv.get_error_string) = dlsym(h, "cuGetErrorString");
-}
-
-int check__current_device(void)
-{
-    CUdevice d = 0;
-    check_tls_busy++; /* a call of gpumem check's own: its failure (no context) is not the program's */
-    CUresult rc = check__drv.ctx_get_device ? check__drv.ctx_get_device(&d) : CUDA_ERROR_NOT_INITIALIZED;
-    check_tls_busy--;
-    return rc == CUDA_SUCCESS ? (int)d : 0;
-}
-
 void check_front_release(int kind, void *p, void (*pass_free)(void *))
 {
     check_tls_busy++; /* these calls are gpumem check's, not the program's */
@@ -81,7 +51,6 @@ void check_front_release(int kind, void *p, void (*pass_free)(void *))
 static int watch_failures;
 static _Thread_local unsigned call_reports __attribute__((tls_model("initial-exec")));
 static _Thread_local int rt_depth __attribute__((tls_model("initial-exec")));
-_Thread_local int check__failure_handled __attribute__((tls_model("initial-exec")));
 
 /* ---- failed calls ----
  *
@@ -332,7 +301,7 @@ int InitializeInjection(void)
     pthread_atfork(NULL, NULL, after_fork_in_child);
     check_setup();
     check_started();
-    load_driver();
+    check__load_driver();
     CUpti_SubscriberHandle sub;
     CUptiResult r = cuptiSubscribe(&sub, on_call, NULL);
     if (r != CUPTI_SUCCESS) {

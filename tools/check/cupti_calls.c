@@ -16,6 +16,8 @@
 #include "internal.h"
 
 
+_Thread_local int check__failure_handled __attribute__((tls_model("initial-exec")));
+
 /* The kinds a release may release are src/kinds.def's (check_release_kinds): the release
  * rows of the table below take them from there by their names. */
 

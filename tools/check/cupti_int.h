@@ -1,14 +1,15 @@
-/* What gpumem check's CUPTI front end shares between its two files: cupti.c (the subscription,
- * the failed calls, the process's end) and cupti_calls.c (the table of the memory calls it
- * watches, and their handlers). Only in libgpumem_check.so. */
+/* What gpumem check's CUPTI front end shares between its files, in layer order: driver.c (the
+ * driver calls gpumem check makes itself), cupti_calls.c (the table of the memory calls it
+ * watches, and their handlers) and cupti.c (the subscription, the failed calls, the process's
+ * end), each calling only the ones before it. Only in libgpumem_check.so. */
 #ifndef GPUMEM_CHECK_CUPTI_INT_H
 #define GPUMEM_CHECK_CUPTI_INT_H
 
 #include <cuda.h>
 #include <cupti.h>
 
-/* The driver calls gpumem check makes itself (loaded by cupti.c when CUDA starts; NULL where
- * the driver lacks one). Each is made with check_tls_busy raised. */
+/* The driver calls gpumem check makes itself (driver.c; loaded when CUDA starts, NULL where the
+ * driver lacks one). Each is made with check_tls_busy raised. */
 struct check_cupti_driver {
     CUresult (*ctx_get_device)(CUdevice *);
     CUresult (*ctx_push)(CUcontext);
@@ -21,12 +22,15 @@ struct check_cupti_driver {
     CUresult (*get_error_string)(CUresult, const char **);
 };
 extern struct check_cupti_driver check__drv;
+/* Fills check__drv from the libcuda already loaded (InitializeInjection). */
+void check__load_driver(void);
 
 /* The device of the calling thread's current context, or 0. */
 int check__current_device(void);
 
 /* Set by a handler whose call failed in a way that is no error (a probe it recognized): the
- * failed-call watch (cupti.c) then says nothing of it. Per thread, for the call in flight. */
+ * failed-call watch (cupti.c) then says nothing of it. Per thread, for the call in flight;
+ * defined beside the handlers (cupti_calls.c). */
 extern _Thread_local int check__failure_handled __attribute__((tls_model("initial-exec")));
 
 /* The call's status: a cudaError_t or a CUresult, 0 for success in both. */
