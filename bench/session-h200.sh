@@ -7,6 +7,9 @@
 #   3. what gpumem check costs (empty launches, the frameworks' training loops, all_reduce_perf).
 # Everything lands in $OUT: summary.md (printed last) and results.tar.gz (each part's files).
 #   bench/session-h200.sh [BUILD_DIR]      (default build-gpu); STAGES="pools tests overhead"
+# The overhead stage: RUNS (empty launches) and FW_RUNS (frameworks, all_reduce_perf) runs of
+# each, FW_STEPS steps per training loop (300), CHECK_MODES among native, check, nocalls
+# (--failed-calls=no) and allcalls (--watch-calls=all), default "native check".
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$(realpath -m "${1:-$top/build-gpu}") # absolute: the tests run from inside it
@@ -74,35 +77,38 @@ case " $stages " in *" overhead "*)
     case $mode in
       native) "$@" ;;
       check) "$gpumem" check -q -- "$@" ;;
+      nocalls) "$gpumem" check -q --failed-calls=no -- "$@" ;; # what watching failures costs
+      allcalls) "$gpumem" check -q --watch-calls=all -- "$@" ;;
     esac
   }
   ov=$res/overhead.txt
+  modes=${CHECK_MODES:-native check} steps=${FW_STEPS:-300}
   {
-    echo "# gpumem check's cost: ${RUNS:-5} runs of each, native and under check alternating; medians (min..max)"
+    echo "# gpumem check's cost: ${RUNS:-5} runs of each, $modes alternating; medians (min..max)"
     for i in $(seq "${RUNS:-5}"); do
-      for mode in native check; do
+      for mode in $modes; do
         under $mode "$build/bench/bench_check_b" 2>&1 | awk '/^RESULT/ {print $3}' >> "$res/t.b.$mode"
       done
     done
-    for mode in native check; do echo "bench_check_b (20,000 empty launches) $mode: $(spread "$res/t.b.$mode") s"; done
+    for mode in $modes; do echo "bench_check_b (20,000 empty launches) $mode: $(spread "$res/t.b.$mode") s"; done
     for fw in ${FRAMEWORKS:-torch jax}; do
       python3 -c "import $fw" 2>/dev/null || continue
       for i in $(seq "${FW_RUNS:-3}"); do
-        for mode in native check; do
-          under $mode python3 "$top/bench/check_overhead/train_loops.py" $fw 300 2>&1 |
+        for mode in $modes; do
+          under $mode python3 "$top/bench/check_overhead/train_loops.py" $fw "$steps" 2>&1 |
             awk '/^RESULT/ {print $3}' >> "$res/t.$fw.$mode"
         done
       done
-      for mode in native check; do echo "train_loops $fw 300 steps $mode: $(spread "$res/t.$fw.$mode") s"; done
+      for mode in $modes; do echo "train_loops $fw $steps steps $mode: $(spread "$res/t.$fw.$mode") s"; done
     done
     if [ -x "$nccl_bin/all_reduce_perf" ]; then
       for i in $(seq "${FW_RUNS:-3}"); do
-        for mode in native check; do
+        for mode in $modes; do
           under $mode "$nccl_bin/all_reduce_perf" -b 64M -e 256M -f 2 -g 1 -n 40 2>&1 |
             awk '/^ +[0-9]+ +[0-9]+ / {v = $7} END {if (v != "") print v}' >> "$res/t.ar.$mode"
         done
       done
-      for mode in native check; do echo "all_reduce_perf algbw at 256 MiB $mode: $(spread "$res/t.ar.$mode") GB/s"; done
+      for mode in $modes; do echo "all_reduce_perf algbw at 256 MiB $mode: $(spread "$res/t.ar.$mode") GB/s"; done
     fi
   } > "$ov" 2>&1
   rm -f "$res"/t.*
