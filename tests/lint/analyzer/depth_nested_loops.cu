@@ -66,3 +66,22 @@ void released_after_nest(void) {
     }
   CHECK(cudaFree(d));
 }
+
+// What the outer loops write and the widened loop does not (a buffer the
+// round allocates before it) is put back: only their counters are forgotten.
+// The inner loop's bound is the round's size, known to the path but no
+// literal, so it is widened in the first round.
+float next_value(void);
+void allocated_each_round(void) {
+  for (int s = 1; s <= 64; s *= 2) {
+    int n = 8 * s;
+    float *d, *h = (float *)malloc(n * sizeof(float));
+    CHECK(cudaMalloc((void **)&d, n * sizeof(float)));
+    for (int i = 0; i < n; i++)
+      h[i] = next_value();
+    CHECK(cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice));
+    CHECK(cudaFree(d));
+    CHECK(cudaMemset(d, 0, 1)); // expected-warning{{after it was released}}
+    free(h);
+  }
+}

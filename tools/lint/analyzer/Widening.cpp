@@ -495,8 +495,22 @@ void MemoryChecker::checkBlockEntrance(const BlockEntrance &BE,
   const ParentMap &PM = LC->getParentMap();
   VarSet InFunction, WrittenInFunction, InLoop, WrittenInLoop;
   collectVars(LC->getDecl()->getBody(), PM, InFunction, WrittenInFunction);
-  const Stmt *Nest = outermostLoop(BE.getBlock()->getTerminatorStmt(), PM);
+  const Stmt *Loop = BE.getBlock()->getTerminatorStmt();
+  const Stmt *Nest = outermostLoop(Loop, PM);
   collectVars(Nest, PM, InLoop, WrittenInLoop);
+  if (Nest != Loop) {
+    // The outer loops' pointers that this loop does not write (a buffer the
+    // round allocated before it) keep their values: only what may decide
+    // whether the path leaves the nest (integers, the counters) is forgotten.
+    VarSet InInner, WrittenInInner;
+    collectVars(Loop, PM, InInner, WrittenInInner);
+    llvm::SmallVector<const VarDecl *, 8> Kept;
+    for (const VarDecl *VD : WrittenInLoop)
+      if (VD->getType()->isAnyPointerType() && !WrittenInInner.count(VD))
+        Kept.push_back(VD);
+    for (const VarDecl *VD : Kept)
+      WrittenInLoop.erase(VD);
+  }
   if (const auto *FD = dyn_cast<FunctionDecl>(LC->getDecl()))
     for (const ParmVarDecl *P : FD->parameters())
       InFunction.insert(P);
