@@ -8,9 +8,11 @@
 // flag that decides whether the body checks a launch (a made-up path on
 // which the body skips its check). Right after the widening, this puts back
 // the values of the scalar locals and parameters the loop does not write,
-// and the tracking of the allocations they point to. A loop inside other
-// loops counts as its whole nest: what the outer loops write (their
-// counters) stays forgotten, so the path can leave them too. A nest that
+// and the tracking of the allocations they point to, and the pointers of a
+// loop that only exchanges its buffers (double buffering). A loop inside other
+// loops counts as its whole nest: the integers the outer loops write (their
+// counters) stay forgotten, so the path can leave them too; their pointers
+// that the widened loop does not write are put back. A nest that
 // calls nothing and writes only local variables (a loop that checks
 // results) is widened from the state before the widening instead, with
 // only those variables forgotten: the engine's widening also forgets every
@@ -273,6 +275,43 @@ ProgramStateRef restoreOutside(ProgramStateRef State, ProgramStateRef Before,
     if (Before->getSVal(L) == Previous->getSVal(L))
       State = putBack(State, Before, L, LC);
   }
+  return State;
+}
+
+/// The loop only exchanges the allocations its pointers hold (double
+/// buffering: `swap(in, out)`, `t = a; a = b; b = t;`): the pointers of the
+/// function it writes that hold a tracked allocation before the widening held
+/// the same allocations between them on the round before. Their values before
+/// the widening are put back: one of the orders the rounds leave them in, and
+/// the allocations stay tracked through the loop.
+ProgramStateRef restoreExchanged(ProgramStateRef State, ProgramStateRef Before,
+                                 ProgramStateRef Previous,
+                                 const VarSet &Written,
+                                 const LocationContext *LC) {
+  llvm::SmallVector<Loc, 4> Held;
+  llvm::SmallPtrSet<SymbolRef, 4> Now, Then;
+  for (const VarDecl *VD : Written) {
+    const DeclContext *DC = VD->getParentFunctionOrMethod();
+    if (!VD->getType()->isAnyPointerType() || !DC ||
+        Decl::castFromDeclContext(DC) != LC->getDecl())
+      continue;
+    Loc L = Before->getLValue(VD, LC);
+    SymbolRef B = allocationSymbol(Before->getSVal(L));
+    SymbolRef P = allocationSymbol(Previous->getSVal(L));
+    if (B && getAlloc(Before, B)) {
+      Held.push_back(L);
+      Now.insert(B);
+    }
+    if (P && getAlloc(Previous, P))
+      Then.insert(P);
+  }
+  if (Held.empty() || Now.size() != Then.size())
+    return State;
+  for (SymbolRef Sym : Now)
+    if (!Then.count(Sym))
+      return State;
+  for (Loc L : Held)
+    State = putBack(State, Before, L, LC);
   return State;
 }
 
@@ -548,8 +587,10 @@ void MemoryChecker::checkBlockEntrance(const BlockEntrance &BE,
   }
   if (ProgramStateRef Previous = stateAtPreviousRound(
           C.getPredecessor()->getFirstPred(), BE.getBlock(),
-          LC->getStackFrame()))
+          LC->getStackFrame())) {
     State = restoreOutside(State, Before, Previous, LC);
+    State = restoreExchanged(State, Before, Previous, WrittenInLoop, LC);
+  }
   State = keepCounters(State, Before, WrittenInLoop, Nest, LC,
                        C.getSValBuilder());
   if (State != C.getState())
