@@ -483,7 +483,7 @@ void MemoryChecker::reportLeaksAtExit(const CallEvent &Exit,
   for (const auto &[Sym, AS] : getLeakedBeforeExit(State))
     Leaked.push_back({Sym, AS});
   for (const auto &[Sym, AS] : getAllocs(State))
-    if (!AS.Released && isLeakTracked(AS.Kind) && !(AS.Flags & FlagGlobal) &&
+    if (mayLeak(AS) &&
         !allocationFailed(State, Sym, AS))
       Leaked.push_back({Sym, AS});
   for (const auto &[Sym, AS] : Leaked) {
@@ -523,7 +523,7 @@ void MemoryChecker::checkPreStmt(const CXXThrowExpr *TE,
   ProgramStateRef State = C.getState();
   llvm::SmallVector<SymbolRef, 2> Leaked;
   for (const auto &[Sym, AS] : getAllocs(State))
-    if (!AS.Released && isLeakTracked(AS.Kind) && !(AS.Flags & FlagGlobal) &&
+    if (mayLeak(AS) &&
         AS.Alloc.Context &&
         AS.Alloc.Context->getStackFrame() == C.getStackFrame() &&
         !allocationFailed(State, Sym, AS) && releasesOnNormalPath(AS))

@@ -235,7 +235,8 @@ void MemoryChecker::mapped(const CallEvent &Call, CheckerContext &C) const {
   SymbolRef Address = allocationSymbol(Call.getArgSVal(0));
   const AllocState *Range = Address ? getAlloc(State, Address) : nullptr;
   if (!Range || Range->Kind != MemKind::AddressRange || Range->Released ||
-      (Range->Flags & FlagGlobal) || allocationFailed(State, Address, *Range))
+      (Range->Flags & (FlagGlobal | FlagEscaped)) ||
+      allocationFailed(State, Address, *Range))
     return;
   QualType T = Call.getArgExpr(0)->IgnoreParenImpCasts()->getType();
   if (!T->isIntegerType())
@@ -653,7 +654,7 @@ void MemoryChecker::checkDeadSymbols(SymbolReaper &SR,
   for (const auto &[Sym, AS] : getAllocs(Before)) {
     if (!SR.isDead(Sym))
       continue;
-    if (!AS.Released && isLeakTracked(AS.Kind) && !(AS.Flags & FlagGlobal) &&
+    if (mayLeak(AS) &&
         !allocationFailed(Before, Sym, AS)) {
       Leaked.push_back(Sym);
       if (mayExitSuccessfully(C.getLocationContext()))
@@ -757,14 +758,23 @@ MemoryChecker::checkPointerEscape(ProgramStateRef State,
             if (SymbolRef Sym = allocationSymbol(Call->getArgSVal(Fa.Param)))
               Kept.insert(Sym);
   }
+  // Kept, marked escaped: what the call may have done is keep or release the
+  // memory, not change which memory the pointer names.
+  auto MarkEscaped = [&State](SymbolRef Sym) {
+    const AllocState *AS = getAlloc(State, Sym);
+    if (!AS || (AS->Flags & FlagEscaped))
+      return;
+    AllocState Next = *AS;
+    Next.Flags |= FlagEscaped;
+    State = setAlloc(State, Sym, Next);
+  };
   for (SymbolRef Sym : Escaped) {
     if (Kept.count(Sym))
       continue;
-    if (getAlloc(State, Sym))
-      State = removeAlloc(State, Sym);
+    MarkEscaped(Sym);
     // Whoever takes the address range takes the mapping made in it.
     if (SymbolRef Mapping = getMapping(State, Sym))
-      State = removeAlloc(State, Mapping);
+      MarkEscaped(Mapping);
   }
   return State;
 }

@@ -15,7 +15,15 @@
 
 namespace gpumem {
 
-enum : unsigned char { FlagRegistered = 0x08, FlagGlobal = 0x10 };
+/// FlagEscaped: handed to code the analysis does not see (a helper of another
+/// file, a library), which may have kept or released it: never reported
+/// leaked, but a release made after it, and a use after that release, are
+/// still checked (the memory the pointer names does not change).
+enum : unsigned char {
+  FlagRegistered = 0x08,
+  FlagGlobal = 0x10,
+  FlagEscaped = 0x20
+};
 
 /// Where a call happened, in the frame of the code the user wrote (not in
 /// the runtime header's inline wrapper the engine entered).
@@ -54,6 +62,12 @@ struct AllocState {
     ID.AddPointer(Status);
   }
 };
+
+/// The allocation is reported when the path loses it unreleased.
+inline bool mayLeak(const AllocState &AS) {
+  return !AS.Released && isLeakTracked(AS.Kind) &&
+         !(AS.Flags & (FlagGlobal | FlagEscaped));
+}
 
 using AllocMap = llvm::ImmutableMap<clang::ento::SymbolRef, AllocState>;
 

@@ -253,9 +253,11 @@ ProgramStateRef putBack(ProgramStateRef State, ProgramStateRef Before,
   SVal V = Before->getSVal(L);
   State = State->bindLoc(L, V, LC);
   SymbolRef Sym = allocationSymbol(V);
-  if (const AllocState *AS = Sym ? getAlloc(Before, Sym) : nullptr)
-    if (!getAlloc(State, Sym))
+  if (const AllocState *AS = Sym ? getAlloc(Before, Sym) : nullptr) {
+    const AllocState *Now = getAlloc(State, Sym);
+    if (!Now || ((Now->Flags & FlagEscaped) && !(AS->Flags & FlagEscaped)))
       State = setAlloc(State, Sym, *AS);
+  }
   return State;
 }
 
