@@ -1,13 +1,16 @@
 // expect: leak cudaMallocArray array bytes=262144 at=main@leaked
 // expect: leak cuArray3DCreate array bytes=65536 at=main@leaked3d
 // expect: mismatched-release cudaFree array bytes=4096 at=main@wrong_free alloc_at=main@wrong
-// expect: mismatched-release cudaFreeArray mipmapped-array bytes=5440 at=main@mip_free alloc_at=main@mip
+// expect: mismatched-release cudaFree mipmapped-array bytes=5440 at=main@mip_free alloc_at=main@mip
 //
 // CUDA arrays: a 256x256 float array from cudaMallocArray that is never released, a 3D array
 // from the driver that is never destroyed, a 1D array released with cudaFree (CUDA refuses
 // it; released right after), and a mipmapped array (32x32 float, 4 levels: 4096 + 1024 + 256
-// + 64 = 5440 bytes) released with cudaFreeArray (refused), then with cudaFreeMipmappedArray.
-// Arrays released right stay unreported.
+// + 64 = 5440 bytes) released with cudaFree (refused), then with cudaFreeMipmappedArray.
+// Arrays released right stay unreported. cudaFreeArray of the mipmapped array is not planted:
+// on an H200 (driver 580.159.04, CUDA 13.0, 2026-12-05) it returned cudaSuccess without a tool
+// attached, and with CUPTI attached the process died of SIGSEGV inside the call in some of the
+// builds, before it returned: undefined behaviour of the driver, not a verdict to test.
 #include "check_prog.h"
 
 int main(void)
@@ -35,7 +38,7 @@ int main(void)
 
     cudaMipmappedArray_t mip = NULL;
     CHECK(cudaMallocMipmappedArray(&mip, &fdesc, make_cudaExtent(32, 32, 0), 4)); // @mip
-    PLANTED(cudaFreeArray((cudaArray_t)mip)); // @mip_free
+    PLANTED(cudaFree((void *)mip)); // @mip_free
     CHECK(cudaFreeMipmappedArray(mip));
 
     cudaArray_t fine = NULL;
