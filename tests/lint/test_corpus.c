@@ -24,6 +24,8 @@
 #include <string.h>
 #ifdef LINT_TEST_HAVE_JANSSON
 #include <jansson.h>
+
+#include "../../tools/lint/analyzer/engine-config.h"
 #endif
 
 #define MAX_RULES 12
@@ -196,8 +198,8 @@ static void analyze(const struct options *o, const char *path, struct expectatio
     snprintf(cmd, sizeof cmd,
              "'%s' --analyze %s -I'%s' -I'%s' -Xclang -load -Xclang '%s' "
              "-Xclang -analyzer-checker=gpumem "
-             "-Xclang -analyzer-disable-checker=deadcode,unix,cplusplus,security,nullability,"
-             "optin --analyzer-output text -o /dev/null '%s' 2>&1",
+             "-Xclang -analyzer-disable-checker=" GPUMEM_LINT_DISABLED_CHECKERS
+             " --analyzer-output text -o /dev/null '%s' 2>&1",
              driver, lang, dir, o->include, o->plugin, path);
     FILE *p = popen(cmd, "r");
     if (!p) {

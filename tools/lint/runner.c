@@ -38,11 +38,9 @@ static const char *cuda_prelude(void)
     return NULL;
 }
 
-/* Clang's own reporting checkers are off: the memory they model is gpumem's checkers' to
- * model (two models of one malloc'd pointer would end paths at each other's reports). The
- * core checkers stay, for their modelling (exit() ends a path, builtins keep their meaning);
- * their results are dropped with every result that is not a gpumem checker's. */
-#define LINT_DISABLED "-analyzer-disable-checker=deadcode,unix,cplusplus,security,nullability,optin"
+/* Clang's checkers that are off (engine-config.h says which and why); the results of those
+ * that stay are dropped with every result that is not a gpumem checker's. */
+#define LINT_DISABLED "-analyzer-disable-checker=" GPUMEM_LINT_DISABLED_CHECKERS
 
 static void add_xclang(struct lint_strlist *a, const char *arg)
 {

@@ -788,7 +788,8 @@ static void test_print_commands(void)
     EXPECT_CONTAINS(r.out, "-Xclang gpumem.UncheckedStatus:LaunchChecks=MY_LAUNCH");
     EXPECT_CONTAINS(r.out, "-Xclang gpumem.VectorAlignment:Pedantic=true");
     EXPECT_CONTAINS(r.out, "--analyzer-output sarif");
-    EXPECT_CONTAINS(r.out, "-Xclang -analyzer-disable-checker=deadcode,unix,cplusplus,security,nullability,optin ");
+    EXPECT_CONTAINS(r.out, "-Xclang -analyzer-disable-checker=deadcode,unix,cplusplus,security,nullability,optin,"
+                           "core.CallAndMessage,core.UndefinedBinaryOperatorResult,core.uninitialized ");
     lint("--no-config", "--print-commands", "--noreturn-fn=my_die", "a.cu", NULL);
     EXPECT_CONTAINS(r.out, "-Xclang gpumem.Memory:NoReturnFunctions=error,fatal,fatal_error,die,"
                            "panic,my_die ");
