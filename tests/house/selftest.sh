@@ -45,5 +45,19 @@ printf '%s\n%s\n' "$t/o/a.o" "$t/o/c.o" > "$t/list"
 expect 0 "a call of an interposed free()" python3 "$here/call_circles.py" --fail "@$t/list"
 expect 2 "no object files" python3 "$here/call_circles.py" --fail "$t/a"
 
+# layers.py: a calls b, so a is drawn above b; drawn the other way round, the call is named.
+printf '### Layers\n\n```text\na.c   on top\nb.c\n```\n\n## Next\n' > "$t/up.md"
+printf '### Layers\n\n```text\nb.c\na.c\n```\n' > "$t/down.md"
+mkdir -p "$t/l"
+printf 'void b(void);\nvoid a(void) { b(); }\n' > "$t/l/a.c"
+printf 'void b(void) {}\n' > "$t/l/b.c"
+for f in a b; do cc -c -o "$t/l/$f.c.o" "$t/l/$f.c" || exit 1; done
+printf '%s\n%s\n' "$t/l/a.c.o" "$t/l/b.c.o" > "$t/ab"
+expect 0 "a drawing true to the calls" python3 "$here/layers.py" "$t/up.md" "@$t/ab"
+expect 1 "a drawing upside down" python3 "$here/layers.py" "$t/down.md" "@$t/ab"
+grep -q "a.c (row 2) calls b.c (row 1)" "$t/out" || { echo "FAIL: the wrong call not named"; cat "$t/out"; fails=$((fails + 1)); }
+printf '### Layers\n\n```text\na.c\n```\n' > "$t/short.md"
+expect 1 "a file left out of the drawing" python3 "$here/layers.py" "$t/short.md" "@$t/ab"
+
 [ $fails -eq 0 ] && echo "house selftest: ok"
 exit $((fails != 0))
