@@ -246,6 +246,13 @@ public:
   }
 };
 
+/// \p VD is a variable of the function \p LC analyses (not of a caller, a
+/// lambda or a block inside it).
+bool ofFunction(const VarDecl *VD, const LocationContext *LC) {
+  const DeclContext *DC = VD->getParentFunctionOrMethod();
+  return DC && Decl::castFromDeclContext(DC) == LC->getDecl();
+}
+
 /// \p State with the value \p Before gave \p R put back, and the
 /// allocation that value points to tracked again.
 ProgramStateRef putBack(ProgramStateRef State, ProgramStateRef Before,
@@ -293,9 +300,7 @@ ProgramStateRef restoreExchanged(ProgramStateRef State, ProgramStateRef Before,
   llvm::SmallVector<Loc, 4> Held;
   llvm::SmallPtrSet<SymbolRef, 4> Now, Then;
   for (const VarDecl *VD : Written) {
-    const DeclContext *DC = VD->getParentFunctionOrMethod();
-    if (!VD->getType()->isAnyPointerType() || !DC ||
-        Decl::castFromDeclContext(DC) != LC->getDecl())
+    if (!VD->getType()->isAnyPointerType() || !ofFunction(VD, LC))
       continue;
     Loc L = Before->getLValue(VD, LC);
     SymbolRef B = allocationSymbol(Before->getSVal(L));
@@ -379,8 +384,7 @@ ProgramStateRef keepCounters(ProgramStateRef State, ProgramStateRef Before,
   for (const VarDecl *VD : Written) {
     if (!VD->getType()->isIntegerType() || VD->getType()->isBooleanType())
       continue;
-    const DeclContext *DC = VD->getParentFunctionOrMethod();
-    if (!DC || Decl::castFromDeclContext(DC) != LC->getDecl())
+    if (!ofFunction(VD, LC))
       continue;
     int Dir = counterDirection(Nest, VD, PM);
     if (Dir != 1 && Dir != -1)
@@ -560,8 +564,7 @@ void MemoryChecker::checkBlockEntrance(const BlockEntrance &BE,
     // The state before the widening, with the nest's variables forgotten.
     llvm::SmallVector<const MemRegion *, 16> Regions;
     for (const VarDecl *VD : WrittenInLoop) {
-      const DeclContext *DC = VD->getParentFunctionOrMethod();
-      if (DC && Decl::castFromDeclContext(DC) == LC->getDecl())
+      if (ofFunction(VD, LC))
         Regions.push_back(Before->getLValue(VD, LC).getAsRegion());
     }
     ProgramStateRef State = Before->invalidateRegions(
@@ -578,8 +581,7 @@ void MemoryChecker::checkBlockEntrance(const BlockEntrance &BE,
   // unchanged.
   ProgramStateRef State = C.getState();
   for (const VarDecl *VD : InFunction) {
-    const DeclContext *DC = VD->getParentFunctionOrMethod();
-    if (!DC || Decl::castFromDeclContext(DC) != LC->getDecl())
+    if (!ofFunction(VD, LC))
       continue;
     bool Reference = VD->getType()->isReferenceType();
     if (!Reference &&
