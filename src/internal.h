@@ -337,6 +337,9 @@ int gpumem__regcache_owns(const void *p);
  * every cached range it overlaps, after copies from them finished. block: a heap block (free,
  * realloc), matched against the bytes copies used; else pages (munmap, madvise, mremap). */
 void gpumem__regcache_release(const void *p, size_t bytes, int block);
+/* Called by the exit hook (reghooks.c) when exit() starts: from then on a release forgets the
+ * ranges it drops without calling into the driver, as after the cache's own exit handler. */
+void gpumem__regcache_exiting(void);
 /* For tests and benchmarks: turn the cache on or off at run time (returns whether it can be
  * on: the option, the hooks), and unregister everything not in use. */
 int gpumem__regcache_set_enabled(int on);

@@ -35,7 +35,8 @@
  * - a release on a thread that holds the lock (holding: only a handler that interrupted it
  *   gets there) waits for nothing: it turns the cache off for good (broken), since the entries
  *   it could not drop may now describe memory that is gone, and no copy uses them again;
- * - once the process exits (closing, set by the cache's exit handler), a release takes the
+ * - once the process exits (closing, set when exit() starts: reghooks.c's exit hook, and by
+ *   the cache's exit handler where exit() was not seen), a release takes the
  *   lock for at most EXIT_WAIT_MS, waits at most that long for copies using an entry, and
  *   forgets the entries it drops without unregistering them (the driver's own teardown does
  *   that), so it never calls into the driver either;
@@ -100,25 +101,33 @@ static atomic_int closing; /* the process is exiting: nothing more is queued or 
 static atomic_int broken;  /* a release could not drop its entries: the cache is off for good */
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 static void cache_at_exit_setup(void);
-static _Thread_local int holding; /* this thread holds rc.lock */
+/* This thread may hold rc.lock: set before the lock is taken and cleared after it is given
+ * back, so that a signal handler landing anywhere inside pthread_mutex_lock, _unlock or
+ * cond_wait (where the lock is held in all but name) sees it set. Set a little too long only
+ * makes an exit-path release give up on the cache; cleared a little too early (as it was once)
+ * let exit() from a handler that interrupted pthread_mutex_unlock wait for ever on the lock
+ * its own thread still held. The signal fences keep the compiler from moving the stores
+ * across the calls. */
+static _Thread_local volatile sig_atomic_t holding;
 
 static void lock(void)
 {
-    pthread_mutex_lock(&rc.lock);
     holding = 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    pthread_mutex_lock(&rc.lock);
 }
 
 static void unlock(void)
 {
-    holding = 0;
     pthread_mutex_unlock(&rc.lock);
+    atomic_signal_fence(memory_order_seq_cst);
+    holding = 0;
 }
 
+/* holding stays set: the wait gives the lock back and takes it again inside the call. */
 static void wait_on(pthread_cond_t *c)
 {
-    holding = 0;
     pthread_cond_wait(c, &rc.lock);
-    holding = 1;
 }
 
 static struct timespec deadline_in(long ms)
@@ -139,19 +148,21 @@ static struct timespec deadline_in(long ms)
 static int lock_bounded(void)
 {
     long budget = EXIT_WAIT_MS * 1000000L;
-    if (holding || !gpumem__trylock_for(&rc.lock, &budget))
+    if (holding)
         return 0;
     holding = 1;
-    return 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    if (gpumem__trylock_for(&rc.lock, &budget))
+        return 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    holding = 0;
+    return 0;
 }
 
 /* As wait_on, until the deadline; 0 when it passed. */
 static int wait_until(pthread_cond_t *c, const struct timespec *deadline)
 {
-    holding = 0;
-    int rc_ = pthread_cond_timedwait(c, &rc.lock, deadline);
-    holding = 1;
-    return rc_ != ETIMEDOUT;
+    return pthread_cond_timedwait(c, &rc.lock, deadline) != ETIMEDOUT;
 }
 
 int gpumem__regcache_inside(void)
@@ -453,6 +464,11 @@ static void *registrar_main(void *arg)
  * registration under way is waited for, so that the driver is not torn down under it; for
  * the lock and for the registration at most EXIT_WAIT_MS each (the thread a signal handler
  * interrupted to call exit() may hold the lock, or a driver lock the registration needs). */
+void gpumem__regcache_exiting(void)
+{
+    atomic_store(&closing, 1);
+}
+
 static void cache_at_exit(void)
 {
     atomic_store(&closing, 1);

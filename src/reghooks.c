@@ -1,5 +1,6 @@
 /* Release hooks of the registration cache (regcache.c): free, realloc, reallocarray, munmap,
- * mremap and madvise, defined here so that the process's calls come to gpumem first, and
+ * mremap and madvise (and exit, which tells the cache the process is ending), defined here so
+ * that the process's calls come to gpumem first, and
  * passed on to the next definition (the C library's, or another allocator's loaded after
  * gpumem). Before memory goes back, a range the cache registered is unregistered; a copy
  * still using it is waited for.
@@ -18,6 +19,7 @@
 #include <malloc.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -32,7 +34,7 @@ extern void __libc_free(void *);
 extern void *__libc_realloc(void *, size_t);
 
 static void *_Atomic next_free, *_Atomic next_realloc, *_Atomic next_reallocarray,
-    *_Atomic next_munmap, *_Atomic next_mremap, *_Atomic next_madvise;
+    *_Atomic next_munmap, *_Atomic next_mremap, *_Atomic next_madvise, *_Atomic next_exit;
 
 /* The next definitions, found when the library is loaded (before the program runs), or at the
  * first call that comes earlier, from another library's constructor. dlsym frees its thread's
@@ -63,6 +65,7 @@ __attribute__((constructor(101))) static void resolve(void)
     resolve_one(&next_munmap, "munmap");
     resolve_one(&next_mremap, "mremap");
     resolve_one(&next_madvise, "madvise");
+    resolve_one(&next_exit, "exit");
 }
 
 /* A symbol's address as a function (ISO C has no cast from an object pointer to one). */
@@ -194,4 +197,25 @@ const char *gpumem__reghooks_missing(void)
             return names[i];
     }
     return NULL;
+}
+
+/* exit: the cache learns that the process is ending before the first exit handler runs, not
+ * at its own handler, which runs after every handler registered later than it. A release
+ * from those (a C++ destructor, an atexit function) then never calls into the driver: when
+ * exit() comes from a signal handler, the thread it interrupted may be inside the driver,
+ * holding the driver's lock (measured with the simulated device: 2 children of 45,000 hung in
+ * cuMemHostUnregister's lock at such a release before this hook). Where no next definition
+ * is found (a fully static program), the exit handlers and the streams are run and flushed
+ * by hand, as exit() would. */
+extern void __cxa_finalize(void *);
+
+HOOK void exit(int status)
+{
+    gpumem__regcache_exiting();
+    void (*f)(int) = (void (*)(int))next_of(&next_exit, "exit");
+    if (f)
+        f(status);
+    __cxa_finalize(NULL);
+    fflush(NULL);
+    _exit(status);
 }

@@ -11,11 +11,14 @@
  * waited for ever on the cache's lock, which the interrupted thread held (5 of 100 children
  * hung; small buffers and a small cache make the cache's work, and its lock, frequent).
  *
- * `test_exit_hooks [ROUNDS]` (default 200); `test_exit_hooks child` is the child. Exits 77
+ * First, without a signal, exit()'s order (child_exit_order, below).
+ *
+ * `test_exit_hooks [ROUNDS]` (default 200); `test_exit_hooks child` and `order` are the children. Exits 77
  * where the cache is off (sanitizer builds have no release hooks). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +133,46 @@ static int child(void)
     return 0;
 }
 
+/* exit() tells the cache the process is ending before any exit handler runs: a release from
+ * a handler registered after the cache's own (which runs before it) leaves its range
+ * registered for the driver's teardown instead of calling the driver, which a thread the
+ * signal interrupted may be inside. Before: the range was unregistered through the driver. */
+static unsigned char *at_exit_range;
+
+static void release_and_look(void)
+{
+    volatile uintptr_t range = (uintptr_t)at_exit_range; /* only the address is asked after */
+    free(at_exit_range);
+    _exit(gpumem__sim_registered((const void *)range) ? 0 : 20);
+}
+
+static int child_exit_order(void)
+{
+    void *dev = gpumem_device_alloc(1, BUF);
+    if (!dev)
+        return 10;
+    at_exit_range = cached(dev); /* registered by the cache's thread after the first copy */
+    gpumem__regcache_settle();
+    gpumem_copy(dev, at_exit_range, BUF);
+    if (!at_exit_range || !gpumem__sim_registered(at_exit_range))
+        return 11;
+    atexit(release_and_look); /* after the cache's exit handler: runs before it */
+    exit(3);
+}
+
+/* The child of child_exit_order ends with 0 when its range was left registered. */
+static int exit_order_status(const char *self)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl(self, self, "order", (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 static int cache_on(void)
 {
     gpumem__init_once(); /* the options */
@@ -144,8 +187,11 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "child") == 0)
         return child();
+    if (argc > 1 && strcmp(argv[1], "order") == 0)
+        return child_exit_order();
     if (!cache_on())
         return 77;
+    EXPECT_EQ(exit_order_status(argv[0]), 0);
     int rounds = argc > 1 ? atoi(argv[1]) : 200;
     putenv("GPUMEM_LEAK_REPORT=off");
     srand((unsigned)time(NULL) ^ (unsigned)getpid());
