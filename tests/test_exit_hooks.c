@@ -13,8 +13,8 @@
  *
  * First, without a signal, exit()'s order (child_exit_order, below).
  *
- * `test_exit_hooks [ROUNDS]` (default 200); `test_exit_hooks child` and `order` are the children. Exits 77
- * where the cache is off (sanitizer builds have no release hooks). */
+ * `test_exit_hooks [ROUNDS]` (default 200); `test_exit_hooks child` and `order` are the
+ * children. Exits 77 where the cache is off (sanitizer builds have no release hooks). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
