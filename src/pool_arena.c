@@ -15,10 +15,12 @@
  * stays free. A released block merges with free neighbours at once.
  *
  * Memory. A device pool maps physical pages (2 MiB on an H200) into an address range of its
- * own for each arena, as many as the device has bytes (CUDA's virtual memory management), and
- * a page is mapped only while a block that is not free lies on it. Free blocks hold address
- * space, not memory. When a block needs a page and none is spare, a mapped page that no block
- * needs anywhere in the pool moves: its physical memory is mapped at the new place at once,
+ * own for each arena, as many as the device has bytes (CUDA's virtual memory management). A
+ * page is mapped when a block needs it and stays mapped after, until another block needs its
+ * memory: free blocks beyond the mapped pages hold address space, not memory. A request takes
+ * the smallest free block whose bytes are mapped where one is (bin_find_mapped). When a block
+ * needs a page and none is spare, a mapped page that no block needs anywhere in the pool
+ * moves (pool_pages.c says which, and when new memory is asked for instead): its physical memory is mapped at the new place at once,
  * and stays mapped at the old one until an event recorded on the old arena's stream says its
  * work is done (two mappings of one piece of memory are legal), so moving a page never waits
  * for the device. A request on another stream than the old page's waits for that event on
@@ -198,6 +200,38 @@ static gpumem__pblk *bin_find(const gpumem__parena *a, size_t n, int exact)
         return NULL;
     k = bin_next(a, k + 1);
     return k < GPUMEM__POOL_CLASSES ? a->bins[k] : NULL;
+}
+
+/* Whether the first n bytes of free block b lie on mapped pages (always, off VMM). */
+static int mapped_head(const struct gpumem_pool *pool, const gpumem__pblk *b, size_t n)
+{
+    const gpumem__pseg *seg = b->seg;
+    if (!seg->pages)
+        return 1;
+    size_t lo = (b->base - seg->base) / pool->granule;
+    size_t hi = (b->base + n - 1 - seg->base) / pool->granule + 1;
+    for (size_t i = lo; i < hi; i++)
+        if (i >= seg->hwm || seg->pages[i].state != GPUMEM__PAGE_MAPPED)
+            return 0;
+    return 1;
+}
+
+/* A free block of at least n bytes whose first n bytes are mapped, smallest bin first, among
+ * the first FIND_MAPPED_MAX candidates; NULL if none. */
+#define FIND_MAPPED_MAX 64
+static gpumem__pblk *bin_find_mapped(const struct gpumem_pool *pool, const gpumem__parena *a,
+                                     size_t n)
+{
+    unsigned seen = 0;
+    for (unsigned k = bin_of(n); k < GPUMEM__POOL_CLASSES; k = bin_next(a, k + 1)) {
+        for (gpumem__pblk *b = a->bins[k]; b; b = b->fnext) {
+            if (b->size >= n && mapped_head(pool, b, n))
+                return b;
+            if (++seen == FIND_MAPPED_MAX)
+                return NULL;
+        }
+    }
+    return NULL;
 }
 
 /* A new block of seg, linked after prev (NULL: first), with a registry record. */
@@ -553,7 +587,9 @@ int gpumem__arena_take(struct gpumem_pool *pool, size_t n, cudaStream_t stream,
                                                         : GPUMEM__POOL_SMALL_MAX;
     gpumem__parena *a = &ps->arena[n > small_max];
     int exact = pool->design == GPUMEM__DESIGN_CLASSES;
-    gpumem__pblk *b = bin_find(a, n, exact);
+    gpumem__pblk *b = pool->design == GPUMEM__DESIGN_VMM ? bin_find_mapped(pool, a, n) : NULL;
+    if (!b)
+        b = bin_find(a, n, exact);
     if (!b) {
         int err = pool->design == GPUMEM__DESIGN_VMM ? seg_grow_vmm(pool, a, n)
                                                      : seg_grow_plain(pool, ps, a, n, stream);

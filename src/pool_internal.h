@@ -103,6 +103,7 @@ struct gpumem_pool {
     gpumem__pstream *mru, *lru, *last;
     unsigned long long *handles; /* VMM: physical pages mapped nowhere */
     size_t nhandles, handles_cap, pages_held;
+    size_t pages_needed, pages_needed_peak; /* VMM: pages some block needs, now and at most */
     gpumem__pending *pending, *pending_tail; /* oldest first */
     void **events;               /* events free for reuse */
     size_t nevents, events_cap;

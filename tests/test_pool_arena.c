@@ -88,7 +88,7 @@ static void split_and_merge(uint32_t design)
 /* A window of 8 live blocks of random sizes from 1 to 64 MiB, 400 times replaced one at a
  * time: the pool holds about what is live at the peak. A pool that keeps each block whole by
  * class (GPUMEM_POOL_DESIGN_CLASSES) holds several times that: the check has teeth. */
-static double hold_ratio(uint32_t design)
+static double hold_ratio(uint32_t design, uint64_t *moved)
 {
     gpumem_pool *pool = gpumem_pool_create(GPUMEM_KIND_DEVICE, 0,
                                            &(gpumem_pool_options_t){.design = design});
@@ -113,22 +113,29 @@ static double hold_ratio(uint32_t design)
                     "pages moved\n",
             design, (double)st.peak_reserved / MiB, (double)st.peak_requested / MiB, ratio,
             (unsigned long long)st.remaps);
+    *moved = st.remaps;
     EXPECT_EQ(gpumem_pool_destroy(pool), GPUMEM_OK);
     return ratio;
 }
 
 static void memory_follows_sizes(void)
 {
-    double vmm = hold_ratio(GPUMEM_POOL_DESIGN_VMM);
-    double segments = hold_ratio(GPUMEM_POOL_DESIGN_SEGMENTS);
-    double classes = hold_ratio(GPUMEM_POOL_DESIGN_CLASSES);
+    uint64_t moved = 0, none = 0;
+    double vmm = hold_ratio(GPUMEM_POOL_DESIGN_VMM, &moved);
+    double segments = hold_ratio(GPUMEM_POOL_DESIGN_SEGMENTS, &none);
+    double classes = hold_ratio(GPUMEM_POOL_DESIGN_CLASSES, &none);
     EXPECT_TRUE(vmm > 0.99 && vmm < 1.10);
+    /* Pages move from the top of a range, and a twentieth of the peak may stay where it was
+     * freed: 822 moves in these 400 requests; 3,133 when pages moved bottom first and none
+     * stayed. Each move is a map and an unmap of CUDA's (about 30 us on an H100). */
+    EXPECT_TRUE(moved > 0 && moved < 1200);
     EXPECT_TRUE(segments > 0.99 && segments < classes);
     EXPECT_TRUE(classes > 2.0);
 }
 
 /* A page no block needs moves to a block of another size, on another stream, instead of new
- * memory: the pool holds the larger block's pages, not both. */
+ * memory: the pool holds the larger block's pages, not both, but for a twentieth of the peak
+ * of pages needed, which stays where it was freed. Pages move from the top of a range. */
 static void pages_move(void)
 {
     gpumem_pool *pool = make(GPUMEM_POOL_DESIGN_VMM, 0);
@@ -139,11 +146,14 @@ static void pages_move(void)
     void *b = gpumem_pool_alloc(pool, 80, MiB, S2);
     ASSERT_NOT_NULL(b);
     gpumem_pool_stats_t st = stats_of(pool);
-    EXPECT_EQ(st.reserved, 80 * MiB);
-    EXPECT_EQ(st.remaps, 32); /* a's 64 MiB, 32 pages of 2 MiB */
-    EXPECT_EQ(st.cached, 0);
+    /* a's 64 MiB are 32 pages of 2 MiB; the peak needed was 32, a twentieth of it 1 page. */
+    EXPECT_EQ(st.reserved, 82 * MiB);
+    EXPECT_EQ(st.remaps, 31);
+    EXPECT_EQ(st.cached, 2 * MiB);
+    EXPECT_EQ(st.largest_free, 2 * MiB); /* of a's range, its bottom page is mapped */
     memset(b, 0x5a, 80 * MiB); /* mapped: the simulation faults on an unmapped page */
-    /* a's old address range serves a again once the pages' old mappings are gone. */
+    /* a's old address range serves c once the pages' old mappings are gone: its bottom page
+     * is still there, two more are new (b's 40 pages needed, a twentieth of that is 2). */
     void *c = gpumem_pool_alloc(pool, 4, MiB + 4096, S1);
     ASSERT_NOT_NULL(c);
     EXPECT_PTR_EQ(c, a);
