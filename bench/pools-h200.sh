@@ -17,6 +17,9 @@
 # replay.json, and logs/*.log.gz (the recorded replay logs, for bench/traces/).
 # Usage, from the repository root of a fresh copy: bench/pools-h200.sh [OUT]  (default $OUT)
 # BUILD=DIR reuses a build. BACKEND=sim tries what can run on a machine without a GPU.
+# ALLOCS="a b ..." picks part 1's allocators (default: all); ROUNDS=N runs them N times in turn
+# (default 1) and reports each one's median steps/s with every run's, for speeds closer than
+# the machine's noise.
 set -u
 OUT=${1:-${OUT:?usage: bench/pools-h200.sh OUT}}
 mkdir -p "$OUT/logs"
@@ -65,7 +68,7 @@ for t in test_pool test_pool_records; do
 done
 
 # ---- 1. the variable-length loop, each allocator
-declare -A RATE RES ALLOC
+declare -A RATE RES ALLOC RUNS
 workload() { # WORKLOAD ALLOCATOR [ENV...]: one process, its JSON line parsed
   local w=$1 a=$2; shift 2
   local line
@@ -74,16 +77,24 @@ workload() { # WORKLOAD ALLOCATOR [ENV...]: one process, its JSON line parsed
   case $line in
     *steps_per_s*)
       RATE[$w,$a]=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["steps_per_s"])' "$line")
+      RUNS[$w,$a]="${RUNS[$w,$a]:-}${RUNS[$w,$a]:+ }${RATE[$w,$a]}"
       RES[$w,$a]=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["peak_reserved"])' "$line")
       ALLOC[$w,$a]=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["peak_allocated"])' "$line") ;;
   esac
 }
-TORCH_ALLOCS="torch-default torch-expandable torch-async gpumem-classes gpumem-segments gpumem-vmm torch-history"
+TORCH_ALLOCS=${ALLOCS:-torch-default torch-expandable torch-async gpumem-classes gpumem-segments gpumem-vmm torch-history}
+ROUNDS=${ROUNDS:-1}
+median() { tr ' ' '\n' | sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
 if [ "$BACKEND" = cuda ] && python3 -c 'import torch' 2>/dev/null; then
+  for r in $(seq "$ROUNDS"); do
+    for a in $TORCH_ALLOCS; do
+      [ "$(left)" -gt 150 ] || { log "skip varlen $a (round $r): time"; continue; }
+      log "varlen $a (round $r)"
+      workload varlen "$a"
+    done
+  done
   for a in $TORCH_ALLOCS; do
-    [ "$(left)" -gt 150 ] || { log "skip varlen $a: time"; continue; }
-    log "varlen $a"
-    workload varlen "$a"
+    [ -n "${RUNS[varlen,$a]:-}" ] && RATE[varlen,$a]=$(echo "${RUNS[varlen,$a]}" | median)
   done
 else
   log "no PyTorch (or no GPU): part 1 skipped"
@@ -168,10 +179,10 @@ mib() { [ -n "${1:-}" ] && awk -v b="$1" 'BEGIN { printf "%.0f MiB", b / 1048576
   echo
   echo "## Variable-length transformer loop (300 steps, 8 x 16..1024 tokens)"
   echo
-  echo "| allocator | steps/s | peak reserved | peak allocated |"
-  echo "|---|---:|---:|---:|"
+  echo "| allocator | steps/s (median of $ROUNDS) | every run | peak reserved | peak allocated |"
+  echo "|---|---:|---|---:|---:|"
   for a in $TORCH_ALLOCS; do
-    echo "| $a | ${RATE[varlen,$a]:--} | $(mib "${RES[varlen,$a]:-}") | $(mib "${ALLOC[varlen,$a]:-}") |"
+    echo "| $a | ${RATE[varlen,$a]:--} | ${RUNS[varlen,$a]:--} | $(mib "${RES[varlen,$a]:-}") | $(mib "${ALLOC[varlen,$a]:-}") |"
   done
   echo
   echo "Recorded runs (gpumem-vmm, with GPUMEM_TRACE): fixed ${RATE[fixed,gpumem-vmm]:--} steps/s" \
