@@ -785,9 +785,10 @@ GPUMEM_API size_t gpumem_scope_count(const gpumem_scope *s);
 /** @name Pools
  * Caching allocators for device memory and pinned host memory. Blocks are carved from the
  * memory a pool holds and merge with free neighbours when released, so memory one size freed
- * serves any other; a device pool maps physical pages into address ranges of its own where
- * the device can, and holds pages only under blocks (pinned pools carve large cudaMallocHost
- * chunks). Every block is a gpumem
+ * serves any other. A device pool carves segments CUDA gives in one piece, or, with design
+ * GPUMEM_POOL_DESIGN_VMM where the device can, maps physical pages into address ranges of its
+ * own and moves pages no block needs to where one does (pinned pools carve large
+ * cudaMallocHost chunks). Every block is a gpumem
  * allocation like any other: in the registry (gpumem_query(), leak reports, statistics), and
  * released with gpumem_free() (or, device pool, gpumem_free_async()), which gives it back to
  * its pool instead of to CUDA. docs/pools.md has the rules and the numbers. */
