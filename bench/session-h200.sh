@@ -9,7 +9,9 @@
 #   bench/session-h200.sh [BUILD_DIR]      (default build-gpu); STAGES="pools tests overhead"
 # The overhead stage: RUNS (empty launches) and FW_RUNS (frameworks, all_reduce_perf) runs of
 # each, FW_STEPS steps per training loop (300), CHECK_MODES among native, check, nocalls
-# (--failed-calls=no) and allcalls (--watch-calls=all), default "native check".
+# (--failed-calls=no) and allcalls (--watch-calls=all), default "native check". A training
+# loop's figures are its total time and its median step time times its steps (train_loops.py),
+# the latter moved far less by a pause of the machine.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$(realpath -m "${1:-$top/build-gpu}") # absolute: the tests run from inside it
@@ -49,7 +51,7 @@ gpumem=$build/tools/gpumem
 case " $stages " in *" pools "*)
   t=$SECONDS
   mkdir -p "$res/pools"
-  BUILD=$build BUDGET=${POOLS_BUDGET:-170} OUT=$res/pools timeout 260 bash "$top/bench/pools-h200.sh" \
+  BUILD=$build BUDGET=${POOLS_BUDGET:-170} OUT=$res/pools timeout $((${POOLS_BUDGET:-170} + 90)) bash "$top/bench/pools-h200.sh" \
     "$res/pools" > "$res/pools/stdout.txt" 2>&1
   say ""
   say "## pools ($((SECONDS - t)) s)"
@@ -96,10 +98,13 @@ case " $stages " in *" overhead "*)
       for i in $(seq "${FW_RUNS:-3}"); do
         for mode in $modes; do
           under $mode python3 "$top/bench/check_overhead/train_loops.py" $fw "$steps" 2>&1 |
-            awk '/^RESULT/ {print $3}' >> "$res/t.$fw.$mode"
+            awk -v t="$res/t.$fw.$mode" '/^RESULT/ {print $3 >> t} /^MEDIAN/ {print $3 >> (t ".med")}'
         done
       done
-      for mode in $modes; do echo "train_loops $fw $steps steps $mode: $(spread "$res/t.$fw.$mode") s"; done
+      for mode in $modes; do
+        echo "train_loops $fw $steps steps $mode: $(spread "$res/t.$fw.$mode") s;" \
+             "median step times $steps: $(spread "$res/t.$fw.$mode.med") s"
+      done
     done
     if [ -x "$nccl_bin/all_reduce_perf" ]; then
       for i in $(seq "${FW_RUNS:-3}"); do
