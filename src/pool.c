@@ -270,14 +270,13 @@ static void *fail_dying(const gpumem_pool *pool, gpumem_site site)
 /* ---- creation ---- */
 
 /* The design a pool gets: the one asked for (options, else GPUMEM_POOL_DESIGN), where it can
- * work. Pinned pools carve chunks (host memory cannot be mapped by pages). A device pool maps
- * pages by default where the device can, unless compute-sanitizer's NVTX heaps are wanted
- * (they are segments CUDA gave in one piece), or, unless pages were asked for by name, a limit
- * is set below 64 pages (the limit would count in pages of 2 MiB); otherwise it carves
- * segments. Pages are the default because on a variable-length training loop on an H100
- * (docs/perf/gpu-2026-12-05b-h100.md) they held 578 MiB against 744 MiB for segments and
- * 658 MiB for PyTorch's expandable segments, at 208 steps/s against 182 and 212, and a
- * replayed operation cost them 1.05 us against 2.99 us for expandable segments. */
+ * work; by default segments. Pinned pools carve chunks (host memory cannot be mapped by
+ * pages). A device pool maps pages only when asked to (vmm) and the device can, unless
+ * compute-sanitizer's NVTX heaps are wanted (they are segments CUDA gave in one piece) or a
+ * limit is set below 64 pages (the limit would count in pages of 2 MiB). Segments are the
+ * default because, replayed on an H200 (docs/perf/pools-2026-12-04-h200.md), mapping pages cost
+ * 20 us an operation of a variable-length training loop against 0.9 us for segments, for 1.03
+ * times the peak requested against 1.15. */
 static int design_of(int kind, int device, const gpumem_pool_options_t *options,
                      size_t *granule)
 {
@@ -294,7 +293,7 @@ static int design_of(int kind, int device, const gpumem_pool_options_t *options,
         return GPUMEM__DESIGN_SEGMENTS;
     if (want == GPUMEM_POOL_DESIGN_CLASSES)
         return GPUMEM__DESIGN_CLASSES;
-    if (want == GPUMEM_POOL_DESIGN_SEGMENTS || gpumem__nvtx_on)
+    if (want != GPUMEM_POOL_DESIGN_VMM || gpumem__nvtx_on)
         return GPUMEM__DESIGN_SEGMENTS;
     int token;
     if (gpumem__be->device_push(device, &token) != 0)
