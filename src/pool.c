@@ -273,7 +273,8 @@ static void *fail_dying(const gpumem_pool *pool, gpumem_site site)
  * work; by default segments. Pinned pools carve chunks (host memory cannot be mapped by
  * pages). A device pool maps pages only when asked to (vmm) and the device can, unless
  * compute-sanitizer's NVTX heaps are wanted (they are segments CUDA gave in one piece) or a
- * limit is set below 64 pages (the limit would count in pages of 2 MiB). Segments are the
+ * limit is set below 64 pages (the limit would count in pages of 2 MiB; below one page no
+ * block could be served at all). Segments are the
  * default because, replayed on an H200 (docs/perf/pools-2026-12-04-h200.md), mapping pages cost
  * 20 us an operation of a variable-length training loop against 0.9 us for segments, for 1.03
  * times the peak requested against 1.15. */
@@ -303,8 +304,7 @@ static int design_of(int kind, int device, const gpumem_pool_options_t *options,
     if (token)
         gpumem__be->device_pop(token);
     uint64_t limit = options ? options->limit : 0;
-    if (!*granule || (want != GPUMEM_POOL_DESIGN_VMM && limit &&
-                      limit < (uint64_t)VMM_MIN_LIMIT_PAGES * *granule))
+    if (!*granule || (limit && limit < (uint64_t)VMM_MIN_LIMIT_PAGES * *granule))
         return GPUMEM__DESIGN_SEGMENTS;
     return GPUMEM__DESIGN_VMM;
 }
