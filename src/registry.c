@@ -396,6 +396,7 @@ static int pb_make_live(pblock *d, const gpumem__rec *r)
 static int pb_take(pblock *d, uintptr_t a, gpumem_site site, unsigned kind_mask,
                    int *kind_mismatch, gpumem__rec *out)
 {
+    unsigned tid = gpumem__thread_id();
     pb_lock(d);
     if (GPUMEM__UNLIKELY(d->rec.base != a || (!d->live && !d->rec.seq))) {
         pb_unlock(d);
@@ -408,11 +409,12 @@ static int pb_take(pblock *d, uintptr_t a, gpumem_site site, unsigned kind_mask,
         *kind_mismatch = !twice;
         return twice ? GPUMEM__DOUBLE : GPUMEM__UNKNOWN;
     }
-    d->live = 0;
-    d->rec.freed_site = site;
-    d->rec.freed_thread = gpumem__thread_id();
-    d->rec.freed_stack = 0;
+    /* Copied before the release's fields are set: read back just after narrow stores, the
+     * record would wait for them (store forwarding; a third of a release's time here). */
     *out = d->rec;
+    out->freed_site = site, out->freed_thread = tid, out->freed_stack = 0;
+    d->rec.freed_site = site, d->rec.freed_thread = tid, d->rec.freed_stack = 0;
+    d->live = 0;
     pb_unlock(d);
     gpumem__pc_count(out, 1, 1);
     return GPUMEM__TAKEN;
