@@ -46,8 +46,20 @@ int check_watch_all_calls(void)
 }
 
 /* "cuMemAlloc_v2" -> "cuMemAlloc", "cudaMemcpyAsync_ptsz" -> "cudaMemcpyAsync": the name the
- * program wrote. Names are kept for the whole run, so each distinct one is copied once. */
+ * program wrote. Names are kept for the whole run, so each distinct one is copied once; calls
+ * fail on any thread, so the list has a lock of its own. */
+static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
+static const char *clean_name(const char *name);
+
 static const char *program_name(const char *name)
+{
+    pthread_mutex_lock(&names_lock);
+    const char *clean = clean_name(name);
+    pthread_mutex_unlock(&names_lock);
+    return clean;
+}
+
+static const char *clean_name(const char *name)
 {
     typedef struct {
         const char *raw, *clean;
@@ -87,8 +99,6 @@ typedef struct {
     uint64_t count;
     long finding; /* its finding's index in the findings' list */
 } call_group;
-
-static const char *program_name(const char *name);
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static call_group *groups;
