@@ -44,6 +44,7 @@ struct replayer {
     size_t free_at_start;
     cudaStream_t streams[REPLAY_MAX_STREAMS];
     int nstreams;
+    gpumem_pool_stats_t last; /* gpumem's pools: the statistics when the pool stopped */
 };
 
 static int on_cuda;
@@ -103,6 +104,8 @@ static uint64_t pool_reserved(replayer *r)
 
 static void pool_stop(replayer *r)
 {
+    if (gpumem_pool_stats(r->pool, &r->last) != GPUMEM_OK)
+        memset(&r->last, 0, sizeof r->last);
     streams_end(r);
     gpumem_pool_destroy(r->pool);
     r->pool = NULL;
@@ -188,20 +191,23 @@ static void malloc_stop(replayer *r)
     streams_end(r);
 }
 
+#define POOL_REPLAYER(k, l, d)                                                                 \
+    {.key = k, .label = l, .design = d, .start = pool_start, .alloc = pool_alloc,               \
+     .release = pool_release, .reserved = pool_reserved, .stop = pool_stop}
+#define CUDA_REPLAYER(k, l, d, f)                                                               \
+    {.key = k, .label = l, .needs_cuda = 1, .design = d, .start = f##_start, .alloc = f##_alloc, \
+     .release = f##_release, .reserved = f##_reserved, .stop = f##_stop}
 static replayer replayers[] = {
-    {"gpumem_vmm", "gpumem device pool (pages)", 0, GPUMEM_POOL_DESIGN_VMM, pool_start,
-     pool_alloc, pool_release, pool_reserved, pool_stop, NULL, NULL, 0, {0}, 0},
-    {"gpumem_segments", "gpumem device pool (segments)", 0, GPUMEM_POOL_DESIGN_SEGMENTS,
-     pool_start, pool_alloc, pool_release, pool_reserved, pool_stop, NULL, NULL, 0, {0}, 0},
-    {"gpumem_classes", "gpumem device pool (a block per class)", 0, GPUMEM_POOL_DESIGN_CLASSES,
-     pool_start, pool_alloc, pool_release, pool_reserved, pool_stop, NULL, NULL, 0, {0}, 0},
-    {"cuda_malloc_async", "cudaMallocAsync, threshold 0", 1, 0, async_start, async_alloc,
-     async_release, async_reserved, async_stop, NULL, NULL, 0, {0}, 0},
-    {"cuda_malloc_async_keep", "cudaMallocAsync, threshold UINT64_MAX", 1, 1, async_start,
-     async_alloc, async_release, async_reserved, async_stop, NULL, NULL, 0, {0}, 0},
-    {"cuda_malloc", "cudaMalloc", 1, 0, malloc_start, malloc_alloc, malloc_release,
-     malloc_reserved, malloc_stop, NULL, NULL, 0, {0}, 0},
+    POOL_REPLAYER("gpumem_vmm", "gpumem device pool (pages)", GPUMEM_POOL_DESIGN_VMM),
+    POOL_REPLAYER("gpumem_segments", "gpumem device pool (segments)", GPUMEM_POOL_DESIGN_SEGMENTS),
+    POOL_REPLAYER("gpumem_classes", "gpumem device pool (a block per class)",
+                  GPUMEM_POOL_DESIGN_CLASSES),
+    CUDA_REPLAYER("cuda_malloc_async", "cudaMallocAsync, threshold 0", 0, async),
+    CUDA_REPLAYER("cuda_malloc_async_keep", "cudaMallocAsync, threshold UINT64_MAX", 1, async),
+    CUDA_REPLAYER("cuda_malloc", "cudaMalloc", 0, malloc),
 };
+#undef POOL_REPLAYER
+#undef CUDA_REPLAYER
 
 /* ---- one replay ---- */
 
@@ -253,6 +259,11 @@ static int run_once(replayer *r, const replay_trace *t, uint64_t limit, int meas
         if (ptr[s])
             r->release(r, ptr[s], 0);
     r->stop(r);
+    if (measure && r->stop == pool_stop) {
+        res->counted = 1;
+        res->cuda_asks = r->last.misses;
+        res->pages_moved = r->last.remaps;
+    }
     free(ptr);
     return rc;
 }

@@ -28,8 +28,8 @@ int replay_print_table(FILE *out, const replay_report *r)
                 r->skipped);
     if (r->limit)
         fprintf(out, "; limit %s", gpumem_format_bytes(r->limit, b, sizeof b));
-    fprintf(out, "\n%-40s %14s %9s %13s %10s  %s\n", "allocator", "peak reserved", "x request",
-            "fragmentation", "time/op", "out of memory");
+    fprintf(out, "\n%-40s %14s %9s %13s %10s %10s %11s  %s\n", "allocator", "peak reserved",
+            "x request", "fragmentation", "time/op", "CUDA asks", "pages moved", "out of memory");
     for (int i = 0; i < r->nresults; i++) {
         const replay_result *x = &r->results[i];
         if (!x->ran) {
@@ -41,14 +41,22 @@ int replay_print_table(FILE *out, const replay_report *r)
             snprintf(oom, sizeof oom, "at operation %lld", x->oom_at);
         double ratio = r->peak_requested ? (double)x->peak_reserved / (double)r->peak_requested
                                          : 0.0;
-        fprintf(out, "%-40s %14s %8.2fx %12.1f%% %10s  %s\n", x->label,
+        char asks[24] = "-", moved[24] = "-";
+        if (x->counted) {
+            snprintf(asks, sizeof asks, "%" PRIu64, x->cuda_asks);
+            snprintf(moved, sizeof moved, "%" PRIu64, x->pages_moved);
+        }
+        fprintf(out, "%-40s %14s %8.2fx %12.1f%% %10s %10s %11s  %s\n", x->label,
                 gpumem_format_bytes(x->peak_reserved, a, sizeof a), ratio,
                 100.0 * replay_fragmentation(x),
-                x->ns_per_op > 0 ? bench_format_ns(x->ns_per_op, c, sizeof c) : "-", oom);
+                x->ns_per_op > 0 ? bench_format_ns(x->ns_per_op, c, sizeof c) : "-", asks, moved,
+                oom);
     }
     fprintf(out, "peak reserved: the most the allocator held; x request: that over the peak "
                  "requested;\nfragmentation: the share of it that held no requested byte then; "
-                 "time/op: one allocation or release\n");
+                 "time/op: one allocation or release;\nCUDA asks: allocations that asked CUDA "
+                 "for memory or a mapping; pages moved: pages mapped\nanew where a block needed "
+                 "them (gpumem's pools only)\n");
     return ferror(out) ? -1 : 0;
 }
 
@@ -82,12 +90,15 @@ int replay_write_json(FILE *out, const replay_report *r, char *err, size_t errn)
         fprintf(out, ", \"label\": ");
         json_str(out, x->label);
         fprintf(out, ", \"ran\": %s", x->ran ? "true" : "false");
-        if (x->ran)
+        if (x->ran) {
             fprintf(out, ", \"peak_reserved\": %" PRIu64 ", \"requested_at_peak\": %" PRIu64
                          ", \"fragmentation\": %.4f, \"ns_per_op\": %.1f, \"oom_at\": %lld",
                     x->peak_reserved, x->requested_at_peak, replay_fragmentation(x),
                     x->ns_per_op, x->oom_at);
-        else {
+            if (x->counted)
+                fprintf(out, ", \"cuda_asks\": %" PRIu64 ", \"pages_moved\": %" PRIu64,
+                        x->cuda_asks, x->pages_moved);
+        } else {
             fprintf(out, ", \"note\": ");
             json_str(out, x->note);
         }
