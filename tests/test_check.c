@@ -494,6 +494,32 @@ static void test_failed_calls_threads(void)
     free(log);
 }
 
+/* Calls counted (GPUMEM_CHECK_COUNT_CALLS=1): the most frequent listed at the end. */
+static void seen_calls(void)
+{
+    for (int i = 0; i < 30; i++)
+        check_call_seen(1, 279, "cuMemcpyHtoDAsync_v2");
+    for (int i = 0; i < 10; i++)
+        check_call_seen(0, 14, "cudaEventQuery");
+    check_call_seen(0, 14000, "beyond the table: not counted");
+}
+
+static void test_calls_seen(void)
+{
+    EXPECT_EQ(run_scenario("seen", seen_calls, "GPUMEM_CHECK_COUNT_CALLS=1"), 0);
+    char *log = log_of("seen");
+    EXPECT_CONTAINS(log, "CALLS SEEN: 40 CUDA calls came through gpumem check's callbacks; the "
+                         "most frequent:");
+    EXPECT_CONTAINS(log, "cuMemcpyHtoDAsync_v2                               30   75.0 %");
+    EXPECT_CONTAINS(log, "cudaEventQuery                                     10   25.0 %");
+    EXPECT_EQ(strstr(log, "beyond") == NULL, 1);
+    free(log);
+    EXPECT_EQ(run_scenario("unseen", seen_calls, NULL), 0);
+    log = log_of("unseen");
+    EXPECT_EQ(strstr(log, "CALLS SEEN") == NULL, 1);
+    free(log);
+}
+
 #define BIT(k) (1u << GPUMEM_KIND_##k)
 /* Handles, as a driver's would look: a small number such as 0x42 may sit in any data, and a
  * handle that some word holds is still reachable. */
@@ -1819,6 +1845,7 @@ int main(void)
     RUN(test_vmm_two_devices);
     RUN(test_failed_calls);
     RUN(test_failed_calls_threads);
+    RUN(test_calls_seen);
     RUN(test_abort_peak);
     RUN(test_ends_without_exit);
     RUN(test_report_files);

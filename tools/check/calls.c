@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <fnmatch.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -221,4 +222,52 @@ void check__calls_summary(uint64_t *calls, uint64_t *sites)
     *calls = failures;
     *sites = ngroups;
     pthread_mutex_unlock(&lock);
+}
+
+/* ---- calls counted (GPUMEM_CHECK_COUNT_CALLS=1) ---- */
+
+#define SEEN_IDS 2048
+static _Atomic uint64_t seen_count[2][SEEN_IDS];
+static _Atomic(const char *) seen_name[2][SEEN_IDS];
+
+int check_count_calls(void)
+{
+    return check_setting_choice(CHECK_SET_COUNT_CALLS) == 1;
+}
+
+void check_call_seen(int domain, unsigned id, const char *name)
+{
+    if (domain < 0 || domain > 1 || id >= SEEN_IDS)
+        return;
+    if (!atomic_load_explicit(&seen_name[domain][id], memory_order_relaxed))
+        atomic_store_explicit(&seen_name[domain][id], name, memory_order_relaxed);
+    atomic_fetch_add_explicit(&seen_count[domain][id], 1, memory_order_relaxed);
+}
+
+void check__calls_seen_report(void)
+{
+    enum { TOP = 12 };
+    uint64_t total = 0, top_n[TOP] = {0};
+    const char *top_name[TOP] = {0};
+    for (int d = 0; d < 2; d++)
+        for (unsigned i = 0; i < SEEN_IDS; i++) {
+            uint64_t n = atomic_load_explicit(&seen_count[d][i], memory_order_relaxed);
+            if (!n)
+                continue;
+            total += n;
+            int at = TOP;
+            while (at > 0 && top_n[at - 1] < n)
+                at--;
+            if (at == TOP)
+                continue;
+            memmove(&top_n[at + 1], &top_n[at], (TOP - 1 - at) * sizeof *top_n);
+            memmove(&top_name[at + 1], &top_name[at], (TOP - 1 - at) * sizeof *top_name);
+            top_n[at] = n;
+            top_name[at] = atomic_load_explicit(&seen_name[d][i], memory_order_relaxed);
+        }
+    check__say("CALLS SEEN: %llu CUDA call%s came through gpumem check's callbacks%s",
+               (unsigned long long)total, total == 1 ? "" : "s", total ? "; the most frequent:" : "");
+    for (int i = 0; i < TOP && top_n[i]; i++)
+        check__say("   %-40s %12llu  %5.1f %%", top_name[i] ? top_name[i] : "?",
+                   (unsigned long long)top_n[i], 100.0 * (double)top_n[i] / (double)total);
 }

@@ -48,7 +48,7 @@ void check_front_release(int kind, void *p, void (*pass_free)(void *))
 
 /* Failed calls (on_call): whether they are watched; per thread, the findings reported when the
  * call in flight began, and whether a handler decided its failure is no error. */
-static int watch_failures;
+static int watch_failures, count_calls;
 static _Thread_local unsigned call_reports __attribute__((tls_model("initial-exec")));
 static _Thread_local int rt_depth __attribute__((tls_model("initial-exec")));
 
@@ -97,6 +97,8 @@ static void CUPTIAPI on_call(void *userdata, CUpti_CallbackDomain dom, CUpti_Cal
         return;
     const check_cupti_call *r = check__cupti_row(dom, id);
     int enter = cd->callbackSite == CUPTI_API_ENTER;
+    if (GPUMEM__UNLIKELY(count_calls) && enter)
+        check_call_seen(dom == CUPTI_CB_DOMAIN_DRIVER_API, id, cd->functionName);
     if (dom == CUPTI_CB_DOMAIN_RUNTIME_API) {
         if (enter && rt_depth++ == 0)
             call_begins();
@@ -181,6 +183,7 @@ static const struct {
 static void enable_calls(CUpti_SubscriberHandle sub)
 {
     watch_failures = check_failed_calls_mode() != CHECK_CALLS_NO;
+    count_calls = check_count_calls();
     if (watch_failures) {
         cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API);
         cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API);

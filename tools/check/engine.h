@@ -76,6 +76,13 @@ void check_call_probed(const char *call, int status);
 void check_call_failed(const char *call, int status, const char *status_name,
                        const char *status_text, uint32_t stack);
 
+/* GPUMEM_CHECK_COUNT_CALLS=1: whether calls are counted (check_call_seen), and a call that
+ * came through the front end's callbacks: domain 0 the runtime API, 1 the driver API; id its
+ * number in that domain (below 2048, others are not counted), name its name (static). The
+ * report's end lists the most frequent. */
+int check_count_calls(void);
+void check_call_seen(int domain, unsigned id, const char *name);
+
 /* Registry key of a cuMemCreate handle: apart from every address. */
 uintptr_t check_handle_key(unsigned long long handle);
 /* Registry key of a CUDA array or mipmapped array (cudaArray_t, CUarray, ...): apart from

@@ -69,6 +69,8 @@ typedef struct {
 long check__report(finding *f);
 /* Failed calls so far, and their groups (call, status, stack), for the summary (calls.c). */
 void check__calls_summary(uint64_t *calls, uint64_t *sites);
+/* GPUMEM_CHECK_COUNT_CALLS=1: "CALLS SEEN: ..." with the most frequent calls, to the report. */
+void check__calls_seen_report(void);
 /* The probes seen, up to max: call, status and how often. Returns how many. */
 size_t check__calls_probes(const char **call, int *status, uint64_t *count, size_t max);
 /* Takes every record of the device but registered host memory out of the registry, as

@@ -391,6 +391,8 @@ void check_finish(const char *status, int code)
             call_sites == 1 ? "" : "s",
             calls > call_sites ? " (each site shown once above; the JSON report has the counts)"
                                : "");
+    if (check_count_calls())
+        check__calls_seen_report();
     gpumem__sink o;
     gpumem__sink_file(&o, check__log());
     if (!check__opt.quiet) {
