@@ -108,7 +108,6 @@ case " $stages " in *" overhead "*)
       # which calls came through gpumem check, and how often (GPUMEM_CHECK_COUNT_CALLS)
       GPUMEM_CHECK_COUNT_CALLS=1 "$gpumem" check -q -- python3 \
         "$top/bench/check_overhead/train_loops.py" $fw "$steps" 2>&1 | grep -A12 'CALLS SEEN'
-
     done
     if [ -x "$nccl_bin/all_reduce_perf" ]; then
       for i in $(seq "${FW_RUNS:-3}"); do
