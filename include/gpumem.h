@@ -785,10 +785,10 @@ GPUMEM_API size_t gpumem_scope_count(const gpumem_scope *s);
 /** @name Pools
  * Caching allocators for device memory and pinned host memory. Blocks are carved from the
  * memory a pool holds and merge with free neighbours when released, so memory one size freed
- * serves any other. A device pool carves segments CUDA gives in one piece, or, with design
- * GPUMEM_POOL_DESIGN_VMM where the device can, maps physical pages into address ranges of its
- * own and moves pages no block needs to where one does (pinned pools carve large
- * cudaMallocHost chunks). Every block is a gpumem
+ * serves any other. A device pool maps physical pages into address ranges of its own and
+ * moves pages no block needs to where one does (GPUMEM_POOL_DESIGN_VMM, the default where the
+ * device can), or carves segments CUDA gives in one piece (GPUMEM_POOL_DESIGN_SEGMENTS);
+ * pinned pools carve large cudaMallocHost chunks. Every block is a gpumem
  * allocation like any other: in the registry (gpumem_query(), leak reports, statistics), and
  * released with gpumem_free() (or, device pool, gpumem_free_async()), which gives it back to
  * its pool instead of to CUDA. docs/pools.md has the rules and the numbers. */
@@ -807,8 +807,9 @@ typedef struct gpumem_pool_options_t {
      *  cudaMallocHost of their own. Ignored by device pools. */
     uint64_t chunk_bytes;
     /** How the pool holds memory: GPUMEM_POOL_DESIGN_AUTO (0, the default: the
-     *  GPUMEM_POOL_DESIGN variable, else segments), or one of the others; a design a pool
-     *  cannot use falls back to segments. docs/pools.md compares them. */
+     *  GPUMEM_POOL_DESIGN variable, else pages where the device can map them, no limit
+     *  below 64 pages is set and compute-sanitizer's NVTX heaps are off), or one of the
+     *  others; a design a pool cannot use falls back to segments. docs/pools.md compares them. */
     uint32_t design;
     /** GPUMEM_POOL_* flags (0: none). */
     uint32_t flags;

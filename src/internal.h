@@ -67,8 +67,8 @@
     X(POOL_THREAD_CACHE, BOOL, "", "1",                                                          \
       "pools keep released blocks in a cache per thread, in front of the pool's lock")           \
     X(POOL_DESIGN, CHOICE, "auto|vmm|segments|classes", "auto",                                  \
-      "how pools hold memory: auto (segments), vmm (device pools map pages where the device "  \
-      "can), segments (carved from pieces CUDA gives), classes (a piece per block, never split)") \
+      "how pools hold memory: auto and vmm (device pools map pages where the device can), "    \
+      "segments (carved from pieces CUDA gives), classes (a piece per block, never split)")     \
     X(COPY_STAGE_MIN, SIZE, "0-1024TiB", "16MiB",                                                \
       "copies between pageable host and device memory this large go through pinned staging "    \
       "slots (0: never)")                                                                        \

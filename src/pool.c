@@ -270,14 +270,14 @@ static void *fail_dying(const gpumem_pool *pool, gpumem_site site)
 /* ---- creation ---- */
 
 /* The design a pool gets: the one asked for (options, else GPUMEM_POOL_DESIGN), where it can
- * work; by default segments. Pinned pools carve chunks (host memory cannot be mapped by
- * pages). A device pool maps pages only when asked to (vmm) and the device can, unless
- * compute-sanitizer's NVTX heaps are wanted (they are segments CUDA gave in one piece) or a
- * limit is set below 64 pages (the limit would count in pages of 2 MiB; below one page no
- * block could be served at all). Segments are the
- * default because, replayed on an H200 (docs/perf/pools-2026-12-04-h200.md), mapping pages cost
- * 20 us an operation of a variable-length training loop against 0.9 us for segments, for 1.03
- * times the peak requested against 1.15. */
+ * work. Pinned pools carve chunks (host memory cannot be mapped by pages). A device pool maps
+ * pages by default where the device can, unless compute-sanitizer's NVTX heaps are wanted
+ * (they are segments CUDA gave in one piece) or a limit is set below 64 pages (the limit
+ * would count in pages of 2 MiB; below one page no block could be served at all); otherwise
+ * it carves segments. Pages are the default because on a variable-length training loop on an
+ * H100 (docs/perf/gpu-2026-12-05c-h100.md, medians of 3) they held 572 MiB against 744 MiB for
+ * segments and 658 MiB for PyTorch's expandable segments, at 243.3 steps/s against 242.1 and
+ * 246.6, and held less than expandable segments on each of the four recorded streams. */
 static int design_of(int kind, int device, const gpumem_pool_options_t *options,
                      size_t *granule)
 {
@@ -294,7 +294,7 @@ static int design_of(int kind, int device, const gpumem_pool_options_t *options,
         return GPUMEM__DESIGN_SEGMENTS;
     if (want == GPUMEM_POOL_DESIGN_CLASSES)
         return GPUMEM__DESIGN_CLASSES;
-    if (want != GPUMEM_POOL_DESIGN_VMM || gpumem__nvtx_on)
+    if (want == GPUMEM_POOL_DESIGN_SEGMENTS || gpumem__nvtx_on)
         return GPUMEM__DESIGN_SEGMENTS;
     int token;
     if (gpumem__be->device_push(device, &token) != 0)

@@ -16,8 +16,8 @@
 
 static int on_sim;
 static cudaStream_t s1, s2;
-/* The design the device pools get (GPUMEM_POOL_DESIGN, else the default: segments; both
- * backends can map pages). */
+/* The design the device pools get (GPUMEM_POOL_DESIGN, else the default: pages; both
+ * backends can map them). */
 static enum { VMM, SEGMENTS, CLASSES } design;
 
 static gpumem_pool_stats_t stats_of(gpumem_pool *pool)
@@ -463,8 +463,8 @@ int main(int argc, char **argv)
         return harness_exit();
     on_sim = strcmp(gpumem_backend(), "sim") == 0;
     const char *want = getenv("GPUMEM_POOL_DESIGN");
-    design = want && strcmp(want, "vmm") == 0 ? VMM
-             : want && strcmp(want, "classes") == 0 ? CLASSES : SEGMENTS;
+    design = want && strcmp(want, "segments") == 0 ? SEGMENTS
+             : want && strcmp(want, "classes") == 0 ? CLASSES : VMM;
     if (on_sim) {
         s1 = (cudaStream_t)(uintptr_t)0x1000; /* handles only: the simulation runs nothing */
         s2 = (cudaStream_t)(uintptr_t)0x2000;
