@@ -478,7 +478,7 @@ static void failed_calls_threads(void)
 {
     pthread_t t[4];
     for (uintptr_t i = 0; i < 4; i++)
-        pthread_create(&t[i], NULL, fail_calls, (void *)i);
+        EXPECT_EQ(pthread_create(&t[i], NULL, fail_calls, (void *)i), 0);
     for (int i = 0; i < 4; i++)
         pthread_join(t[i], NULL);
 }
@@ -502,16 +502,31 @@ static void seen_calls(void)
     for (int i = 0; i < 10; i++)
         check_call_seen(0, 14, "cudaEventQuery");
     check_call_seen(0, 14000, "beyond the table: not counted");
+    /* Fourteen more, once to fourteen times each, rarest first: the list keeps the twelve most
+     * frequent (down to call104's five), and the four rarest are counted in the total only. */
+    static char names[14][16];
+    for (int k = 0; k < 14; k++) {
+        snprintf(names[k], sizeof names[k], "call%d", 100 + k);
+        for (int i = 0; i <= k; i++)
+            check_call_seen(1, 100 + (unsigned)k, names[k]);
+    }
 }
 
 static void test_calls_seen(void)
 {
     EXPECT_EQ(run_scenario("seen", seen_calls, "GPUMEM_CHECK_COUNT_CALLS=1"), 0);
     char *log = log_of("seen");
-    EXPECT_CONTAINS(log, "CALLS SEEN: 40 CUDA calls came through gpumem check's callbacks; the "
-                         "most frequent:");
-    EXPECT_CONTAINS(log, "cuMemcpyHtoDAsync_v2                               30   75.0 %");
-    EXPECT_CONTAINS(log, "cudaEventQuery                                     10   25.0 %");
+    EXPECT_CONTAINS(log, "CALLS SEEN: 145 CUDA calls came through gpumem check's callbacks; "
+                         "the most frequent:");
+    EXPECT_CONTAINS(log, "cuMemcpyHtoDAsync_v2                               30   20.7 %");
+    EXPECT_CONTAINS(log, "call113                                            14    9.7 %");
+    EXPECT_CONTAINS(log, "cudaEventQuery                                     10    6.9 %");
+    EXPECT_CONTAINS(log, "call104                                             5    3.4 %");
+    EXPECT_EQ(strstr(log, "call103") == NULL && strstr(log, "call100") == NULL, 1);
+    /* most frequent first */
+    char *a = strstr(log, "cuMemcpyHtoDAsync_v2"), *b = strstr(log, "call113"),
+         *c = strstr(log, "cudaEventQuery"), *d = strstr(log, "call104");
+    EXPECT_EQ(a && b && c && d && a < b && b < c && c < d, 1);
     EXPECT_EQ(strstr(log, "beyond") == NULL, 1);
     free(log);
     EXPECT_EQ(run_scenario("unseen", seen_calls, NULL), 0);
