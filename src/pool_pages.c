@@ -179,13 +179,17 @@ static int steal_any(struct gpumem_pool *pool, gpumem__parena *mine, cudaStream_
  * requested, against 1.03, 1.03, 1.02 and 1.09. The first stream's replay on an H100 took
  * 20.6 us an operation before (about 31 us a map with its later unmap), so the few percent of
  * memory buy back most of the pool's time. */
-static int handle_get(struct gpumem_pool *pool, gpumem__parena *a, unsigned long long *h)
+static int handle_get(struct gpumem_pool *pool, gpumem__parena *a, size_t soon,
+                      unsigned long long *h)
 {
     if (pool->nhandles) {
         *h = pool->handles[--pool->nhandles];
         return 0;
     }
-    int roomy = pool->pages_held < pool->pages_needed + 1 + pool->pages_needed_peak / 20;
+    /* soon: pages of the caller's run that have memory and are not counted as needed yet */
+    size_t needed = pool->pages_needed + soon;
+    size_t peak = needed > pool->pages_needed_peak ? needed : pool->pages_needed_peak;
+    int roomy = pool->pages_held < needed + 1 + peak / 20;
     if ((!roomy || gpumem__pool_over_limit(pool, pool->granule)) &&
         steal_any(pool, a, a->stream, h) == 0)
         return 0;
@@ -219,37 +223,46 @@ static void page_unneeded(struct gpumem_pool *pool, gpumem__pseg *seg, gpumem__p
     }
 }
 
-/* Block b (in use now) needs its pages: counts it on each, and maps those not mapped. On
- * failure, undoes what it did. */
+/* The most pages mapped by one call: a run of unmapped pages longer than that takes several. */
+#define MAP_RUN 32
+
+/* Block b (in use now) needs its pages: counts it on each, and maps those not mapped, each run
+ * of them with one call (its access is set once for the run: for a block of many pages that
+ * is most of what mapping costs). On failure, undoes what it did. */
 int gpumem__pages_need(struct gpumem_pool *pool, gpumem__pblk *b, int *missed)
 {
     gpumem__pseg *seg = b->seg;
     size_t lo, hi, i;
     int err = 0;
     gpumem__pages_span(pool, b, &lo, &hi);
-    for (i = lo; i < hi; i++) {
-        gpumem__ppage *pg = &seg->pages[i];
-        if (pg->state == GPUMEM__PAGE_MAPPED) {
-            page_needed(pool, seg, pg);
+    for (i = lo; i < hi && !err;) {
+        if (seg->pages[i].state == GPUMEM__PAGE_MAPPED) {
+            page_needed(pool, seg, &seg->pages[i++]);
             continue;
         }
-        unsigned long long h = 0;
-        err = handle_get(pool, seg->arena, &h);
+        unsigned long long h[MAP_RUN];
+        size_t n = 0;
+        while (i + n < hi && n < MAP_RUN && seg->pages[i + n].state != GPUMEM__PAGE_MAPPED &&
+               (err = handle_get(pool, seg->arena, n, &h[n])) == 0)
+            n++;
         if (!err)
-            err = gpumem__be->vmm_map((void *)(seg->base + i * pool->granule), pool->granule, h,
+            err = gpumem__be->vmm_map((void *)(seg->base + i * pool->granule), pool->granule, h, n,
                                       pool->device);
         if (err) {
-            if (h)
-                gpumem__pages_handle_put(pool, h);
+            while (n)
+                gpumem__pages_handle_put(pool, h[--n]);
             break;
         }
         *missed = 1;
-        pg->handle = h;
-        pg->state = GPUMEM__PAGE_MAPPED;
-        seg->stealable++; /* mapped, not needed yet: page_needed counts it */
-        page_needed(pool, seg, pg);
-        if (i >= seg->hwm)
-            seg->hwm = i + 1;
+        for (size_t k = 0; k < n; k++, i++) {
+            gpumem__ppage *pg = &seg->pages[i];
+            pg->handle = h[k];
+            pg->state = GPUMEM__PAGE_MAPPED;
+            seg->stealable++; /* mapped, not needed yet: page_needed counts it */
+            page_needed(pool, seg, pg);
+        }
+        if (i > seg->hwm)
+            seg->hwm = i;
     }
     if (err) {
         for (size_t j = lo; j < i; j++)
@@ -395,7 +408,7 @@ int gpumem__pages_unmap_stream(struct gpumem_pool *pool, gpumem__pstream *c)
                 err = gpumem__be->vmm_unmap((void *)(s->base + i * pool->granule), pool->granule);
                 if (!err && gpumem__pages_handle_put(pool, pg->handle) != 0) {
                     gpumem__be->vmm_map((void *)(s->base + i * pool->granule), pool->granule,
-                                        pg->handle, pool->device);
+                                        &pg->handle, 1, pool->device);
                     err = cudaErrorMemoryAllocation;
                 }
                 if (!err) {

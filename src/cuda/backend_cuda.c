@@ -603,8 +603,16 @@ static int cuda_vmm_release(unsigned long long handle)
 
 /* Mapped memory is reachable only by the devices given access. cudaMalloc's is reachable by
  * every peer that enables peer access, so the pages get the same: the owner and each device
- * that can reach it directly (PyTorch's expandable segments do the same for their peers). */
-static size_t access_list(int ordinal, CUmemAccessDesc *desc, size_t max)
+ * that can reach it directly (PyTorch's expandable segments do the same for their peers).
+ * Which devices can reach which does not change while the process runs, so each device's list
+ * is read from the driver once. */
+static struct {
+    CUmemAccessDesc desc[MAX_DEVICES];
+    size_t n;
+    atomic_int ready;
+} access_of[MAX_DEVICES];
+
+static size_t access_read(int ordinal, CUmemAccessDesc *desc, size_t max)
 {
     int count = 0;
     size_t n = 0;
@@ -628,16 +636,41 @@ static size_t access_list(int ordinal, CUmemAccessDesc *desc, size_t max)
     return n;
 }
 
-static int cuda_vmm_map(void *va, size_t bytes, unsigned long long handle, int ordinal)
+static const CUmemAccessDesc *access_list(int ordinal, size_t *n)
 {
+    if (!atomic_load_explicit(&access_of[ordinal].ready, memory_order_acquire)) {
+        pthread_mutex_lock(&primary_lock);
+        if (!atomic_load_explicit(&access_of[ordinal].ready, memory_order_relaxed)) {
+            access_of[ordinal].n = access_read(ordinal, access_of[ordinal].desc, MAX_DEVICES);
+            atomic_store_explicit(&access_of[ordinal].ready, 1, memory_order_release);
+        }
+        pthread_mutex_unlock(&primary_lock);
+    }
+    *n = access_of[ordinal].n;
+    return access_of[ordinal].desc;
+}
+
+static int cuda_vmm_map(void *va, size_t granule, const unsigned long long *handles, size_t n,
+                        int ordinal)
+{
+    if (ordinal < 0 || ordinal >= MAX_DEVICES)
+        return (int)CUDA_ERROR_INVALID_DEVICE;
     CUdeviceptr d = (CUdeviceptr)(uintptr_t)va;
-    CUresult r = drv.cuMemMap(d, bytes, 0, (CUmemGenericAllocationHandle)handle, 0);
-    if (r != CUDA_SUCCESS)
-        return (int)r;
-    CUmemAccessDesc access[MAX_DEVICES];
-    r = drv.cuMemSetAccess(d, bytes, access, access_list(ordinal, access, MAX_DEVICES));
-    if (r != CUDA_SUCCESS)
-        (void)drv.cuMemUnmap(d, bytes); /* r, the first failure, is what is reported */
+    CUresult r = CUDA_SUCCESS;
+    size_t mapped = 0;
+    while (mapped < n && r == CUDA_SUCCESS) {
+        r = drv.cuMemMap(d + mapped * granule, granule, 0,
+                         (CUmemGenericAllocationHandle)handles[mapped], 0);
+        mapped += r == CUDA_SUCCESS;
+    }
+    if (r == CUDA_SUCCESS) {
+        size_t ndesc = 0;
+        const CUmemAccessDesc *access = access_list(ordinal, &ndesc);
+        r = drv.cuMemSetAccess(d, n * granule, access, ndesc); /* one call for the run */
+    }
+    if (r != CUDA_SUCCESS) /* r, the first failure, is what is reported */
+        for (size_t k = 0; k < mapped; k++)
+            (void)drv.cuMemUnmap(d + k * granule, granule);
     return (int)r;
 }
 
