@@ -228,8 +228,9 @@ static void page_unneeded(struct gpumem_pool *pool, gpumem__pseg *seg, gpumem__p
 #define MAP_RUN 32
 
 /* Block b (in use now) needs its pages: counts it on each, and maps those not mapped, each run
- * of them with one call (its access is set once for the run: for a block of many pages that
- * is most of what mapping costs). On failure, undoes what it did. */
+ * of them with one call that sets access once for the run. (That saves calls, not time: on an
+ * H100 setting access took about 29 us a page, one page a call or eight.) On failure, undoes
+ * what it did. */
 int gpumem__pages_need(struct gpumem_pool *pool, gpumem__pblk *b, int *missed)
 {
     gpumem__pseg *seg = b->seg;
