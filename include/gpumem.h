@@ -870,6 +870,12 @@ typedef struct gpumem_pool_stats_t {
      *  when memory is cached in pieces too small for a large request. */
     double free_fragmentation;
     uint64_t remaps;         /**< pages moved from where no block needed them to a new block */
+    /** The CUDA calls that got, mapped, unmapped and gave back the pool's memory (a
+     *  segment's cudaMallocAsync, cudaMalloc or cudaHostAlloc and its release; a page's
+     *  cuMemCreate, cuMemMap with its access setting, cuMemUnmap and cuMemRelease), and the
+     *  wall time spent in them, in nanoseconds: what managing its memory cost the program. */
+    uint64_t cuda_calls;
+    uint64_t cuda_ns;
 } gpumem_pool_stats_t;
 
 /**

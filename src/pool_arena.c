@@ -373,6 +373,7 @@ static int seg_grow_plain(struct gpumem_pool *pool, gpumem__pstream *ps, gpumem_
     }
     void *p = NULL;
     int token, err = gpumem__pool_dev_enter(pool, &token);
+    uint64_t t = gpumem__pool_cuda_start();
     if (!err && pool->kind == GPUMEM_KIND_PINNED)
         err = gpumem__be->host_alloc(&p, bytes, 0);
     else if (!err)
@@ -383,6 +384,7 @@ static int seg_grow_plain(struct gpumem_pool *pool, gpumem__pstream *ps, gpumem_
         err = GPUMEM__UNLIKELY(gpumem__nvtx_on)
                   ? gpumem__be->malloc_device(&p, bytes)
                   : gpumem__be->mempool_alloc(pool->cuda_pool, &p, bytes, stream);
+    gpumem__pool_cuda_end(pool, t);
     gpumem__pool_dev_leave(token);
     if (err || !p)
         return err ? err : cudaErrorMemoryAllocation;
@@ -436,9 +438,11 @@ static int seg_release(struct gpumem_pool *pool, gpumem__pseg *seg, int ordered)
     } else if (!err) {
         if (GPUMEM__UNLIKELY(gpumem__nvtx_on))
             gpumem__nvtx_heap(seg->base, seg->size, 0);
+        uint64_t t = gpumem__pool_cuda_start();
         err = pool->kind == GPUMEM_KIND_PINNED ? gpumem__be->free_host((void *)seg->base)
               : ordered ? gpumem__be->free_async((void *)seg->base, seg->arena->stream)
                         : gpumem__be->free((void *)seg->base);
+        gpumem__pool_cuda_end(pool, t);
         if (GPUMEM__UNLIKELY(err && gpumem__nvtx_on))
             gpumem__nvtx_heap(seg->base, seg->size, 1);
         if (!err)
@@ -808,6 +812,8 @@ void gpumem__arena_stats(const struct gpumem_pool *pool, gpumem_pool_stats_t *st
     if (pool->nhandles)
         st->cached_by_size[size_range(pool->granule)] += pool->nhandles * pool->granule;
     st->remaps = pool->remaps;
+    st->cuda_calls = pool->cuda_calls;
+    st->cuda_ns = pool->cuda_ns;
 }
 
 int gpumem__arena_holds(const struct gpumem_pool *pool, uintptr_t p)

@@ -4,6 +4,7 @@
 #define GPUMEM_POOL_INTERNAL_H
 
 #include <pthread.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -108,6 +109,7 @@ struct gpumem_pool {
     void **events;               /* events free for reuse */
     size_t nevents, events_cap;
     uint64_t remaps;
+    uint64_t cuda_calls, cuda_ns; /* gpumem__pool_cuda_start/_end */
     uint64_t traced_reserved; /* reserved as the trace last said it */
     gpumem_pool_stats_t st;  /* in_use counts blocks in thread caches; reads add them back */
     gpumem_site site;
@@ -135,6 +137,23 @@ static inline void gpumem__pool_dev_leave(int token)
 {
     if (token)
         gpumem__be->device_pop(token);
+}
+
+/* The CUDA calls that get, map, unmap and give back the pool's memory are counted and timed
+ * (gpumem_pool_stats_t's cuda_calls and cuda_ns), under the pool's lock:
+ *     uint64_t t = gpumem__pool_cuda_start(); err = <call>; gpumem__pool_cuda_end(pool, t);
+ * Two reads of the monotonic clock, against the microseconds each of these calls takes. */
+static inline uint64_t gpumem__pool_cuda_start(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static inline void gpumem__pool_cuda_end(struct gpumem_pool *pool, uint64_t start)
+{
+    pool->cuda_ns += gpumem__pool_cuda_start() - start;
+    pool->cuda_calls++;
 }
 
 /* Whether holding more bytes would take the pool past its limit. */

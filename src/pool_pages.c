@@ -8,7 +8,39 @@
 
 #include "pool_internal.h"
 
+/* The four CUDA calls of a page, counted and timed (gpumem_pool_stats_t's cuda_calls and
+ * cuda_ns). */
+static int page_create(struct gpumem_pool *pool, unsigned long long *h)
+{
+    uint64_t t = gpumem__pool_cuda_start();
+    int err = gpumem__be->vmm_create(h, pool->granule, pool->device);
+    gpumem__pool_cuda_end(pool, t);
+    return err;
+}
 
+static int page_map(struct gpumem_pool *pool, uintptr_t va, unsigned long long h)
+{
+    uint64_t t = gpumem__pool_cuda_start();
+    int err = gpumem__be->vmm_map((void *)va, pool->granule, h, pool->device);
+    gpumem__pool_cuda_end(pool, t);
+    return err;
+}
+
+static int page_unmap(struct gpumem_pool *pool, uintptr_t va)
+{
+    uint64_t t = gpumem__pool_cuda_start();
+    int err = gpumem__be->vmm_unmap((void *)va, pool->granule);
+    gpumem__pool_cuda_end(pool, t);
+    return err;
+}
+
+static int page_release(struct gpumem_pool *pool, unsigned long long h)
+{
+    uint64_t t = gpumem__pool_cuda_start();
+    int err = gpumem__be->vmm_release(h);
+    gpumem__pool_cuda_end(pool, t);
+    return err;
+}
 
 void gpumem__pages_span(const struct gpumem_pool *pool, const gpumem__pblk *b, size_t *lo,
                       size_t *hi)
@@ -180,23 +212,19 @@ static int steal_any(struct gpumem_pool *pool, gpumem__parena *mine, cudaStream_
  * 20.6 us an operation before (a move costs about 78 us there, counted in the training loop:
  * 42.7 us setting access, 31.9 unmapping, 3.1 mapping), so the few percent of memory buy back
  * most of the pool's time. */
-static int handle_get(struct gpumem_pool *pool, gpumem__parena *a, size_t soon,
-                      unsigned long long *h)
+static int handle_get(struct gpumem_pool *pool, gpumem__parena *a, unsigned long long *h)
 {
     if (pool->nhandles) {
         *h = pool->handles[--pool->nhandles];
         return 0;
     }
-    /* soon: pages of the caller's run that have memory and are not counted as needed yet */
-    size_t needed = pool->pages_needed + soon;
-    size_t peak = needed > pool->pages_needed_peak ? needed : pool->pages_needed_peak;
-    int roomy = pool->pages_held < needed + 1 + peak / 20;
+    int roomy = pool->pages_held < pool->pages_needed + 1 + pool->pages_needed_peak / 20;
     if ((!roomy || gpumem__pool_over_limit(pool, pool->granule)) &&
         steal_any(pool, a, a->stream, h) == 0)
         return 0;
     if (gpumem__pool_over_limit(pool, pool->granule))
         return GPUMEM__POOL_OVER_LIMIT;
-    int err = gpumem__be->vmm_create(h, pool->granule, pool->device);
+    int err = page_create(pool, h);
     if (err)
         return err;
     pool->pages_held++;
@@ -224,47 +252,37 @@ static void page_unneeded(struct gpumem_pool *pool, gpumem__pseg *seg, gpumem__p
     }
 }
 
-/* The most pages mapped by one call: a run of unmapped pages longer than that takes several. */
-#define MAP_RUN 32
-
-/* Block b (in use now) needs its pages: counts it on each, and maps those not mapped, each run
- * of them with one call that sets access once for the run. (That saves calls, not time: on an
- * H100 setting access took about 29 us a page, one page a call or eight.) On failure, undoes
- * what it did. */
+/* Block b (in use now) needs its pages: counts it on each, and maps those not mapped, one
+ * page a call. (Setting access costs about 29 us a page on an H100 whether one page a call or
+ * eight, so mapping a run at once saves calls, not time.) On failure, undoes what it did. */
 int gpumem__pages_need(struct gpumem_pool *pool, gpumem__pblk *b, int *missed)
 {
     gpumem__pseg *seg = b->seg;
     size_t lo, hi, i;
     int err = 0;
     gpumem__pages_span(pool, b, &lo, &hi);
-    for (i = lo; i < hi && !err;) {
-        if (seg->pages[i].state == GPUMEM__PAGE_MAPPED) {
-            page_needed(pool, seg, &seg->pages[i++]);
+    for (i = lo; i < hi; i++) {
+        gpumem__ppage *pg = &seg->pages[i];
+        if (pg->state == GPUMEM__PAGE_MAPPED) {
+            page_needed(pool, seg, pg);
             continue;
         }
-        unsigned long long h[MAP_RUN];
-        size_t n = 0;
-        while (i + n < hi && n < MAP_RUN && seg->pages[i + n].state != GPUMEM__PAGE_MAPPED &&
-               (err = handle_get(pool, seg->arena, n, &h[n])) == 0)
-            n++;
+        unsigned long long h = 0;
+        err = handle_get(pool, seg->arena, &h);
         if (!err)
-            err = gpumem__be->vmm_map((void *)(seg->base + i * pool->granule), pool->granule, h, n,
-                                      pool->device);
+            err = page_map(pool, seg->base + i * pool->granule, h);
         if (err) {
-            while (n)
-                gpumem__pages_handle_put(pool, h[--n]);
+            if (h)
+                gpumem__pages_handle_put(pool, h);
             break;
         }
         *missed = 1;
-        for (size_t k = 0; k < n; k++, i++) {
-            gpumem__ppage *pg = &seg->pages[i];
-            pg->handle = h[k];
-            pg->state = GPUMEM__PAGE_MAPPED;
-            seg->stealable++; /* mapped, not needed yet: page_needed counts it */
-            page_needed(pool, seg, pg);
-        }
-        if (i > seg->hwm)
-            seg->hwm = i;
+        pg->handle = h;
+        pg->state = GPUMEM__PAGE_MAPPED;
+        seg->stealable++; /* mapped, not needed yet: page_needed counts it */
+        page_needed(pool, seg, pg);
+        if (i >= seg->hwm)
+            seg->hwm = i + 1;
     }
     if (err) {
         for (size_t j = lo; j < i; j++)
@@ -289,7 +307,7 @@ static void settle_one(struct gpumem_pool *pool, gpumem__pblk *b)
     if (b->state == GPUMEM__BLK_RETIRING) {
         gpumem__pseg *seg = b->seg;
         size_t i = (b->base - seg->base) / pool->granule;
-        if (gpumem__be->vmm_unmap((void *)b->base, pool->granule) == 0) {
+        if (page_unmap(pool, b->base) == 0) {
             seg->pages[i].state = GPUMEM__PAGE_UNMAPPED;
             seg->pages[i].handle = 0;
         }
@@ -334,10 +352,9 @@ int gpumem__pages_unmap_unneeded(struct gpumem_pool *pool)
                     gpumem__ppage *pg = &s->pages[i];
                     if (pg->state != GPUMEM__PAGE_MAPPED || pg->need)
                         continue;
-                    int e = gpumem__be->vmm_unmap((void *)(s->base + i * pool->granule),
-                                                  pool->granule);
+                    int e = page_unmap(pool, s->base + i * pool->granule);
                     if (!e && gpumem__pages_handle_put(pool, pg->handle) != 0) {
-                        e = gpumem__be->vmm_release(pg->handle); /* no room: release it now */
+                        e = page_release(pool, pg->handle); /* no room: release it now */
                         if (!e) {
                             pool->pages_held--;
                             pool->st.reserved -= pool->granule;
@@ -355,7 +372,7 @@ int gpumem__pages_unmap_unneeded(struct gpumem_pool *pool)
         }
     }
     while (pool->nhandles) {
-        int e = gpumem__be->vmm_release(pool->handles[pool->nhandles - 1]);
+        int e = page_release(pool, pool->handles[pool->nhandles - 1]);
         if (e)
             return err ? err : e;
         pool->nhandles--;
@@ -407,10 +424,9 @@ int gpumem__pages_unmap_stream(struct gpumem_pool *pool, gpumem__pstream *c)
                 gpumem__ppage *pg = &s->pages[i];
                 if (pg->state != GPUMEM__PAGE_MAPPED)
                     continue;
-                err = gpumem__be->vmm_unmap((void *)(s->base + i * pool->granule), pool->granule);
+                err = page_unmap(pool, s->base + i * pool->granule);
                 if (!err && gpumem__pages_handle_put(pool, pg->handle) != 0) {
-                    gpumem__be->vmm_map((void *)(s->base + i * pool->granule), pool->granule,
-                                        &pg->handle, 1, pool->device);
+                    page_map(pool, s->base + i * pool->granule, pg->handle);
                     err = cudaErrorMemoryAllocation;
                 }
                 if (!err) {

@@ -586,45 +586,6 @@ static void test_peer_access(void)
     free(back);
 }
 
-/* ---- pages of a device pool ---- */
-
-/* The backend maps a run of pages with one call (one access setting for all), and a run that
- * fails part way leaves nothing mapped: its first page can be mapped again at once (CUDA
- * refuses to map an address that is mapped). */
-static void test_vmm_map_run(void)
-{
-    size_t g = 0;
-    if (gpumem__be->vmm_granularity(0, &g) != 0 || !g) {
-        fprintf(stderr, "skip: device 0 cannot map pages\n");
-        return;
-    }
-    unsigned long long h[3] = {0, 0, 0};
-    void *va = NULL;
-    for (int i = 0; i < 3; i++)
-        ASSERT_EQ(gpumem__be->vmm_create(&h[i], g, 0), 0);
-    ASSERT_EQ(gpumem__be->vmm_reserve(&va, 3 * g), 0);
-    unsigned char *src = malloc(3 * g), *back = calloc(1, 3 * g);
-    ASSERT_NOT_NULL(src);
-    ASSERT_NOT_NULL(back);
-    fill(src, 3 * g, 7);
-    EXPECT_EQ(gpumem__be->vmm_map(va, g, h, 3, 0), 0);
-    EXPECT_EQ(gpumem__be->memcpy_async(va, src, 3 * g, NULL), 0);
-    EXPECT_EQ(gpumem__be->memcpy_async(back, va, 3 * g, NULL), 0);
-    EXPECT_EQ(gpumem__be->device_sync(), 0);
-    EXPECT_TRUE(same(src, back, 3 * g)); /* all three pages mapped, readable and writable */
-    for (int i = 0; i < 3; i++)
-        EXPECT_EQ(gpumem__be->vmm_unmap((char *)va + i * g, g), 0);
-    unsigned long long bad[3] = {h[0], 0, h[2]}; /* the second is no handle */
-    EXPECT_NE(gpumem__be->vmm_map(va, g, bad, 3, 0), 0);
-    EXPECT_EQ(gpumem__be->vmm_map(va, g, h, 1, 0), 0); /* the first page is not mapped */
-    EXPECT_EQ(gpumem__be->vmm_unmap(va, g), 0);
-    EXPECT_EQ(gpumem__be->vmm_unreserve(va, 3 * g), 0);
-    for (int i = 0; i < 3; i++)
-        EXPECT_EQ(gpumem__be->vmm_release(h[i]), 0);
-    free(src);
-    free(back);
-}
-
 /* The device calls when CUDA refuses them (a dead context): the status and CUDA's reason, and
  * the current device unchanged. */
 static void test_device_calls_fail(void)
@@ -679,10 +640,8 @@ int main(int argc, char **argv)
     RUN(test_pinned_from_another_device);
     RUN(test_copy_between_devices_fails);
     RUN(test_peer_access);
-    if (!multi_only) {
-        RUN(test_vmm_map_run);
+    if (!multi_only)
         RUN(test_device_calls_fail);
-    }
     if (parts_skipped)
         fprintf(stderr, "%d part%s skipped for want of devices\n", parts_skipped,
                 parts_skipped == 1 ? "" : "s");

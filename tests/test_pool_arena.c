@@ -133,6 +133,42 @@ static void memory_follows_sizes(void)
     EXPECT_TRUE(classes > 2.0);
 }
 
+/* The CUDA calls that get and give back a pool's memory are counted, with their time; a
+ * block served from what the pool holds calls none. Pages: 4 MiB is two pages, each made and
+ * mapped (4 calls), then trim unmaps and releases both (4). Segments: one segment, then its
+ * release on trim. */
+static void cuda_calls_counted(uint32_t design)
+{
+    gpumem_pool *pool = make(design, 0);
+    ASSERT_NOT_NULL(pool);
+    int vmm = design == GPUMEM_POOL_DESIGN_VMM;
+    void *a = gpumem_pool_alloc(pool, 4, MiB, S1);
+    ASSERT_NOT_NULL(a);
+    gpumem_pool_stats_t st = stats_of(pool);
+    EXPECT_EQ(st.cuda_calls, vmm ? 4 : 1);
+    EXPECT_TRUE(st.cuda_ns > 0);
+    uint64_t ns = st.cuda_ns;
+    EXPECT_EQ(gpumem_free(a), GPUMEM_OK);
+    a = gpumem_pool_alloc(pool, 4, MiB, S1);
+    ASSERT_NOT_NULL(a);
+    st = stats_of(pool);
+    EXPECT_EQ(st.cuda_calls, vmm ? 4 : 1);
+    EXPECT_EQ(st.cuda_ns, ns);
+    EXPECT_EQ(gpumem_free(a), GPUMEM_OK);
+    EXPECT_EQ(gpumem_pool_trim(pool), GPUMEM_OK);
+    st = stats_of(pool);
+    EXPECT_EQ(st.reserved, 0);
+    EXPECT_EQ(st.cuda_calls, vmm ? 8 : 2);
+    EXPECT_TRUE(st.cuda_ns > ns);
+    EXPECT_EQ(gpumem_pool_destroy(pool), GPUMEM_OK);
+}
+
+static void test_cuda_calls_counted(void)
+{
+    cuda_calls_counted(GPUMEM_POOL_DESIGN_VMM);
+    cuda_calls_counted(GPUMEM_POOL_DESIGN_SEGMENTS);
+}
+
 /* A page no block needs moves to a block of another size, on another stream, instead of new
  * memory: the pool holds the larger block's pages, not both, but for a twentieth of the peak
  * of pages needed, which stays where it was freed. Pages move from the top of a range. */
@@ -407,6 +443,7 @@ int main(void)
     RUN(test_split_and_merge);
     RUN(memory_follows_sizes);
     RUN(pages_move);
+    RUN(test_cuda_calls_counted);
     RUN(test_stream_rules);
     RUN(test_thread_caches);
     RUN(test_out_of_memory);

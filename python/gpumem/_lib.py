@@ -54,7 +54,8 @@ class PoolStats(ctypes.Structure):
         "blocks_in_use", "blocks_cached", "hits", "misses", "oom_retries")] + [
         ("fragmentation", ctypes.c_double), ("peak_requested", ctypes.c_uint64),
         ("largest_free", ctypes.c_uint64), ("cached_by_size", ctypes.c_uint64 * POOL_SIZE_RANGES),
-        ("free_fragmentation", ctypes.c_double), ("remaps", ctypes.c_uint64)]
+        ("free_fragmentation", ctypes.c_double), ("remaps", ctypes.c_uint64),
+        ("cuda_calls", ctypes.c_uint64), ("cuda_ns", ctypes.c_uint64)]
 
 
 class Checkpoint(ctypes.Structure):

@@ -93,13 +93,10 @@ typedef struct gpumem__backend {
      * and the memory goes once the handle is released and its last mapping unmapped. */
     int (*vmm_create)(unsigned long long *handle, size_t bytes, int ordinal);
     int (*vmm_release)(unsigned long long handle);          /* cuMemRelease */
-    /* cuMemMap of n handles of granule bytes each, one after another from va, then one
-     * cuMemSetAccess over the n pages: read and write for ordinal and every device that can
-     * reach ordinal's memory directly (as cudaMalloc's memory is, once peer access is
-     * enabled). On failure nothing stays mapped. A handle may be mapped at several addresses
-     * at once. */
-    int (*vmm_map)(void *va, size_t granule, const unsigned long long *handles, size_t n,
-                   int ordinal);
+    /* cuMemMap of the whole handle at va, then cuMemSetAccess: read and write for ordinal and
+     * every device that can reach ordinal's memory directly (as cudaMalloc's memory is, once
+     * peer access is enabled). A handle may be mapped at several addresses at once. */
+    int (*vmm_map)(void *va, size_t bytes, unsigned long long handle, int ordinal);
     int (*vmm_unmap)(void *va, size_t bytes);               /* cuMemUnmap */
     /* cuEventQuery: 0 when the work recorded before the event is done, else
      * cudaErrorNotReady or an error. */

@@ -650,27 +650,19 @@ static const CUmemAccessDesc *access_list(int ordinal, size_t *n)
     return access_of[ordinal].desc;
 }
 
-static int cuda_vmm_map(void *va, size_t granule, const unsigned long long *handles, size_t n,
-                        int ordinal)
+static int cuda_vmm_map(void *va, size_t bytes, unsigned long long handle, int ordinal)
 {
     if (ordinal < 0 || ordinal >= MAX_DEVICES)
         return (int)CUDA_ERROR_INVALID_DEVICE;
     CUdeviceptr d = (CUdeviceptr)(uintptr_t)va;
-    CUresult r = CUDA_SUCCESS;
-    size_t mapped = 0;
-    while (mapped < n && r == CUDA_SUCCESS) {
-        r = drv.cuMemMap(d + mapped * granule, granule, 0,
-                         (CUmemGenericAllocationHandle)handles[mapped], 0);
-        mapped += r == CUDA_SUCCESS;
-    }
-    if (r == CUDA_SUCCESS) {
-        size_t ndesc = 0;
-        const CUmemAccessDesc *access = access_list(ordinal, &ndesc);
-        r = drv.cuMemSetAccess(d, n * granule, access, ndesc); /* one call for the run */
-    }
-    if (r != CUDA_SUCCESS) /* r, the first failure, is what is reported */
-        for (size_t k = 0; k < mapped; k++)
-            (void)drv.cuMemUnmap(d + k * granule, granule);
+    CUresult r = drv.cuMemMap(d, bytes, 0, (CUmemGenericAllocationHandle)handle, 0);
+    if (r != CUDA_SUCCESS)
+        return (int)r;
+    size_t ndesc = 0;
+    const CUmemAccessDesc *access = access_list(ordinal, &ndesc);
+    r = drv.cuMemSetAccess(d, bytes, access, ndesc);
+    if (r != CUDA_SUCCESS)
+        (void)drv.cuMemUnmap(d, bytes); /* r, the first failure, is what is reported */
     return (int)r;
 }
 

@@ -889,21 +889,16 @@ static int sim_vmm_release(unsigned long long handle)
     return 0;
 }
 
-static int sim_vmm_map(void *va, size_t granule, const unsigned long long *handles, size_t n,
-                       int ordinal)
+static int sim_vmm_map(void *va, size_t bytes, unsigned long long handle, int ordinal)
 {
+    sim_handle *h = (sim_handle *)(uintptr_t)handle;
     int err = atomic_load(&poisoned);
     if (err)
         return err;
-    if (!n || vmm_device_of((uintptr_t)va) < 0 || (uintptr_t)va % SIM_VMM_GRANULE ||
-        vmm_device_of((uintptr_t)va + n * granule - 1) < 0)
+    if (!h || h->bytes != bytes || ordinal != h->device || vmm_device_of((uintptr_t)va) < 0 ||
+        (uintptr_t)va % SIM_VMM_GRANULE)
         return cudaErrorInvalidValue;
-    for (size_t k = 0; k < n; k++) {
-        const sim_handle *h = (const sim_handle *)(uintptr_t)handles[k];
-        if (!h || h->bytes != granule || ordinal != h->device)
-            return cudaErrorInvalidValue;
-    }
-    return mprotect(va, n * granule, PROT_READ | PROT_WRITE) == 0 ? 0 : cudaErrorInvalidValue;
+    return mprotect(va, bytes, PROT_READ | PROT_WRITE) == 0 ? 0 : cudaErrorInvalidValue;
 }
 
 static int sim_vmm_unmap(void *va, size_t bytes)

@@ -139,11 +139,11 @@ static void test_report(void)
     r.limit = (uint64_t)1 << 30;
     r.nresults = 3;
     r.results[0] = (replay_result){"gpumem_vmm", "gpumem device pool (pages)", 1, 110 << 20,
-                                   99 << 20, 250.0, -1, "", 1, 12, 345};
+                                   99 << 20, 250.0, -1, "", 1, 12, 345, 1500};
     r.results[1] = (replay_result){"cuda_malloc", "cudaMalloc", 1, 200 << 20, 50 << 20, 9e4, 7,
-                                   "", 0, 0, 0};
+                                   "", 0, 0, 0, 0};
     r.results[2] = (replay_result){"torch_default", "PyTorch caching allocator", 0, 0, 0, 0, -1,
-                                   "PyTorch is not installed here", 0, 0, 0};
+                                   "PyTorch is not installed here", 0, 0, 0, 0};
     EXPECT_TRUE(replay_fragmentation(&r.results[0]) > 0.0999 &&
                 replay_fragmentation(&r.results[0]) < 0.1001);
     EXPECT_TRUE(replay_fragmentation(&r.results[1]) == 0.75);
@@ -156,8 +156,8 @@ static void test_report(void)
                          "peak requested 100.0 MiB; limit 1.0 GiB");
     EXPECT_CONTAINS(buf, "gpumem device pool (pages)                    110.0 MiB     1.10x   "
                          "      10.0%");
-    EXPECT_CONTAINS(buf, "10.0%    0.25 us         12         345  no\n");
-    EXPECT_CONTAINS(buf, "75.0%    90.0 us          -           -  at operation 7\n");
+    EXPECT_CONTAINS(buf, "10.0%    0.25 us         12         345    0.15 us  no\n");
+    EXPECT_CONTAINS(buf, "75.0%    90.0 us          -           -          -  at operation 7\n");
     EXPECT_CONTAINS(buf, "(PyTorch is not installed here)");
     char json[4096] = "", err[100];
     f = fmemopen(json, sizeof json, "w");
@@ -168,7 +168,8 @@ static void test_report(void)
     EXPECT_CONTAINS(json, "{\"key\": \"gpumem_vmm\", \"label\": \"gpumem device pool (pages)\", "
                           "\"ran\": true, \"peak_reserved\": 115343360, \"requested_at_peak\": "
                           "103809024, \"fragmentation\": 0.1000, \"ns_per_op\": 250.0, "
-                          "\"oom_at\": -1, \"cuda_asks\": 12, \"pages_moved\": 345}");
+                          "\"oom_at\": -1, \"cuda_asks\": 12, \"pages_moved\": 345, "
+                          "\"cuda_ns\": 1500}");
     EXPECT_CONTAINS(json, "\"oom_at\": 7}");
     EXPECT_CONTAINS(json, "\"ran\": false, \"note\": \"PyTorch is not installed here\"");
 }

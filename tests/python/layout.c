@@ -34,6 +34,8 @@ int main(void)
     FIELD(gpumem_pool_stats_t, cached_by_size);
     FIELD(gpumem_pool_stats_t, free_fragmentation);
     FIELD(gpumem_pool_stats_t, remaps);
+    FIELD(gpumem_pool_stats_t, cuda_calls);
+    FIELD(gpumem_pool_stats_t, cuda_ns);
     printf("}},\n \"Checkpoint\": {\"size\": %zu}", sizeof(gpumem_checkpoint_t));
     printf(",\n \"Failure\": {\"size\": %zu, \"fields\": {", sizeof(gpumem_python_failure));
     first = 0;

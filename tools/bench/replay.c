@@ -263,6 +263,7 @@ static int run_once(replayer *r, const replay_trace *t, uint64_t limit, int meas
         res->counted = 1;
         res->cuda_asks = r->last.misses;
         res->pages_moved = r->last.remaps;
+        res->cuda_ns = r->last.cuda_ns;
     }
     free(ptr);
     return rc;

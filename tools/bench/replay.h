@@ -48,10 +48,11 @@ typedef struct {
     long long oom_at;           /* the operation that ran out of memory under the limit, or -1 */
     char note[200];
     /* gpumem's pools (counted 1): the allocations that asked CUDA for memory or a mapping,
-     * and the pages moved from where no block needed them (gpumem_pool_stats_t's misses and
-     * remaps), in the measured replay. */
+     * the pages moved from where no block needed them, and the time spent in the CUDA calls
+     * that got, mapped, unmapped and gave back memory (gpumem_pool_stats_t's misses, remaps
+     * and cuda_ns), in the measured replay. */
     int counted;
-    uint64_t cuda_asks, pages_moved;
+    uint64_t cuda_asks, pages_moved, cuda_ns;
 } replay_result;
 
 #define REPLAY_MAX_RESULTS 12

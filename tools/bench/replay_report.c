@@ -28,8 +28,9 @@ int replay_print_table(FILE *out, const replay_report *r)
                 r->skipped);
     if (r->limit)
         fprintf(out, "; limit %s", gpumem_format_bytes(r->limit, b, sizeof b));
-    fprintf(out, "\n%-40s %14s %9s %13s %10s %10s %11s  %s\n", "allocator", "peak reserved",
-            "x request", "fragmentation", "time/op", "CUDA asks", "pages moved", "out of memory");
+    fprintf(out, "\n%-40s %14s %9s %13s %10s %10s %11s %10s  %s\n", "allocator", "peak reserved",
+            "x request", "fragmentation", "time/op", "CUDA asks", "pages moved", "CUDA/op",
+            "out of memory");
     for (int i = 0; i < r->nresults; i++) {
         const replay_result *x = &r->results[i];
         if (!x->ran) {
@@ -41,22 +42,25 @@ int replay_print_table(FILE *out, const replay_report *r)
             snprintf(oom, sizeof oom, "at operation %lld", x->oom_at);
         double ratio = r->peak_requested ? (double)x->peak_reserved / (double)r->peak_requested
                                          : 0.0;
-        char asks[24] = "-", moved[24] = "-";
+        char asks[24] = "-", moved[24] = "-", in_cuda[32] = "-";
         if (x->counted) {
             snprintf(asks, sizeof asks, "%" PRIu64, x->cuda_asks);
             snprintf(moved, sizeof moved, "%" PRIu64, x->pages_moved);
+            bench_format_ns((double)x->cuda_ns / (double)(r->ops ? r->ops : 1), in_cuda,
+                            sizeof in_cuda);
         }
-        fprintf(out, "%-40s %14s %8.2fx %12.1f%% %10s %10s %11s  %s\n", x->label,
+        fprintf(out, "%-40s %14s %8.2fx %12.1f%% %10s %10s %11s %10s  %s\n", x->label,
                 gpumem_format_bytes(x->peak_reserved, a, sizeof a), ratio,
                 100.0 * replay_fragmentation(x),
                 x->ns_per_op > 0 ? bench_format_ns(x->ns_per_op, c, sizeof c) : "-", asks, moved,
-                oom);
+                in_cuda, oom);
     }
     fprintf(out, "peak reserved: the most the allocator held; x request: that over the peak "
                  "requested;\nfragmentation: the share of it that held no requested byte then; "
                  "time/op: one allocation or release;\nCUDA asks: allocations that asked CUDA "
                  "for memory or a mapping; pages moved: pages mapped\nanew where a block needed "
-                 "them (gpumem's pools only)\n");
+                 "them; CUDA/op: the time of the CUDA calls that got, mapped,\nunmapped and gave "
+                 "back memory, over the operations (gpumem's pools only)\n");
     return ferror(out) ? -1 : 0;
 }
 
@@ -96,8 +100,9 @@ int replay_write_json(FILE *out, const replay_report *r, char *err, size_t errn)
                     x->peak_reserved, x->requested_at_peak, replay_fragmentation(x),
                     x->ns_per_op, x->oom_at);
             if (x->counted)
-                fprintf(out, ", \"cuda_asks\": %" PRIu64 ", \"pages_moved\": %" PRIu64,
-                        x->cuda_asks, x->pages_moved);
+                fprintf(out, ", \"cuda_asks\": %" PRIu64 ", \"pages_moved\": %" PRIu64
+                             ", \"cuda_ns\": %" PRIu64,
+                        x->cuda_asks, x->pages_moved, x->cuda_ns);
         } else {
             fprintf(out, ", \"note\": ");
             json_str(out, x->note);
