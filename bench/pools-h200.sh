@@ -68,7 +68,7 @@ for t in test_pool test_pool_records; do
 done
 
 # ---- 1. the variable-length loop, each allocator
-declare -A RATE RES ALLOC RUNS
+declare -A RATE RES ALLOC RUNS CUDA_MS TRACED_RATE TRACED_RES
 workload() { # WORKLOAD ALLOCATOR [ENV...]: one process, its JSON line parsed
   local w=$1 a=$2; shift 2
   local line
@@ -78,6 +78,7 @@ workload() { # WORKLOAD ALLOCATOR [ENV...]: one process, its JSON line parsed
     *steps_per_s*)
       RATE[$w,$a]=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["steps_per_s"])' "$line")
       RUNS[$w,$a]="${RUNS[$w,$a]:-}${RUNS[$w,$a]:+ }${RATE[$w,$a]}"
+      CUDA_MS[$w,$a]="${CUDA_MS[$w,$a]:-}${CUDA_MS[$w,$a]:+ }$(python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print("%s/%s" % (j["pages_moved"], j["cuda_ms"]) if "cuda_ms" in j else "-")' "$line")"
       RES[$w,$a]=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["peak_reserved"])' "$line")
       ALLOC[$w,$a]=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["peak_allocated"])' "$line") ;;
   esac
@@ -111,9 +112,17 @@ fi
 # ---- 3. record traces, keep them as replay logs, replay each
 record() { # NAME WORKLOAD ALLOCATOR
   local name=$1 trace=$OUT/logs/$1.trace.json
+  local runs=${RUNS[$2,$3]:-} cuda=${CUDA_MS[$2,$3]:-} rate=${RATE[$2,$3]:-} res=${RES[$2,$3]:-}
+  local alloc=${ALLOC[$2,$3]:-}
   rm -f "$trace"
   log "record $name"
   workload "$2" "$3" GPUMEM_TRACE="$trace"
+  # a traced run is not one of the rounds: the table keeps the rounds' figures (the recorded
+  # runs' own are in the line under the table)
+  TRACED_RATE[$2]=${RATE[$2,$3]:-} TRACED_RES[$2]=${RES[$2,$3]:-}
+  if [ -n "$runs" ]; then
+    RUNS[$2,$3]=$runs CUDA_MS[$2,$3]=$cuda RATE[$2,$3]=$rate RES[$2,$3]=$res ALLOC[$2,$3]=$alloc
+  fi
   if [ -s "$trace" ] && run 30 "$GPUMEM" bench --replay "$trace" --write-log "$OUT/logs/$name.log"; then
     gzip -9f "$OUT/logs/$name.log"
   fi
@@ -179,15 +188,16 @@ mib() { [ -n "${1:-}" ] && awk -v b="$1" 'BEGIN { printf "%.0f MiB", b / 1048576
   echo
   echo "## Variable-length transformer loop (300 steps, 8 x 16..1024 tokens)"
   echo
-  echo "| allocator | steps/s (median of $ROUNDS) | every run | peak reserved | peak allocated |"
-  echo "|---|---:|---|---:|---:|"
+  echo "| allocator | steps/s (median of $ROUNDS) | every run | peak reserved | peak allocated | pages moved / CUDA ms, each run |"
+  echo "|---|---:|---|---:|---:|---|"
   for a in $TORCH_ALLOCS; do
-    echo "| $a | ${RATE[varlen,$a]:--} | ${RUNS[varlen,$a]:--} | $(mib "${RES[varlen,$a]:-}") | $(mib "${ALLOC[varlen,$a]:-}") |"
+    echo "| $a | ${RATE[varlen,$a]:--} | ${RUNS[varlen,$a]:--} | $(mib "${RES[varlen,$a]:-}") | $(mib "${ALLOC[varlen,$a]:-}") | ${CUDA_MS[varlen,$a]:--} |"
   done
   echo
-  echo "Recorded runs (gpumem-vmm, with GPUMEM_TRACE): fixed ${RATE[fixed,gpumem-vmm]:--} steps/s" \
-       "$(mib "${RES[fixed,gpumem-vmm]:-}") reserved; serve ${RATE[serve,gpumem-vmm]:--} requests/s" \
-       "$(mib "${RES[serve,gpumem-vmm]:-}"); cupy ${RATE[cupy,gpumem-vmm]:--} steps/s $(mib "${RES[cupy,gpumem-vmm]:-}")"
+  echo "Recorded runs (gpumem-vmm, with GPUMEM_TRACE): varlen ${TRACED_RATE[varlen]:--} steps/s" \
+       "$(mib "${TRACED_RES[varlen]:-}") reserved; fixed ${TRACED_RATE[fixed]:--} steps/s" \
+       "$(mib "${TRACED_RES[fixed]:-}"); serve ${TRACED_RATE[serve]:--} requests/s" \
+       "$(mib "${TRACED_RES[serve]:-}"); cupy ${TRACED_RATE[cupy]:--} steps/s $(mib "${TRACED_RES[cupy]:-}")"
   echo
   echo "## Fixed-size pairs (bench_pool_scale, median of 5 runs)"
   echo

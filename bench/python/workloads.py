@@ -153,8 +153,16 @@ def main():
         rate, reserved, allocated = run_cupy(allocator)
     else:
         rate, reserved, allocated = run_torch(workload, allocator)
-    print(json.dumps({"workload": workload, "allocator": allocator, "steps_per_s": round(rate, 1),
-                      "peak_reserved": reserved, "peak_allocated": allocated}))
+    out = {"workload": workload, "allocator": allocator, "steps_per_s": round(rate, 1),
+           "peak_reserved": reserved, "peak_allocated": allocated}
+    if allocator.startswith("gpumem-"):
+        # What the pool asked of CUDA over the whole run, warm-up included: pages moved, and
+        # the time of the calls that got, mapped, unmapped and gave back its memory.
+        import gpumem
+        p = gpumem.pool_stats(0)
+        out.update(pages_moved=p["remaps"], cuda_calls=p["cuda_calls"],
+                   cuda_ms=round(p["cuda_ns"] / 1e6, 1))
+    print(json.dumps(out))
     return 0
 
 
