@@ -14,6 +14,11 @@ ALLOCATOR:
   torch-default, torch-expandable, torch-async      PyTorch's caching allocator, with
                                                     expandable_segments:True, or
                                                     backend:cudaMallocAsync (set before CUDA)
+  torch-floor                                       PyTorch's pluggable-allocator interface
+                                                    around the least an allocator can do
+                                                    (floor_alloc.c, built here with cc and
+                                                    CUDA): the fastest any allocator plugged
+                                                    in as gpumem's is can be; memory not counted
   torch-history                                     the default one recording every
                                                     allocation's Python stack
                                                     (torch.cuda.memory._record_memory_history,
@@ -42,6 +47,9 @@ def torch_setup(allocator):
     elif allocator.startswith("gpumem-"):
         os.environ["GPUMEM_POOL_DESIGN"] = allocator.split("-", 1)[1]
     import torch
+    if allocator == "torch-floor":
+        torch.cuda.memory.change_current_allocator(torch.cuda.memory.CUDAPluggableAllocator(
+            build_floor(), "floor_malloc", "floor_free"))
     if allocator.startswith("gpumem-"):
         import gpumem
         gpumem.torch.use()
@@ -51,7 +59,20 @@ def torch_setup(allocator):
     return torch
 
 
+def build_floor():
+    import subprocess
+    import tempfile
+    cuda = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    out = os.path.join(tempfile.mkdtemp(), "floor_alloc.so")
+    subprocess.run(["cc", "-std=c11", "-O2", "-shared", "-fPIC", "-I" + cuda + "/include",
+                    os.path.join(os.path.dirname(os.path.abspath(__file__)), "floor_alloc.c"),
+                    "-o", out, "-L" + cuda + "/lib64", "-lcudart"], check=True)
+    return out
+
+
 def torch_memory(torch, allocator):
+    if allocator == "torch-floor":
+        return None, None
     if allocator.startswith("gpumem-"):
         import gpumem
         s = gpumem.torch.memory_stats()

@@ -164,7 +164,20 @@ static void test_report(void)
     ASSERT_NOT_NULL(f);
     EXPECT_EQ(replay_write_json(f, &r, err, sizeof err), 0);
     fclose(f);
-    EXPECT_CONTAINS(json, "\"peak_requested\": 104857600, \"limit\": 1073741824");
+    EXPECT_CONTAINS(json, "\"peak_requested\": 104857600, \"limit\": 1073741824, \"cold\": 0");
+    /* --cold: the header says the times were taken with the caches made cold */
+    r.cold = 8 << 20;
+    f = fmemopen(buf, sizeof buf, "w");
+    ASSERT_NOT_NULL(f);
+    EXPECT_EQ(replay_print_table(f, &r), 0);
+    fclose(f);
+    EXPECT_CONTAINS(buf, "peak requested 100.0 MiB; limit 1.0 GiB; time/op with the CPU's caches "
+                         "made cold (8.0 MiB written before each operation)\n");
+    f = fmemopen(json, sizeof json, "w");
+    ASSERT_NOT_NULL(f);
+    EXPECT_EQ(replay_write_json(f, &r, err, sizeof err), 0);
+    fclose(f);
+    EXPECT_CONTAINS(json, "\"limit\": 1073741824, \"cold\": 8388608, \"allocators\"");
     EXPECT_CONTAINS(json, "{\"key\": \"gpumem_vmm\", \"label\": \"gpumem device pool (pages)\", "
                           "\"ran\": true, \"peak_reserved\": 115343360, \"requested_at_peak\": "
                           "103809024, \"fragmentation\": 0.1000, \"ns_per_op\": 250.0, "

@@ -18,7 +18,8 @@
 
 #define BENCH_USAGE                                                                              \
     "usage: gpumem bench [--quick] [--json PATH] [--device N]\n"                                 \
-    "       gpumem bench --replay FILE [--limit BYTES] [--json PATH] [--device N]\n"            \
+    "       gpumem bench --replay FILE [--limit BYTES] [--cold BYTES] [--json PATH]\n"         \
+    "                    [--device N]\n"                                                        \
     "       gpumem bench --replay FILE --write-log OUT\n"
 
 static void bench_usage(FILE *out)
@@ -44,6 +45,11 @@ static void bench_usage(FILE *out)
             "  --limit BYTES\n"
             "               with --replay: the most each allocator may reserve (1073741824, 1GiB,\n"
             "               512MiB)\n"
+            "  --cold BYTES\n"
+            "               with --replay: before each timed operation, write BYTES of memory (a\n"
+            "               byte a cache line), as a program's own work between allocations\n"
+            "               would, and time the operations alone: what each allocator costs\n"
+            "               with its data out of the CPU's caches (8MiB, about an L3's worth)\n"
             "  --write-log OUT\n"
             "               with --replay: write FILE's allocations as a replay log to OUT (about\n"
             "               a tenth of a trace's size) and replay nothing; needs no GPU\n"
@@ -169,7 +175,8 @@ static int device_setup(bench_ctx *c, bench_report *r)
 
 /* --replay: on the simulated device when GPUMEM_BACKEND=sim says so (gpumem's pools alone),
  * else on the real one. */
-static int bench_replay(const char *path, uint64_t limit, const char *json_path, int device)
+static int bench_replay(const char *path, uint64_t limit, uint64_t cold, const char *json_path,
+                        int device)
 {
     const char *be = getenv("GPUMEM_BACKEND");
     int sim = be && strcmp(be, "sim") == 0;
@@ -181,7 +188,7 @@ static int bench_replay(const char *path, uint64_t limit, const char *json_path,
                 gpumem_last_error()->message);
         return sim ? 1 : CLI_EXIT_UNAVAILABLE;
     }
-    return replay_main(path, limit, json_path, device);
+    return replay_main(path, limit, cold, json_path, device);
 }
 
 /* The devices there are, and that --device N is one of them: 0, or the exit status. On a GPU
@@ -344,13 +351,14 @@ int gpumem_bench_main(int argc, char **argv)
     bench_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
     const char *json_path = NULL, *replay = NULL, *write_log = NULL;
-    uint64_t limit = 0;
-    enum { OPT_QUICK, OPT_JSON, OPT_DEVICE, OPT_REPLAY, OPT_LIMIT, OPT_WRITE_LOG };
+    uint64_t limit = 0, cold = 0;
+    enum { OPT_QUICK, OPT_JSON, OPT_DEVICE, OPT_REPLAY, OPT_LIMIT, OPT_COLD, OPT_WRITE_LOG };
     static const cli_opt opts[] = {{"--quick", 0, CLI_FLAG, OPT_QUICK},
                                    {"--json", 0, CLI_VALUE, OPT_JSON},
                                    {"--device", 0, CLI_VALUE, OPT_DEVICE},
                                    {"--replay", 0, CLI_VALUE, OPT_REPLAY},
                                    {"--limit", 0, CLI_VALUE, OPT_LIMIT},
+                                   {"--cold", 0, CLI_VALUE, OPT_COLD},
                                    {"--write-log", 0, CLI_VALUE, OPT_WRITE_LOG}};
     static const cli_cmd cmd = {"bench", opts, CLI_COUNT(opts), bench_usage, CLI_NO_OPERANDS};
     cli c;
@@ -373,6 +381,11 @@ int gpumem_bench_main(int argc, char **argv)
                                    c.value);
         else if (id == OPT_LIMIT)
             continue;
+        else if (id == OPT_COLD && (parse_bytes(c.value, &cold) != 0 || !cold))
+            return cli_usage_error(&c, "--cold takes a byte count (8388608, 8MiB), not '%s'",
+                                   c.value);
+        else if (id == OPT_COLD)
+            continue;
         else if (id == OPT_WRITE_LOG && !*c.value)
             return cli_usage_error(&c, "--write-log needs a path");
         else if (id == OPT_WRITE_LOG)
@@ -386,11 +399,12 @@ int gpumem_bench_main(int argc, char **argv)
         return 2;
     }
 
-    if ((limit || write_log) && !replay)
-        return cli_usage_error(&c, "%s goes with --replay", limit ? "--limit" : "--write-log");
+    if ((limit || cold || write_log) && !replay)
+        return cli_usage_error(&c, "%s goes with --replay",
+                               limit ? "--limit" : cold ? "--cold" : "--write-log");
     if (write_log)
         return replay_convert(replay, write_log);
     if (replay)
-        return bench_replay(replay, limit, json_path, ctx.device);
+        return bench_replay(replay, limit, cold, json_path, ctx.device);
     return bench_run(&ctx, json_path);
 }

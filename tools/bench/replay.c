@@ -211,8 +211,21 @@ static replayer replayers[] = {
 
 /* ---- one replay ---- */
 
+/* --cold: a buffer written, a byte a cache line, before each timed operation, as a program's
+ * own work between two allocations would: the allocator then finds its data out of the CPU's
+ * caches, as it does in a real program, instead of hot as in a tight replay loop. */
+static unsigned char *cold_buf;
+static size_t cold_bytes;
+
+static void make_cold(void)
+{
+    for (size_t k = 0; k < cold_bytes; k += 64)
+        cold_buf[k]++;
+}
+
 /* Replays t into r; measure: reads reserved after every operation. 0, or -1 when the
- * allocator failed (res->oom_at says where, when it was out of memory under the limit). */
+ * allocator failed (res->oom_at says where, when it was out of memory under the limit).
+ * Untimed (measure 0) with --cold: the time is the operations' own, summed. */
 static int run_once(replayer *r, const replay_trace *t, uint64_t limit, int measure,
                     replay_result *res)
 {
@@ -222,10 +235,14 @@ static int run_once(replayer *r, const replay_trace *t, uint64_t limit, int meas
         snprintf(res->note, sizeof res->note, "could not start");
         return -1;
     }
-    uint64_t live = 0, t0 = bench_now_ns();
-    int rc = 0;
+    uint64_t live = 0, t0 = bench_now_ns(), in_ops = 0, op_start = 0;
+    int rc = 0, cold = !measure && cold_buf;
     for (size_t i = 0; i < t->n && rc == 0; i++) {
         const replay_op *op = &t->ops[i];
+        if (cold) {
+            make_cold();
+            op_start = bench_now_ns();
+        }
         if (op->alloc) {
             rc = r->alloc(r, &ptr[op->slot], op->bytes, op->stream);
             live += op->bytes;
@@ -234,6 +251,8 @@ static int run_once(replayer *r, const replay_trace *t, uint64_t limit, int meas
             ptr[op->slot] = NULL;
             live -= op->bytes;
         }
+        if (cold)
+            in_ops += bench_now_ns() - op_start;
         if (rc != 0) {
             res->oom_at = (long long)i;
             break;
@@ -254,7 +273,7 @@ static int run_once(replayer *r, const replay_trace *t, uint64_t limit, int meas
         cudaDeviceSynchronize();
     uint64_t t1 = bench_now_ns();
     if (!measure && rc == 0)
-        res->ns_per_op = (double)(t1 - t0) / (double)(t->n ? t->n : 1);
+        res->ns_per_op = (double)(cold ? in_ops : t1 - t0) / (double)(t->n ? t->n : 1);
     for (size_t s = 1; s <= t->nslots; s++) /* what the recording never released */
         if (ptr[s])
             r->release(r, ptr[s], 0);
@@ -301,12 +320,15 @@ static void run_replayer(replayer *r, const replay_trace *t, uint64_t limit, rep
  * on the replay log, one JSON line out. */
 static void run_torch(const char *log_path, uint64_t limit, int expandable, replay_result *res)
 {
+    char cold[48] = "";
+    if (cold_bytes)
+        snprintf(cold, sizeof cold, " --cold %zu", cold_bytes);
     res->key = expandable ? "torch_expandable" : "torch_default";
     res->label = expandable ? "PyTorch, expandable_segments:True" : "PyTorch caching allocator";
     res->oom_at = -1;
     char cmd[1200];
-    snprintf(cmd, sizeof cmd, "%spython3 -m gpumem.replay --limit %" PRIu64 " '%s' 2>&1",
-             expandable ? "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True " : "", limit,
+    snprintf(cmd, sizeof cmd, "%spython3 -m gpumem.replay --limit %" PRIu64 "%s '%s' 2>&1",
+             expandable ? "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True " : "", limit, cold,
              log_path);
     fprintf(stderr, "gpumem bench: replaying into %s\n", res->label);
     FILE *p = on_cuda ? popen(cmd, "r") : NULL;
@@ -355,13 +377,22 @@ int replay_convert(const char *path, const char *out_path)
     return rc;
 }
 
-int replay_main(const char *path, uint64_t limit, const char *json_path, int device)
+int replay_main(const char *path, uint64_t limit, uint64_t cold, const char *json_path,
+                int device)
 {
     static replay_report rep;
     replay_trace t;
     char err[300];
     if (replay_load(path, &t, err, sizeof err) != 0) {
         fprintf(stderr, "gpumem bench: error: %s\n", err);
+        return 1;
+    }
+    free(cold_buf);
+    cold_buf = cold ? calloc(1, (size_t)cold) : NULL;
+    cold_bytes = cold_buf ? (size_t)cold : 0;
+    if (cold && !cold_buf) {
+        fprintf(stderr, "gpumem bench: error: --cold: cannot allocate %" PRIu64 " bytes\n", cold);
+        replay_free(&t);
         return 1;
     }
     on_cuda = strcmp(gpumem_backend(), "cuda") == 0;
@@ -374,6 +405,7 @@ int replay_main(const char *path, uint64_t limit, const char *json_path, int dev
     rep.path = path;
     rep.backend = gpumem_backend();
     rep.limit = limit;
+    rep.cold = cold;
     rep.ops = t.n;
     rep.allocs = t.allocs;
     rep.skipped = t.skipped;

@@ -61,6 +61,7 @@ typedef struct {
     const char *path;
     const char *backend; /* "cuda" or "sim" */
     uint64_t limit;      /* 0: none */
+    uint64_t cold;       /* --cold: bytes written between two timed operations (0: none) */
     size_t ops, allocs, skipped;
     int nstreams;
     uint64_t peak_requested;
@@ -76,7 +77,8 @@ int replay_write_json(FILE *out, const replay_report *r, char *err, size_t errn)
 
 /* replay.c: runs the replay (the backend selected, or the real device) and prints the table;
  * returns the tool's exit status. */
-int replay_main(const char *path, uint64_t limit, const char *json_path, int device);
+int replay_main(const char *path, uint64_t limit, uint64_t cold, const char *json_path,
+                int device);
 /* --write-log: path's allocations written to out_path as a replay log; the exit status. */
 int replay_convert(const char *path, const char *out_path);
 

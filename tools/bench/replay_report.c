@@ -28,6 +28,9 @@ int replay_print_table(FILE *out, const replay_report *r)
                 r->skipped);
     if (r->limit)
         fprintf(out, "; limit %s", gpumem_format_bytes(r->limit, b, sizeof b));
+    if (r->cold)
+        fprintf(out, "; time/op with the CPU's caches made cold (%s written before each "
+                     "operation)", gpumem_format_bytes(r->cold, b, sizeof b));
     fprintf(out, "\n%-40s %14s %9s %13s %10s %10s %11s %10s  %s\n", "allocator", "peak reserved",
             "x request", "fragmentation", "time/op", "CUDA asks", "pages moved", "CUDA/op",
             "out of memory");
@@ -85,8 +88,9 @@ int replay_write_json(FILE *out, const replay_report *r, char *err, size_t errn)
     fprintf(out, ", \"backend\": ");
     json_str(out, r->backend);
     fprintf(out, ", \"operations\": %zu, \"allocations\": %zu, \"skipped\": %zu, \"streams\": %d, "
-                 "\"peak_requested\": %" PRIu64 ", \"limit\": %" PRIu64 ", \"allocators\": [",
-            r->ops, r->allocs, r->skipped, r->nstreams, r->peak_requested, r->limit);
+                 "\"peak_requested\": %" PRIu64 ", \"limit\": %" PRIu64 ", \"cold\": %" PRIu64
+                 ", \"allocators\": [",
+            r->ops, r->allocs, r->skipped, r->nstreams, r->peak_requested, r->limit, r->cold);
     for (int i = 0; i < r->nresults; i++) {
         const replay_result *x = &r->results[i];
         fprintf(out, "%s\n  {\"key\": ", i ? "," : "");
