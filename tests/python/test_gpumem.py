@@ -707,5 +707,70 @@ class CupyAndNumba(unittest.TestCase):
         self.assertEqual(r.stdout.strip(), "MemoryManager", r.stderr)
 
 
+class Replay(unittest.TestCase):
+    """PyTorch's side of gpumem bench --replay against a stand-in for torch's allocator calls."""
+
+    class FakeTorch:
+        class cuda:
+            live = {}
+            next_ptr = [0x1000]
+
+            @classmethod
+            def caching_allocator_alloc(cls, size, stream=None):
+                cls.next_ptr[0] += 4096
+                cls.live[cls.next_ptr[0]] = size
+                return cls.next_ptr[0]
+
+            @classmethod
+            def caching_allocator_delete(cls, ptr):
+                del cls.live[ptr]
+
+            @classmethod
+            def memory_reserved(cls):
+                return sum(cls.live.values())
+
+            @staticmethod
+            def synchronize():
+                pass
+
+            @staticmethod
+            def empty_cache():
+                pass
+
+    class Touch:
+        """Counts the writes `cold[::64] += 1` makes."""
+        def __init__(self):
+            self.writes = 0
+
+        def __getitem__(self, index):
+            return self
+
+        def __iadd__(self, value):
+            self.writes += 1
+            return self
+
+        def __setitem__(self, index, value):
+            pass
+
+    def test_replay_measures_and_colds(self):
+        from gpumem import replay
+        with tempfile.TemporaryDirectory() as d:
+            log = os.path.join(d, "r.log")
+            with open(log, "w") as f:
+                f.write("gpumem-replay 1\na 1 1000 0 1 0\na 2 3000 0 1 5\nf 1 1 9\n"
+                        "a 3 500 0 1 12\nf 2 1 20\nf 3 1 30\n")
+            ops = replay.load(log)
+        self.assertEqual(len(ops), 6)
+        torch = self.FakeTorch
+        peak, at_peak, _, oom = replay.replay(torch, ops, {0: None}, True)
+        self.assertEqual((peak, at_peak, oom), (4000, 4000, -1))
+        self.assertEqual(torch.cuda.live, {})
+        touch = self.Touch()
+        _, _, ns, oom = replay.replay(torch, ops, {0: None}, False, touch)
+        self.assertEqual(touch.writes, 6)  # once before each operation
+        self.assertEqual(oom, -1)
+        self.assertGreater(ns, 0)
+
+
 if __name__ == "__main__":
     unittest.main()
