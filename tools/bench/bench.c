@@ -22,6 +22,8 @@
     "                    [--device N]\n"                                                        \
     "       gpumem bench --replay FILE --write-log OUT\n"
 
+static void usage_measures(FILE *out);
+
 static void bench_usage(FILE *out)
 {
     fprintf(out,
@@ -54,7 +56,14 @@ static void bench_usage(FILE *out)
             "               with --replay: write FILE's allocations as a replay log to OUT (about\n"
             "               a tenth of a trace's size) and replay nothing; needs no GPU\n"
             "  --help, --version\n"
-            "Options take their value as --json PATH or --json=PATH.\n"
+            "Options take their value as --json PATH or --json=PATH.\n");
+    usage_measures(out);
+}
+
+/* What the full run measures, for --help. */
+static void usage_measures(FILE *out)
+{
+    fprintf(out,
             "\n"
             "Allocation: one allocate + release pair, median, at 1 MiB and 64 MiB (16 MiB\n"
             "with --quick), for each kind, raw and pooled:\n"
