@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 #include "trace.h"
@@ -160,6 +161,13 @@ int gpumem_backend_select(const char *name)
     }
     pthread_mutex_unlock(&backend_lock);
     return rc;
+}
+
+uint64_t gpumem__now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
 unsigned gpumem__thread_id(void)

@@ -133,6 +133,9 @@ int gpumem__backend_try(void);
 /* Small per-thread number, 1 for the first thread seen. */
 unsigned gpumem__thread_id(void);
 
+/* CLOCK_MONOTONIC in nanoseconds (the trace's timestamps, the pools' CUDA time). */
+uint64_t gpumem__now_ns(void);
+
 /* ---- fork.c: fork() while other threads are inside gpumem (docs/reliability.md) ---- */
 enum { GPUMEM__FORK_PREPARE, GPUMEM__FORK_PARENT, GPUMEM__FORK_CHILD };
 /* Registers the fork handlers; called once, by initialization. */

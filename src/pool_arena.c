@@ -373,18 +373,18 @@ static int seg_grow_plain(struct gpumem_pool *pool, gpumem__pstream *ps, gpumem_
     }
     void *p = NULL;
     int token, err = gpumem__pool_dev_enter(pool, &token);
-    uint64_t t = gpumem__pool_cuda_start();
-    if (!err && pool->kind == GPUMEM_KIND_PINNED)
-        err = gpumem__be->host_alloc(&p, bytes, 0);
-    else if (!err)
+    if (!err) {
+        uint64_t t = gpumem__now_ns();
         /* compute-sanitizer refuses an NVTX heap over memory of a CUDA memory pool
          * (nvtxMemHeapRegister: "one or more of the parameters is invalid", seen on an H200
          * with compute-sanitizer 2025.3, also after the stream had run) and takes one over
-         * cudaMalloc's: with NVTX on, segments come from cudaMalloc. */
-        err = GPUMEM__UNLIKELY(gpumem__nvtx_on)
+         * cudaMalloc's: with NVTX on, device segments come from cudaMalloc. */
+        err = pool->kind == GPUMEM_KIND_PINNED ? gpumem__be->host_alloc(&p, bytes, 0)
+              : GPUMEM__UNLIKELY(gpumem__nvtx_on)
                   ? gpumem__be->malloc_device(&p, bytes)
                   : gpumem__be->mempool_alloc(pool->cuda_pool, &p, bytes, stream);
-    gpumem__pool_cuda_end(pool, t);
+        gpumem__pool_cuda_end(pool, t);
+    }
     gpumem__pool_dev_leave(token);
     if (err || !p)
         return err ? err : cudaErrorMemoryAllocation;
@@ -438,7 +438,7 @@ static int seg_release(struct gpumem_pool *pool, gpumem__pseg *seg, int ordered)
     } else if (!err) {
         if (GPUMEM__UNLIKELY(gpumem__nvtx_on))
             gpumem__nvtx_heap(seg->base, seg->size, 0);
-        uint64_t t = gpumem__pool_cuda_start();
+        uint64_t t = gpumem__now_ns();
         err = pool->kind == GPUMEM_KIND_PINNED ? gpumem__be->free_host((void *)seg->base)
               : ordered ? gpumem__be->free_async((void *)seg->base, seg->arena->stream)
                         : gpumem__be->free((void *)seg->base);

@@ -4,7 +4,6 @@
 #define GPUMEM_POOL_INTERNAL_H
 
 #include <pthread.h>
-#include <time.h>
 
 #include "internal.h"
 
@@ -141,18 +140,11 @@ static inline void gpumem__pool_dev_leave(int token)
 
 /* The CUDA calls that get, map, unmap and give back the pool's memory are counted and timed
  * (gpumem_pool_stats_t's cuda_calls and cuda_ns), under the pool's lock:
- *     uint64_t t = gpumem__pool_cuda_start(); err = <call>; gpumem__pool_cuda_end(pool, t);
+ *     uint64_t t = gpumem__now_ns(); err = <call>; gpumem__pool_cuda_end(pool, t);
  * Two reads of the monotonic clock, against the microseconds each of these calls takes. */
-static inline uint64_t gpumem__pool_cuda_start(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 static inline void gpumem__pool_cuda_end(struct gpumem_pool *pool, uint64_t start)
 {
-    pool->cuda_ns += gpumem__pool_cuda_start() - start;
+    pool->cuda_ns += gpumem__now_ns() - start;
     pool->cuda_calls++;
 }
 

@@ -12,7 +12,7 @@
  * cuda_ns). */
 static int page_create(struct gpumem_pool *pool, unsigned long long *h)
 {
-    uint64_t t = gpumem__pool_cuda_start();
+    uint64_t t = gpumem__now_ns();
     int err = gpumem__be->vmm_create(h, pool->granule, pool->device);
     gpumem__pool_cuda_end(pool, t);
     return err;
@@ -20,7 +20,7 @@ static int page_create(struct gpumem_pool *pool, unsigned long long *h)
 
 static int page_map(struct gpumem_pool *pool, uintptr_t va, unsigned long long h)
 {
-    uint64_t t = gpumem__pool_cuda_start();
+    uint64_t t = gpumem__now_ns();
     int err = gpumem__be->vmm_map((void *)va, pool->granule, h, pool->device);
     gpumem__pool_cuda_end(pool, t);
     return err;
@@ -28,7 +28,7 @@ static int page_map(struct gpumem_pool *pool, uintptr_t va, unsigned long long h
 
 static int page_unmap(struct gpumem_pool *pool, uintptr_t va)
 {
-    uint64_t t = gpumem__pool_cuda_start();
+    uint64_t t = gpumem__now_ns();
     int err = gpumem__be->vmm_unmap((void *)va, pool->granule);
     gpumem__pool_cuda_end(pool, t);
     return err;
@@ -36,7 +36,7 @@ static int page_unmap(struct gpumem_pool *pool, uintptr_t va)
 
 static int page_release(struct gpumem_pool *pool, unsigned long long h)
 {
-    uint64_t t = gpumem__pool_cuda_start();
+    uint64_t t = gpumem__now_ns();
     int err = gpumem__be->vmm_release(h);
     gpumem__pool_cuda_end(pool, t);
     return err;

@@ -95,13 +95,6 @@ static atomic_uint_fast64_t live_bytes[GPUMEM_KIND_COUNT_][GPUMEM_STATS_DEVICES]
 
 static _Thread_local trace_slot *my_slot;
 
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* A fresh buffer: a spare one when there is, else from malloc. Under lock. */
 static trace_buf *buf_get(void)
 {
@@ -229,7 +222,7 @@ static trace_ev *rec_event(trace_buf **b, int type, const gpumem__rec *r)
         return NULL;
     atomic_uint_fast64_t *live = &live_bytes[r->kind][gpumem__dev_slot(r->device)];
     e->type = type;
-    e->ns = now_ns();
+    e->ns = gpumem__now_ns();
     e->id = r->seq;
     e->bytes = r->bytes;
     e->live = type == EV_ALLOC
@@ -281,7 +274,7 @@ void gpumem__trace_checkpoint(uint64_t seq)
         return;
     memset(e, 0, sizeof *e);
     e->type = EV_CHECKPOINT;
-    e->ns = now_ns();
+    e->ns = gpumem__now_ns();
     e->id = seq;
     e->thread = gpumem__thread_id();
     ev_done(b);
@@ -298,7 +291,7 @@ void gpumem__trace_pool(const void *pool, int kind, int device, uint64_t reserve
         return;
     memset(e, 0, sizeof *e);
     e->type = EV_POOL;
-    e->ns = now_ns();
+    e->ns = gpumem__now_ns();
     e->base = (uintptr_t)pool;
     e->kind = (unsigned char)kind;
     e->device = device;
@@ -319,7 +312,7 @@ void gpumem__trace_failed(int kind, uint64_t bytes, int device, gpumem_site site
         return;
     memset(e, 0, sizeof *e);
     e->type = EV_FAILED;
-    e->ns = now_ns();
+    e->ns = gpumem__now_ns();
     e->bytes = bytes;
     e->kind = (unsigned char)(kind > 0 && kind < GPUMEM_KIND_COUNT_ ? kind : 0);
     e->live = atomic_load_explicit(&live_bytes[e->kind][gpumem__dev_slot(device)],
@@ -470,7 +463,7 @@ static void write_incomplete_end(const char *why)
     gpumem__sink_str(&o, "{\"ph\":\"M\",\"pid\":");
     gpumem__sink_i64(&o, pid);
     gpumem__sink_str(&o, ",\"tid\":0,\"ts\":");
-    sink_ts(&o, now_ns());
+    sink_ts(&o, gpumem__now_ns());
     gpumem__sink_str(&o, ",\"name\":\"gpumem_incomplete\",\"args\":{\"reason\":");
     gpumem__sink_json_str(&o, why);
     gpumem__sink_str(&o, ",\"events\":");
@@ -510,9 +503,9 @@ static int file_claimed(void)
  * stopped reading or a lock that will never be free is not. Returns whether it was taken. */
 static int claim_file(void)
 {
-    uint64_t seen_progress = writer_progress(), since = now_ns();
+    uint64_t seen_progress = writer_progress(), since = gpumem__now_ns();
     while (!file_claimed()) {
-        uint64_t progress = writer_progress(), now = now_ns();
+        uint64_t progress = writer_progress(), now = gpumem__now_ns();
         if (progress != seen_progress) {
             seen_progress = progress;
             since = now;
@@ -551,7 +544,7 @@ static int end_file(trace_buf *rest, int at_exit)
     gpumem__trace_text_no_malloc(at_exit);
     for (trace_buf *b = rest; b; b = b->next)
         write_buffer(&t, b);
-    uint64_t ns = now_ns();
+    uint64_t ns = gpumem__now_ns();
     gpumem__trace_end_text(&t, ns, atomic_load(&recorded), atomic_load(&dropped));
     flush_text(&t);
     gpumem__text_free(&t);
@@ -769,7 +762,7 @@ static void write_head(const char *tool)
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
     gpumem__text t = {0};
-    gpumem__trace_head_text(&t, tool, now_ns(),
+    gpumem__trace_head_text(&t, tool, gpumem__now_ns(),
                             (uint64_t)wall.tv_sec * 1000000000u + (uint64_t)wall.tv_nsec, trace_rank);
     flush_text(&t);
     gpumem__text_free(&t);
