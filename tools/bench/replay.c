@@ -391,7 +391,8 @@ int replay_main(const char *path, uint64_t limit, uint64_t cold, const char *jso
     cold_buf = cold ? calloc(1, (size_t)cold) : NULL;
     cold_bytes = cold_buf ? (size_t)cold : 0;
     if (cold && !cold_buf) {
-        fprintf(stderr, "gpumem bench: error: --cold: cannot allocate %" PRIu64 " bytes\n", cold);
+        fprintf(stderr, "gpumem bench: error: --cold %" PRIu64 ": cannot allocate a buffer that "
+                        "large here; give fewer bytes (8MiB is about an L3's worth)\n", cold);
         replay_free(&t);
         return 1;
     }
