@@ -207,6 +207,40 @@ static void pages_move(void)
     EXPECT_EQ(gpumem_pool_destroy(pool), GPUMEM_OK);
 }
 
+/* A free block whose lower pages moved away and whose upper pages are still mapped serves a
+ * request from its end: no page moves and no new memory is asked for. */
+static void end_of_free_block(void)
+{
+    gpumem_pool *pool = make(GPUMEM_POOL_DESIGN_VMM, 0);
+    ASSERT_NOT_NULL(pool);
+    void *q = gpumem_pool_alloc(pool, 40, MiB, S1); /* pages 0-19 */
+    void *h = gpumem_pool_alloc(pool, 20, MiB, S1); /* 20-29 */
+    void *t = gpumem_pool_alloc(pool, 20, MiB, S1); /* 30-39 */
+    void *g = gpumem_pool_alloc(pool, 4, MiB, S1);  /* 40-41: keeps the range above taken */
+    ASSERT_NE(q && h && t && g, 0);
+    EXPECT_EQ(gpumem_free(h), GPUMEM_OK);
+    /* 42 pages held, 32 needed: another stream's block takes 8 of h's pages, top first, and
+     * 2 new ones (held may pass needed by 1 and a twentieth of the peak, 42: 2). */
+    void *o = gpumem_pool_alloc(pool, 20, MiB, S2);
+    ASSERT_NOT_NULL(o);
+    gpumem_pool_stats_t st = stats_of(pool);
+    EXPECT_EQ(st.remaps, 8);
+    EXPECT_EQ(st.reserved, 88 * MiB);
+    EXPECT_EQ(gpumem_free(t), GPUMEM_OK); /* free from h's start to g: unmapped, then mapped */
+    void *n = gpumem_pool_alloc(pool, 20, MiB, S1);
+    ASSERT_NOT_NULL(n);
+    EXPECT_PTR_EQ(n, t);
+    memset(n, 7, 20 * MiB); /* mapped: the simulation faults on an unmapped page */
+    st = stats_of(pool);
+    EXPECT_EQ(st.remaps, 8);
+    EXPECT_EQ(st.reserved, 88 * MiB);
+    EXPECT_EQ(st.largest_free, 4 * MiB); /* h's two bottom pages, still mapped */
+    void *blocks[] = {q, g, o, n};
+    for (size_t i = 0; i < sizeof blocks / sizeof *blocks; i++)
+        EXPECT_EQ(gpumem_free(blocks[i]), GPUMEM_OK);
+    EXPECT_EQ(gpumem_pool_destroy(pool), GPUMEM_OK);
+}
+
 /* A block released on its own stream is reused there at once. Released on another stream, it
  * is that stream's from a thread cache; without one it goes back to its own stream's arena
  * once the other stream's work is done (an event; the simulation's are done at once), never
@@ -443,6 +477,7 @@ int main(void)
     RUN(test_split_and_merge);
     RUN(memory_follows_sizes);
     RUN(pages_move);
+    RUN(end_of_free_block);
     RUN(test_cuda_calls_counted);
     RUN(test_stream_rules);
     RUN(test_thread_caches);
