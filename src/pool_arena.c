@@ -224,8 +224,9 @@ static size_t unmapped_in(const struct gpumem_pool *pool, const gpumem__pseg *se
  * at a free block's start, cut the pages moved by the recorded streams of bench/traces (the
  * simulated device) from 368 to 262 (server loop) and 180 to 66 (CuPy), with 333 to 361 for
  * variable lengths, and peak reserved from 1.06 to 1.03, 1.19 to 1.16 and 1.08 to 1.08 times
- * the peak requested. (Also trying every page boundary between moved more pages: 649 for
- * variable lengths; the middle of a free run cuts it in two.) */
+ * the peak requested. (A build that also tried every page boundary between moved more pages
+ * on the variable-length stream: the middle of a free run cuts it in two;
+ * docs/perf/pools-2026-12-06d-h100.md says how it was built.) */
 static size_t best_place(const struct gpumem_pool *pool, const gpumem__pblk *b, size_t n,
                          size_t *missing)
 {
