@@ -106,7 +106,7 @@ int main(int argc, char **argv)
             /* The targets themselves are not the program's pointers (gpumem check skips its
              * own records the same way). */
             check_span skip = {(uintptr_t)targets, (uintptr_t)(targets + TARGETS)};
-            scanned = check_reach_scan(targets, TARGETS, reached, NULL, &skip, 1, 0);
+            scanned = check_reach_scan(targets, TARGETS, reached, NULL, &skip, 1, 0, 0);
             double t = now() - t0;
             best = t < best ? t : best;
         }

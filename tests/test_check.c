@@ -109,8 +109,9 @@ static int run_scenario(const char *name, void (*fn)(void), const char *extra_en
             free(copy);
         }
         /* As in a checked program, whose main has returned: the stack below main's frame is
-         * dead (the tests' frames, stale values of earlier tests included), and the leak scan
-         * reads only from there up. */
+         * dead (the tests' frames, stale values of earlier tests included), and above it lies
+         * the start code's, so that the leak scan reads nothing of this stack. */
+        check_main_entered(main_frame);
         check_main_returned(main_frame);
         fn();
         check_finish("exited", 0);
@@ -1167,6 +1168,48 @@ static void test_dead_frames(void)
     free(log);
 }
 
+/* Main's stack is read only below the frame that called main: above it lie the start code's
+ * frames, whose saved registers hold values left before main (the upper half of libc's address,
+ * 4 GiB-aligned, among them). Here a caller's frame stands for the start code, with a word in it
+ * that points into an allocation made and dropped by the program (which calls exit from inside
+ * main, so that its own frames are live): still reachable while the start code's frame is
+ * unknown, definitely lost once it is known. Known, it also fails if the checker's own frames
+ * below check_finish's are read: they keep a copy of the address from check_alloc's. */
+#define START_WORD 0x6c0000000000ull
+static int start_known;
+
+__attribute__((noinline)) static void start_code_main(void)
+{
+    check_main_entered(start_known ? (uintptr_t)__builtin_frame_address(0) : 0);
+    check_main_returned(0);
+    check_alloc("cudaMalloc", GPUMEM_KIND_DEVICE, START_WORD, 4096, 0, 0, 0);
+    check_finish("exited", 0);
+    _exit(harness_failures ? 200 : (int)check_error_count());
+}
+
+__attribute__((noinline)) static void start_code(void)
+{
+    volatile uintptr_t word = START_WORD + 64;
+    start_code_main();
+    (void)word;
+}
+
+static void test_start_code_not_read(void)
+{
+    start_known = 0;
+    EXPECT_EQ(run_scenario("start_unknown", start_code, NULL), 1);
+    char *log = log_of("start_unknown");
+    EXPECT_CONTAINS(log, "4,096 bytes in 1 device allocation by cudaMalloc() is still reachable\n"
+                         "==PID==    (no stack)\n"
+                         "==PID==  It is referenced from a live frame of the stack of the main thread");
+    free(log);
+    start_known = 1;
+    EXPECT_EQ(run_scenario("start_known", start_code, NULL), 1);
+    log = log_of("start_known");
+    EXPECT_CONTAINS(log, "4,096 bytes in 1 device allocation by cudaMalloc() is definitely lost");
+    free(log);
+}
+
 /* What is data: a loaded object's writable segments, not an anonymous mapping that merely
  * follows its bss (/proc/self/maps cannot tell the two apart, and under AddressSanitizer an
  * anonymous mapping of stale words sometimes lay there). A page is mapped right after the end of
@@ -1869,6 +1912,7 @@ int main(void)
     RUN(test_host_realloc);
     RUN(test_leak_kinds);
     RUN(test_dead_frames);
+    RUN(test_start_code_not_read);
     RUN(test_data_is_segments);
     RUN(test_thread_leaks);
     RUN(test_default_suppressions);

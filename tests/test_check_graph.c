@@ -53,6 +53,7 @@ static int run_scenario(const char *name, void (*fn)(void), int stacks)
         snprintf(path, sizeof path, "%s/%s.log", dir, name);
         setenv("GPUMEM_CHECK_LOG", path, 1);
         setenv("GPUMEM_CHECK_STACKS", stacks ? "1" : "0", 1);
+        check_main_entered(main_frame); /* as in test_check.c's run_scenario */
         check_main_returned(main_frame);
         check_setup();
         fn();

@@ -200,6 +200,13 @@ int check_leak_kinds_parse(const char *list);
 /* "definite" (1) or "reachable" (2); NULL otherwise. */
 const char *check_leak_kind_name(int leak_kind);
 
+/* The program's main is about to be called from frame, the frame of the start code's last
+ * function. The leak scan reads no stack at or above it: what lies there is the start code's
+ * (its saved registers hold values the program's constructors left, such as the upper half of
+ * an address) and the process's arguments, environment and auxiliary vector, never a pointer of
+ * the program's. */
+void check_main_entered(uintptr_t frame);
+
 /* The program's main returned; frame is the address of the frame it returned to. The leak
  * scan reads the exiting thread's stack from there up: main's own frame is dead. */
 void check_main_returned(uintptr_t frame);

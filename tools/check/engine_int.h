@@ -110,8 +110,11 @@ typedef struct {
 
 /* The live allocations (of device, registered host memory excepted, when device >= 0; all of
  * them with -1), grouped and sorted largest first, into *out (malloc'd); scan: run the pointer
- * scan that tells the leak kinds. Returns the number of groups, or -1. */
-long check__leak_groups(int scan, int device, leak_group **out, int *skipped,
+ * scan that tells the leak kinds. entry: the frame of the engine's function the program's call
+ * entered (check_finish's, check_device_reset's): this thread's stack below it holds only the
+ * checker's frames, with stale copies of the allocations' addresses left by earlier calls, and
+ * is not read. Returns the number of groups, or -1. */
+long check__leak_groups(int scan, int device, uintptr_t entry, leak_group **out, int *skipped,
                         long long *scanned);
 /* Where a still reachable allocation's reference was found, in words. */
 void check__describe_reach(const check_reach_found *f, char *buf, size_t n);

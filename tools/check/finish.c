@@ -301,7 +301,8 @@ void check_device_reset(const char *call, int device, uint32_t stack)
         leak_group *g = NULL;
         int skipped = 0;
         long long scanned = -1;
-        long ng = check__leak_groups(1, device, &g, &skipped, &scanned);
+        long ng = check__leak_groups(1, device, (uintptr_t)__builtin_frame_address(0), &g,
+                                     &skipped, &scanned);
         if (ng > 0) {
             gpumem_stats_t st;
             gpumem_stats(&st);
@@ -318,13 +319,14 @@ void check_device_reset(const char *call, int device, uint32_t stack)
 }
 
 /* The leak report: each leak, the summary and, with several devices, a line for each. */
-static void finish_leaks(const gpumem_stats_t *st, leak_sums *s)
+static void finish_leaks(const gpumem_stats_t *st, leak_sums *s, uintptr_t entry)
 {
     leak_group *g = NULL;
     int skipped = 0;
     long long scanned = -1;
-    long ng = check__opt.leak == LEAK_NO ? 0
-                                          : check__leak_groups(1, -1, &g, &skipped, &scanned);
+    long ng = check__opt.leak == LEAK_NO
+                  ? 0
+                  : check__leak_groups(1, -1, entry, &g, &skipped, &scanned);
     int per_device = devices_used(st) > 1;
     *s = reset_sums; /* the leaks reported at a reset are in the summary too */
     report_leaks(g, ng, per_device, s, NULL, 0);
@@ -378,7 +380,7 @@ void check_finish(const char *status, int code)
     gpumem_stats_t st;
     gpumem_stats(&st);
     leak_sums s;
-    finish_leaks(&st, &s);
+    finish_leaks(&st, &s, (uintptr_t)__builtin_frame_address(0));
     uint64_t peak[GPUMEM_KIND_COUNT_] = {0};
     for (int k = 1; k < GPUMEM_KIND_COUNT_; k++)
         peak[k] = st.count[k].total ? st.bytes[k].peak : 0;

@@ -17,8 +17,14 @@
 #include "settings.h"
 
 /* The frame the program's main returned to (preload.c), 0 before: the exiting thread's stack
- * below it is dead. */
-static atomic_uintptr_t main_frame;
+ * below it is dead. The frame that calls main, 0 if unknown: the main thread's stack at and
+ * above it is the start code's. */
+static atomic_uintptr_t main_frame, start_frame;
+
+void check_main_entered(uintptr_t frame)
+{
+    atomic_store(&start_frame, frame);
+}
 
 void check_main_returned(uintptr_t frame)
 {
@@ -179,8 +185,8 @@ static int leak_records(rec_list *l, int *skipped)
 
 /* The scan (reach.c): reached[i] and found[i] for each record. Everything of gpumem check's
  * that holds the allocations' addresses is left out. Returns the bytes read, or -1. */
-static long long leak_scan(const rec_list *l, check_span *targets, unsigned char *reached,
-                           check_reach_found *found)
+static long long leak_scan(const rec_list *l, uintptr_t entry, check_span *targets,
+                           unsigned char *reached, check_reach_found *found)
 {
     span_list skip = {0};
     for (size_t i = 0; i < l->n; i++) {
@@ -204,10 +210,15 @@ static long long leak_scan(const rec_list *l, check_span *targets, unsigned char
     add_span(&skip, sizeof skip, &skip);
     add_span(skip.s, (skip.cap + 1) * sizeof *skip.s, &skip); /* +1: if this add grows it */
     add_span(skip.s, skip.cap * sizeof *skip.s, &skip);
+    /* From the higher of the two: main's caller once main returned (the exit handlers run
+     * below it), else the engine's entry. */
     uintptr_t from = atomic_load(&main_frame);
+    if (from < entry)
+        from = entry;
     if (!from)
         from = (uintptr_t)__builtin_frame_address(0);
-    long long scanned = check_reach_scan(targets, l->n, reached, found, skip.s, skip.n, from);
+    long long scanned = check_reach_scan(targets, l->n, reached, found, skip.s, skip.n, from,
+                                         atomic_load(&start_frame));
     munmap(skip.s, skip.cap * sizeof *skip.s);
     /* GPUMEM_CHECK_REACH_WHY=1: where each reached allocation was reached from. */
     for (size_t i = 0; check_setting_get(CHECK_SET_REACH_WHY, NULL) && i < l->n; i++)
@@ -248,7 +259,7 @@ static long group_records(rec_kind *rk, size_t n, leak_group *g)
  * grouped by call, memory kind, stack and leak kind, largest first. With scan, the process's
  * memory is scanned for pointers into them (reach.c); without (after a signal), or when the
  * scan cannot run, every one is definitely lost (*scanned is then -1). */
-long check__leak_groups(int scan, int device, leak_group **out, int *skipped,
+long check__leak_groups(int scan, int device, uintptr_t entry, leak_group **out, int *skipped,
                         long long *scanned)
 {
     rec_list l = {.device = device};
@@ -264,7 +275,7 @@ long check__leak_groups(int scan, int device, leak_group **out, int *skipped,
     long ng = 0;
     if (n && !failed && targets && found && reached && rk && g) {
         if (scan)
-            *scanned = leak_scan(&l, targets, reached, found);
+            *scanned = leak_scan(&l, entry, targets, reached, found);
         for (size_t i = 0; i < n; i++) {
             int reach = *scanned >= 0 && reached[i];
             rk[i] = (rec_kind){&l.r[i], reach ? LEAK_REACHABLE : LEAK_DEFINITE,

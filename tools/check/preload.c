@@ -79,6 +79,7 @@ static main_fn program_main;
 int __gpumem_check_start_main(int argc, char **argv, char **envp);
 __attribute__((noinline)) int __gpumem_check_start_main(int argc, char **argv, char **envp)
 {
+    check_main_entered((uintptr_t)__builtin_frame_address(0));
     int rc = program_main(argc, argv, envp);
     check_main_returned((uintptr_t)__builtin_frame_address(0));
     return rc;

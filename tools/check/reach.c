@@ -10,7 +10,13 @@
  * system call (/proc/self/task/TID/syscall), less the red zone. The frames below a stack
  * pointer are dead: they keep the values of calls that returned, and an allocation's address
  * left there by, say, a driver thread that once passed it on would make a lost allocation look
- * still reachable. The stack of a thread that ended is not read at all: glibc keeps it mapped,
+ * still reachable. Main's stack is read only below the frame of the start code that called main
+ * (preload.c's wrapper): above it lie glibc's start frames and the process's arguments,
+ * environment and auxiliary vector, none of them the program's, and glibc's start frame keeps
+ * registers saved before main was called. Read with gdb in a test under AddressSanitizer, one
+ * of those words was the upper half of libc's address (0x7ff700000000 with libc loaded at
+ * 0x7ff77d6...), which makes anything at such a 4 GiB boundary look still reachable in one run
+ * in a few hundred. The stack of a thread that ended is not read at all: glibc keeps it mapped,
  * whole, for the next thread, and on an H200 the word left in a joined std::thread's stack made
  * the 256 KiB it had allocated and dropped still reachable. A thread that is running each time
  * it is asked (five tries, 1 ms apart) has no stack pointer to go by (kstkesp, stat's field 29,
@@ -523,7 +529,7 @@ static void scan_release(scan_mem *m)
  * then a stack no other thread owns may be that thread's and is read whole. */
 static int scan_stack_mapping(scan_state *st, const scan_mem *m, uintptr_t a, uintptr_t b,
                               int stack_shaped, const live_thread *t, size_t nt, size_t running,
-                              long long *total)
+                              uintptr_t ceiling, long long *total)
 {
     long tid = 0;
     uintptr_t from = live_from(a, b, t, nt, &tid);
@@ -533,18 +539,22 @@ static int scan_stack_mapping(scan_state *st, const scan_mem *m, uintptr_t a, ui
         return 1;
     if (from == b)
         from = a;
+    /* The stack main was called on: nothing from the start code's frame up. */
+    uintptr_t to = ceiling > a && ceiling <= b ? ceiling & ~(uintptr_t)7 : b;
     st->origin = (check_reach_found){0, CHECK_REACH_STACK, tid, NULL};
-    *total += (long long)scan_between(st, from, b, m->skip, m->nskip, m->vec, VEC_PAGES,
-                                      (size_t)sysconf(_SC_PAGESIZE));
+    if (from < to)
+        *total += (long long)scan_between(st, from, to, m->skip, m->nskip, m->vec, VEC_PAGES,
+                                          (size_t)sysconf(_SC_PAGESIZE));
     return stack_shaped;
 }
 
 /* Reads the data and stacks /proc/self/maps lists; the data: the parts of the mappings the
  * objects' segments cover (the heap and other anonymous memory are not read: see the comment
  * at the top). floor: the lowest address of the caller's stack that may be read (the scan's
- * own frames below it hold the ranges). Returns the bytes read, or -1. */
+ * own frames below it hold the ranges); ceiling: the start code's frame on main's stack (0:
+ * unknown), where reading that stack stops. Returns the bytes read, or -1. */
 static long long scan_mappings(scan_state *st, const scan_mem *m, live_thread *t, size_t nt,
-                               size_t running, uintptr_t floor)
+                               size_t running, uintptr_t floor, uintptr_t ceiling)
 {
     FILE *maps = fopen("/proc/self/maps", "re");
     if (!maps)
@@ -574,7 +584,7 @@ static long long scan_mappings(scan_state *st, const scan_mem *m, live_thread *t
         if (floor >= a && floor < b && t[0].sp >= b)
             t[0].sp = floor; /* the caller's frames are in this stack, not above it */
         int stack_shaped = strcmp(path, "[stack]") == 0 || (!path[0] && after_guard);
-        if (scan_stack_mapping(st, m, a, b, stack_shaped, t, nt, running, &total))
+        if (scan_stack_mapping(st, m, a, b, stack_shaped, t, nt, running, ceiling, &total))
             continue;
         while (si < m->segs.n && m->segs.v[si].hi <= a)
             si++;
@@ -595,7 +605,7 @@ static long long scan_mappings(scan_state *st, const scan_mem *m, live_thread *t
 
 long long check_reach_scan(const check_span *targets, size_t n, unsigned char *reached,
                            check_reach_found *found, const check_span *skip_in, size_t nskip,
-                           uintptr_t stack_from)
+                           uintptr_t stack_from, uintptr_t stack_to)
 {
     memset(reached, 0, n);
     if (found)
@@ -615,7 +625,7 @@ long long check_reach_scan(const check_span *targets, size_t n, unsigned char *r
         size_t running;
         size_t nt = live_threads(t, sizeof t / sizeof t[0], stack_from > here ? stack_from : here,
                                  &running);
-        total = scan_mappings(&st, &m, t, nt, running, here);
+        total = scan_mappings(&st, &m, t, nt, running, here, stack_to);
     }
     scan_release(&m);
     return total;
