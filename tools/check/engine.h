@@ -202,9 +202,9 @@ const char *check_leak_kind_name(int leak_kind);
 
 /* The program's main is about to be called from frame, the frame of the start code's last
  * function. The leak scan reads no stack at or above it: what lies there is the start code's
- * (its saved registers hold values the program's constructors left, such as the upper half of
- * an address) and the process's arguments, environment and auxiliary vector, never a pointer of
- * the program's. */
+ * (its saved registers hold values left before main, such as the upper half of libc's address)
+ * and the process's arguments, environment and auxiliary vector, never a pointer of the
+ * program's. */
 void check_main_entered(uintptr_t frame);
 
 /* The program's main returned; frame is the address of the frame it returned to. The leak

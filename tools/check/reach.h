@@ -34,9 +34,9 @@ typedef struct {
  * the next thread), on the calling thread's stack what lies below stack_from (0, or anything
  * below the scan's own frame: from the caller's frames up), on another thread's stack what
  * lies below its stack pointer, and on the stack that holds stack_to (0: none) what lies at or
- * above it (the start code's frames, above main's). With found, found[i] says where the word that first reached
- * target i lies. Returns the bytes read, or -1 when the scan could not run (reached is then
- * all 0). */
+ * above it (the start code's frames, above main's). With found, found[i] says where the word
+ * that first reached target i lies. Returns the bytes read, or -1 when the scan could not run
+ * (reached is then all 0). */
 long long check_reach_scan(const check_span *targets, size_t n, unsigned char *reached,
                            check_reach_found *found, const check_span *skip, size_t nskip,
                            uintptr_t stack_from, uintptr_t stack_to);
