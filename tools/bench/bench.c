@@ -18,8 +18,8 @@
 
 #define BENCH_USAGE                                                                              \
     "usage: gpumem bench [--quick] [--json PATH] [--device N]\n"                                 \
-    "       gpumem bench --replay FILE [--limit BYTES] [--cold BYTES] [--json PATH]\n"         \
-    "                    [--device N]\n"                                                        \
+    "       gpumem bench --replay FILE [--only KEYS] [--limit BYTES] [--cold BYTES]\n"         \
+    "                    [--json PATH] [--device N]\n"                                          \
     "       gpumem bench --replay FILE --write-log OUT\n"
 
 static void usage_measures(FILE *out);
@@ -44,6 +44,8 @@ static void bench_usage(FILE *out)
             "               allocator: peak reserved, fragmentation at that peak, time an\n"
             "               operation, and where it ran out of memory under --limit. With\n"
             "               GPUMEM_BACKEND=sim, gpumem's pools alone, on the simulated device\n"
+            "  --only KEYS  with --replay: only the allocators named, by the keys of the JSON,\n"
+            "               separated by commas (gpumem_vmm,torch_expandable); --help lists them\n"
             "  --limit BYTES\n"
             "               with --replay: the most each allocator may reserve (1073741824, 1GiB,\n"
             "               512MiB)\n"
@@ -57,6 +59,17 @@ static void bench_usage(FILE *out)
             "               a tenth of a trace's size) and replay nothing; needs no GPU\n"
             "  --help, --version\n"
             "Options take their value as --json PATH or --json=PATH.\n");
+    char keys[400];
+    replay_key_list(keys, sizeof keys);
+    fprintf(out, "\nAllocators of --replay, by key (--only, and the JSON's \"key\"):\n ");
+    int col = 1;
+    char *save = NULL;
+    for (char *k = strtok_r(keys, " ", &save); k; k = strtok_r(NULL, " ", &save)) { /* 80 columns */
+        int len = (int)strlen(k);
+        col = col + 1 + len > 80 ? (fprintf(out, "\n "), 1) : col;
+        col += fprintf(out, " %s", k);
+    }
+    fprintf(out, "\n");
     usage_measures(out);
 }
 
@@ -184,8 +197,7 @@ static int device_setup(bench_ctx *c, bench_report *r)
 
 /* --replay: on the simulated device when GPUMEM_BACKEND=sim says so (gpumem's pools alone),
  * else on the real one. */
-static int bench_replay(const char *path, uint64_t limit, uint64_t cold, const char *json_path,
-                        int device)
+static int bench_replay(const char *path, const replay_opts *o)
 {
     const char *be = getenv("GPUMEM_BACKEND");
     int sim = be && strcmp(be, "sim") == 0;
@@ -197,7 +209,7 @@ static int bench_replay(const char *path, uint64_t limit, uint64_t cold, const c
                 gpumem_last_error()->message);
         return sim ? 1 : CLI_EXIT_UNAVAILABLE;
     }
-    return replay_main(path, limit, cold, json_path, device);
+    return replay_main(path, o);
 }
 
 /* The devices there are, and that --device N is one of them: 0, or the exit status. On a GPU
@@ -359,16 +371,18 @@ int gpumem_bench_main(int argc, char **argv)
 {
     bench_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
-    const char *json_path = NULL, *replay = NULL, *write_log = NULL;
+    const char *json_path = NULL, *replay = NULL, *write_log = NULL, *only = NULL;
     uint64_t limit = 0, cold = 0;
-    enum { OPT_QUICK, OPT_JSON, OPT_DEVICE, OPT_REPLAY, OPT_LIMIT, OPT_COLD, OPT_WRITE_LOG };
+    char bad[64];
+    enum { OPT_QUICK, OPT_JSON, OPT_DEVICE, OPT_REPLAY, OPT_LIMIT, OPT_COLD, OPT_WRITE_LOG, OPT_ONLY };
     static const cli_opt opts[] = {{"--quick", 0, CLI_FLAG, OPT_QUICK},
                                    {"--json", 0, CLI_VALUE, OPT_JSON},
                                    {"--device", 0, CLI_VALUE, OPT_DEVICE},
                                    {"--replay", 0, CLI_VALUE, OPT_REPLAY},
                                    {"--limit", 0, CLI_VALUE, OPT_LIMIT},
                                    {"--cold", 0, CLI_VALUE, OPT_COLD},
-                                   {"--write-log", 0, CLI_VALUE, OPT_WRITE_LOG}};
+                                   {"--write-log", 0, CLI_VALUE, OPT_WRITE_LOG},
+                                   {"--only", 0, CLI_VALUE, OPT_ONLY}};
     static const cli_cmd cmd = {"bench", opts, CLI_COUNT(opts), bench_usage, CLI_NO_OPERANDS};
     cli c;
     cli_start(&c, &cmd, argc, argv);
@@ -399,6 +413,13 @@ int gpumem_bench_main(int argc, char **argv)
             return cli_usage_error(&c, "--write-log needs a path");
         else if (id == OPT_WRITE_LOG)
             write_log = c.value;
+        else if (id == OPT_ONLY && replay_check_keys(c.value, bad, sizeof bad) != 0)
+            return *bad ? cli_usage_error(&c, "--only: no allocator is called '%s' (gpumem "
+                                              "bench --help lists them)", bad)
+                        : cli_usage_error(&c, "--only takes keys separated by commas, not '%s'",
+                                          c.value);
+        else if (id == OPT_ONLY)
+            only = c.value;
         else if (parse_int(c.value, &ctx.device) != 0)
             return cli_usage_error(&c, "--device takes a device number, not '%s'", c.value);
     }
@@ -408,12 +429,12 @@ int gpumem_bench_main(int argc, char **argv)
         return 2;
     }
 
-    if ((limit || cold || write_log) && !replay)
+    if ((limit || cold || write_log || only) && !replay)
         return cli_usage_error(&c, "%s goes with --replay",
-                               limit ? "--limit" : cold ? "--cold" : "--write-log");
+                               limit ? "--limit" : cold ? "--cold" : only ? "--only" : "--write-log");
     if (write_log)
         return replay_convert(replay, write_log);
     if (replay)
-        return bench_replay(replay, limit, cold, json_path, ctx.device);
+        return bench_replay(replay, &(replay_opts){limit, cold, json_path, only, ctx.device});
     return bench_run(&ctx, json_path);
 }

@@ -209,6 +209,62 @@ static replayer replayers[] = {
 #undef POOL_REPLAYER
 #undef CUDA_REPLAYER
 
+/* ---- which allocators: --only ---- */
+
+/* PyTorch's caching allocator, default and with expandable segments (run_torch). */
+static const char *const torch_keys[2] = {"torch_default", "torch_expandable"};
+#define NREPLAYERS (sizeof replayers / sizeof replayers[0])
+
+/* The key of allocator i, in the table's order: gpumem's and CUDA's, then PyTorch's. */
+static const char *key_at(size_t i)
+{
+    return i < NREPLAYERS ? replayers[i].key : i < NREPLAYERS + 2 ? torch_keys[i - NREPLAYERS]
+                                                                   : NULL;
+}
+
+void replay_key_list(char *buf, size_t n)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; key_at(i) && used < n; i++)
+        used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : "", key_at(i));
+}
+
+/* key (n bytes) is one of list's comma-separated keys */
+static int key_in(const char *list, const char *key, size_t n)
+{
+    for (const char *k = list; *k;) {
+        size_t len = strcspn(k, ",");
+        if (len == n && strncmp(k, key, n) == 0)
+            return 1;
+        k += len + (k[len] == ',');
+    }
+    return 0;
+}
+
+int replay_check_keys(const char *list, char *bad, size_t badn)
+{
+    for (const char *k = list;; k++) {
+        size_t len = strcspn(k, ",");
+        size_t i = 0;
+        while (key_at(i) && !(strlen(key_at(i)) == len && strncmp(key_at(i), k, len) == 0))
+            i++;
+        if (len == 0 || !key_at(i)) {
+            snprintf(bad, badn, "%.*s", (int)len, k);
+            return -1;
+        }
+        k += len;
+        if (!*k)
+            return 0;
+    }
+}
+
+/* The allocator named key is to be replayed. */
+static int wanted(const replay_opts *o, const char *key)
+{
+    return !o->only || key_in(o->only, key, strlen(key));
+}
+
 /* ---- one replay ---- */
 
 /* --cold: a buffer written, a byte a cache line, before each timed operation, as a program's
@@ -323,7 +379,7 @@ static void run_torch(const char *log_path, uint64_t limit, int expandable, repl
     char cold[48] = "";
     if (cold_bytes)
         snprintf(cold, sizeof cold, " --cold %zu", cold_bytes);
-    res->key = expandable ? "torch_expandable" : "torch_default";
+    res->key = torch_keys[expandable];
     res->label = expandable ? "PyTorch, expandable_segments:True" : "PyTorch caching allocator";
     res->oom_at = -1;
     char cmd[1200];
@@ -377,9 +433,9 @@ int replay_convert(const char *path, const char *out_path)
     return rc;
 }
 
-int replay_main(const char *path, uint64_t limit, uint64_t cold, const char *json_path,
-                int device)
+int replay_main(const char *path, const replay_opts *o)
 {
+    uint64_t limit = o->limit, cold = o->cold;
     static replay_report rep;
     replay_trace t;
     char err[300];
@@ -397,8 +453,8 @@ int replay_main(const char *path, uint64_t limit, uint64_t cold, const char *jso
         return 1;
     }
     on_cuda = strcmp(gpumem_backend(), "cuda") == 0;
-    if (on_cuda && cudaSetDevice(device) != cudaSuccess) {
-        fprintf(stderr, "gpumem bench: error: cannot use device %d\n", device);
+    if (on_cuda && cudaSetDevice(o->device) != cudaSuccess) {
+        fprintf(stderr, "gpumem bench: error: cannot use device %d\n", o->device);
         replay_free(&t);
         return 1;
     }
@@ -413,13 +469,16 @@ int replay_main(const char *path, uint64_t limit, uint64_t cold, const char *jso
     rep.nstreams = t.nstreams;
     rep.peak_requested = t.peak_requested;
     for (size_t i = 0; i < sizeof replayers / sizeof replayers[0]; i++)
-        run_replayer(&replayers[i], &t, limit, &rep.results[rep.nresults++]);
+        if (wanted(o, replayers[i].key))
+            run_replayer(&replayers[i], &t, limit, &rep.results[rep.nresults++]);
+    int torch[2] = {wanted(o, torch_keys[0]), wanted(o, torch_keys[1])};
     char log_path[] = "/tmp/gpumem-replay-XXXXXX";
-    int fd = on_cuda ? mkstemp(log_path) : -1;
+    int fd = on_cuda && (torch[0] || torch[1]) ? mkstemp(log_path) : -1;
     FILE *log = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (log && replay_write_log(log, &t) == 0 && fclose(log) == 0) {
-        run_torch(log_path, limit, 0, &rep.results[rep.nresults++]);
-        run_torch(log_path, limit, 1, &rep.results[rep.nresults++]);
+        for (int e = 0; e < 2; e++)
+            if (torch[e])
+                run_torch(log_path, limit, e, &rep.results[rep.nresults++]);
     } else if (log) {
         fclose(log);
     }
@@ -427,10 +486,10 @@ int replay_main(const char *path, uint64_t limit, uint64_t cold, const char *jso
         unlink(log_path);
     replay_free(&t);
     int status = replay_print_table(stdout, &rep) == 0 ? 0 : 1;
-    if (json_path) {
-        FILE *j = fopen(json_path, "w");
+    if (o->json_path) {
+        FILE *j = fopen(o->json_path, "w");
         if (!j || replay_write_json(j, &rep, err, sizeof err) != 0) {
-            fprintf(stderr, "gpumem bench: error: %s: %s\n", json_path,
+            fprintf(stderr, "gpumem bench: error: %s: %s\n", o->json_path,
                     j ? err : strerror(errno));
             status = 1;
         }

@@ -75,10 +75,23 @@ int replay_print_table(FILE *out, const replay_report *r);
 /* Writes the report as JSON. Returns 0, or -1 with a message in err. */
 int replay_write_json(FILE *out, const replay_report *r, char *err, size_t errn);
 
+/* What a replay is asked for (gpumem bench's options). */
+typedef struct {
+    uint64_t limit;        /* --limit: 0 none */
+    uint64_t cold;         /* --cold: 0 none */
+    const char *json_path; /* --json, or NULL */
+    const char *only;      /* --only: allocator keys separated by commas, or NULL for all */
+    int device;
+} replay_opts;
+
+/* The allocators' keys, in the table's order, separated by ", " (for messages), into buf. */
+void replay_key_list(char *buf, size_t n);
+/* 0 when every comma-separated key of list names an allocator; else -1 with the first that
+ * does not (or "" for an empty key) copied to bad. */
+int replay_check_keys(const char *list, char *bad, size_t badn);
 /* replay.c: runs the replay (the backend selected, or the real device) and prints the table;
  * returns the tool's exit status. */
-int replay_main(const char *path, uint64_t limit, uint64_t cold, const char *json_path,
-                int device);
+int replay_main(const char *path, const replay_opts *o);
 /* --write-log: path's allocations written to out_path as a replay log; the exit status. */
 int replay_convert(const char *path, const char *out_path);
 
