@@ -48,6 +48,8 @@ struct replayer {
 };
 
 static int on_cuda;
+/* The note of a row the simulated device cannot run. */
+static const char needs_gpu[] = "needs a GPU (the simulated device runs gpumem only)";
 
 /* ---- streams ---- */
 
@@ -355,8 +357,7 @@ static void run_replayer(replayer *r, const replay_trace *t, uint64_t limit, rep
     res->label = r->label;
     res->oom_at = -1;
     if (r->needs_cuda && !on_cuda) {
-        snprintf(res->note, sizeof res->note, "needs a GPU (the simulated device runs gpumem "
-                                              "only)");
+        snprintf(res->note, sizeof res->note, "%s", needs_gpu);
         return;
     }
     gpumem_set_error_handler(quiet, NULL); /* running out of memory is an answer here */
@@ -382,14 +383,19 @@ static void run_torch(const char *log_path, uint64_t limit, int expandable, repl
     res->key = torch_keys[expandable];
     res->label = expandable ? "PyTorch, expandable_segments:True" : "PyTorch caching allocator";
     res->oom_at = -1;
+    if (!on_cuda || !log_path) { /* log_path NULL: the log for python3 could not be written */
+        snprintf(res->note, sizeof res->note, "%s",
+                 !on_cuda ? needs_gpu : "cannot write the replay log for python3 in /tmp");
+        return;
+    }
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "%spython3 -m gpumem.replay --limit %" PRIu64 "%s '%s' 2>&1",
              expandable ? "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True " : "", limit, cold,
              log_path);
     fprintf(stderr, "gpumem bench: replaying into %s\n", res->label);
-    FILE *p = on_cuda ? popen(cmd, "r") : NULL;
+    FILE *p = popen(cmd, "r");
     if (!p) {
-        snprintf(res->note, sizeof res->note, on_cuda ? "cannot run python3" : "needs a GPU");
+        snprintf(res->note, sizeof res->note, "cannot run python3");
         return;
     }
     char line[1024];
@@ -475,13 +481,11 @@ int replay_main(const char *path, const replay_opts *o)
     char log_path[] = "/tmp/gpumem-replay-XXXXXX";
     int fd = on_cuda && (torch[0] || torch[1]) ? mkstemp(log_path) : -1;
     FILE *log = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (log && replay_write_log(log, &t) == 0 && fclose(log) == 0) {
-        for (int e = 0; e < 2; e++)
-            if (torch[e])
-                run_torch(log_path, limit, e, &rep.results[rep.nresults++]);
-    } else if (log) {
-        fclose(log);
-    }
+    int logged = log && replay_write_log(log, &t) == 0;
+    logged = log && fclose(log) == 0 && logged;
+    for (int e = 0; e < 2; e++)
+        if (torch[e])
+            run_torch(logged ? log_path : NULL, limit, e, &rep.results[rep.nresults++]);
     if (fd >= 0)
         unlink(log_path);
     replay_free(&t);
