@@ -59,15 +59,12 @@ static void bench_usage(FILE *out)
             "               a tenth of a trace's size) and replay nothing; needs no GPU\n"
             "  --help, --version\n"
             "Options take their value as --json PATH or --json=PATH.\n");
-    char keys[400];
-    replay_key_list(keys, sizeof keys);
     fprintf(out, "\nAllocators of --replay, by key (--only, and the JSON's \"key\"):\n ");
-    int col = 1;
-    char *save = NULL;
-    for (char *k = strtok_r(keys, " ", &save); k; k = strtok_r(NULL, " ", &save)) { /* 80 columns */
-        int len = (int)strlen(k);
-        col = col + 1 + len > 80 ? (fprintf(out, "\n "), 1) : col;
-        col += fprintf(out, " %s", k);
+    for (size_t i = 0, col = 1; replay_key(i); i++) { /* wrapped at 80 columns */
+        size_t len = strlen(replay_key(i)) + 2;
+        if (col + len > 80)
+            col = (size_t)fprintf(out, "\n ") - 1;
+        col += (size_t)fprintf(out, " %s%s", replay_key(i), replay_key(i + 1) ? "," : "");
     }
     fprintf(out, "\n");
     usage_measures(out);

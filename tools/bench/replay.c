@@ -217,31 +217,29 @@ static replayer replayers[] = {
 static const char *const torch_keys[2] = {"torch_default", "torch_expandable"};
 #define NREPLAYERS (sizeof replayers / sizeof replayers[0])
 
-/* The key of allocator i, in the table's order: gpumem's and CUDA's, then PyTorch's. */
-static const char *key_at(size_t i)
+const char *replay_key(size_t i)
 {
     return i < NREPLAYERS ? replayers[i].key : i < NREPLAYERS + 2 ? torch_keys[i - NREPLAYERS]
                                                                    : NULL;
 }
 
-void replay_key_list(char *buf, size_t n)
+/* The key k of len bytes is key. */
+static int same_key(const char *k, size_t len, const char *key)
 {
-    size_t used = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; key_at(i) && used < n; i++)
-        used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : "", key_at(i));
+    return strlen(key) == len && strncmp(k, key, len) == 0;
 }
 
-/* key (n bytes) is one of list's comma-separated keys */
-static int key_in(const char *list, const char *key, size_t n)
+/* key is one of list's comma-separated keys */
+static int key_in(const char *list, const char *key)
 {
-    for (const char *k = list; *k;) {
+    for (const char *k = list;; k++) {
         size_t len = strcspn(k, ",");
-        if (len == n && strncmp(k, key, n) == 0)
+        if (same_key(k, len, key))
             return 1;
-        k += len + (k[len] == ',');
+        k += len;
+        if (!*k)
+            return 0;
     }
-    return 0;
 }
 
 int replay_check_keys(const char *list, char *bad, size_t badn)
@@ -249,9 +247,9 @@ int replay_check_keys(const char *list, char *bad, size_t badn)
     for (const char *k = list;; k++) {
         size_t len = strcspn(k, ",");
         size_t i = 0;
-        while (key_at(i) && !(strlen(key_at(i)) == len && strncmp(key_at(i), k, len) == 0))
+        while (replay_key(i) && !same_key(k, len, replay_key(i)))
             i++;
-        if (len == 0 || !key_at(i)) {
+        if (len == 0 || !replay_key(i)) {
             snprintf(bad, badn, "%.*s", (int)len, k);
             return -1;
         }
@@ -264,7 +262,7 @@ int replay_check_keys(const char *list, char *bad, size_t badn)
 /* The allocator named key is to be replayed. */
 static int wanted(const replay_opts *o, const char *key)
 {
-    return !o->only || key_in(o->only, key, strlen(key));
+    return !o->only || key_in(o->only, key);
 }
 
 /* ---- one replay ---- */
@@ -385,7 +383,9 @@ static void run_torch(const char *log_path, uint64_t limit, int expandable, repl
     res->oom_at = -1;
     if (!on_cuda || !log_path) { /* log_path NULL: the log for python3 could not be written */
         snprintf(res->note, sizeof res->note, "%s",
-                 !on_cuda ? needs_gpu : "cannot write the replay log for python3 in /tmp");
+                 !on_cuda ? needs_gpu
+                          : "cannot write the replay log for python3 in /tmp: is it full or "
+                            "read-only?");
         return;
     }
     char cmd[1200];
@@ -474,7 +474,7 @@ int replay_main(const char *path, const replay_opts *o)
     rep.skipped = t.skipped;
     rep.nstreams = t.nstreams;
     rep.peak_requested = t.peak_requested;
-    for (size_t i = 0; i < sizeof replayers / sizeof replayers[0]; i++)
+    for (size_t i = 0; i < NREPLAYERS; i++)
         if (wanted(o, replayers[i].key))
             run_replayer(&replayers[i], &t, limit, &rep.results[rep.nresults++]);
     int torch[2] = {wanted(o, torch_keys[0]), wanted(o, torch_keys[1])};

@@ -84,8 +84,9 @@ typedef struct {
     int device;
 } replay_opts;
 
-/* The allocators' keys, in the table's order, separated by ", " (for messages), into buf. */
-void replay_key_list(char *buf, size_t n);
+/* The key of allocator i, in the table's order (gpumem's and CUDA's, then PyTorch's); NULL
+ * past the last. */
+const char *replay_key(size_t i);
 /* 0 when every comma-separated key of list names an allocator; else -1 with the first that
  * does not (or "" for an empty key) copied to bad. */
 int replay_check_keys(const char *list, char *bad, size_t badn);
