@@ -364,7 +364,7 @@ gpumem_pool *gpumem_pool_create_at(int kind, int device, const gpumem_pool_optio
     }
     if (err) {
         if (pool)
-            free(pool->buckets);
+            gpumem__arena_free_tables(pool);
         free(pool);
         fail_create(err, kind, device, site);
         return NULL;
@@ -772,7 +772,7 @@ int gpumem_pool_destroy_at(gpumem_pool *pool, gpumem_site site)
     while (atomic_load(&pool->users))
         sched_yield();
     pools_unlink(pool);
-    free(pool->buckets);
+    gpumem__arena_free_tables(pool);
     pthread_mutex_destroy(&pool->lock);
     free(pool);
     gpumem__err_clear();

@@ -150,6 +150,47 @@ static void table_remove(struct gpumem_pool *pool, gpumem__pblk *b)
 
 /* ---- blocks and bins ---- */
 
+/* Block records come from slabs the pool keeps until it goes, a spare one first: carving and
+ * merging make and drop a record on most operations of a variable-size workload, and
+ * malloc's bookkeeping for each was a tenth of the cache lines a cold operation touched
+ * (docs/perf/pools-2026-12-07-h200.md). */
+#define BLK_SLAB 63u
+typedef struct gpumem__pblk_slab {
+    struct gpumem__pblk_slab *next;
+    gpumem__pblk b[BLK_SLAB];
+} gpumem__pblk_slab;
+
+static gpumem__pblk *blk_get(struct gpumem_pool *pool)
+{
+    if (!pool->spare_blks) {
+        gpumem__pblk_slab *s = malloc(sizeof *s);
+        if (!s)
+            return NULL;
+        s->next = pool->blk_slabs;
+        pool->blk_slabs = s;
+        for (unsigned i = 0; i < BLK_SLAB; i++) {
+            s->b[i].hnext = pool->spare_blks;
+            pool->spare_blks = &s->b[i];
+        }
+    }
+    gpumem__pblk *b = pool->spare_blks;
+    pool->spare_blks = b->hnext;
+    memset(b, 0, sizeof *b);
+    return b;
+}
+
+void gpumem__arena_free_tables(struct gpumem_pool *pool)
+{
+    for (gpumem__pblk_slab *s = pool->blk_slabs, *next; s; s = next) {
+        next = s->next;
+        free(s);
+    }
+    pool->blk_slabs = NULL;
+    pool->spare_blks = NULL;
+    free(pool->buckets);
+    pool->buckets = NULL;
+}
+
 void gpumem__bin_insert(gpumem__parena *a, gpumem__pblk *b)
 {
     unsigned k = bin_of(b->size);
@@ -279,7 +320,7 @@ static gpumem__pblk *bin_find_mapped(const struct gpumem_pool *pool, const gpume
 static gpumem__pblk *blk_new(struct gpumem_pool *pool, gpumem__pseg *seg, gpumem__pblk *prev,
                              uintptr_t base, size_t size)
 {
-    gpumem__pblk *b = calloc(1, sizeof *b);
+    gpumem__pblk *b = blk_get(pool);
     if (!b)
         return NULL;
     b->base = base;
@@ -310,7 +351,8 @@ static void blk_drop(struct gpumem_pool *pool, gpumem__pblk *b)
         b->next->prev = b->prev;
     table_remove(pool, b);
     gpumem__reg_pool_record(b->base, 0);
-    free(b);
+    b->hnext = pool->spare_blks;
+    pool->spare_blks = b;
 }
 
 /* Cuts free block b (out of its bin) at n bytes; the rest becomes a free block in the bin.

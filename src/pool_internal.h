@@ -34,7 +34,7 @@ typedef struct gpumem__pblk {
     size_t size;
     struct gpumem__pblk *prev, *next;   /* address neighbours in the segment */
     struct gpumem__pblk *fprev, *fnext; /* free: its bin's list */
-    struct gpumem__pblk *hnext;         /* the pool's address table */
+    struct gpumem__pblk *hnext;         /* the pool's address table; spare: the next spare */
     struct gpumem__pseg *seg;
     unsigned bin;
     unsigned char state;
@@ -98,6 +98,8 @@ struct gpumem_pool {
     void *cuda_pool;        /* device: the CUDA memory pool segments come from */
     gpumem__pblk **buckets; /* every block, by base */
     size_t nbuckets, nblocks;
+    gpumem__pblk *spare_blks;           /* block records not in use (linked by hnext) */
+    struct gpumem__pblk_slab *blk_slabs; /* where the records are, freed with the pool */
     gpumem__pstream *slots[GPUMEM__POOL_ARENAS];
     size_t nstreams;
     gpumem__pstream *mru, *lru, *last;
@@ -188,6 +190,8 @@ void gpumem__pool_pending_push(struct gpumem_pool *pool, gpumem__pending *p);
 
 /* pool_arena.c; every call with the pool's lock held. */
 int gpumem__arena_setup(struct gpumem_pool *pool);
+/* Frees the pool's address table and block records (none in use); any lock. */
+void gpumem__arena_free_tables(struct gpumem_pool *pool);
 /* A block of n bytes (gpumem__pool_round) for stream: *missed is set when CUDA was asked for
  * memory or a mapping. Returns 0, GPUMEM__POOL_OVER_LIMIT or CUDA's error. */
 int gpumem__arena_take(struct gpumem_pool *pool, size_t n, cudaStream_t stream,

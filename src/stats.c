@@ -9,14 +9,17 @@
  *
  * So each thread keeps what it allocated and released since its last flush (pending) and the
  * largest value pending reached since then (high), and adds them to the shared counters only
- * when pending leaves [-FLUSH_BYTES, FLUSH_BYTES], when the thread ends, and when the thread
- * itself reads or resets the statistics. A flush raises the shared peak to the shared total
- * before the flush plus high: exact when no other thread moved the total meanwhile, as in a
- * single-threaded program. The flush rule bounds the error: every thread's unflushed bytes
- * lie within FLUSH_BYTES of zero, so with T threads allocating at once a peak is off by at
- * most T * FLUSH_BYTES either way (missed increases of threads that have not flushed yet,
- * releases not yet subtracted), and never below the exact current total that is read with
- * it. */
+ * when pending leaves [-limit, limit], when the thread ends, and when the thread itself reads
+ * or resets the statistics. A flush raises the shared peak to the shared total before the
+ * flush plus high: exact when no other thread moved the total meanwhile, as in a
+ * single-threaded program. The limit is FLUSH_BYTES plus 1/SLACK_SHARE of the counter's
+ * shared total as the thread's last flush left it: with blocks of megabytes (a training
+ * loop's), a flush every operation was three shared cache lines written, a few percent of a
+ * cold pool operation's lines (docs/perf/pools-2026-12-07-h200.md). The rule bounds the error:
+ * every thread's unflushed bytes lie within its limit of zero, so with T threads allocating at
+ * once a peak is off by at most T times (FLUSH_BYTES plus a 32nd of the total) either way
+ * (missed increases of threads that have not flushed yet, releases not yet subtracted), and
+ * never below the exact current total that is read with it. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdio.h>
@@ -25,6 +28,7 @@
 #include "internal.h"
 
 #define FLUSH_BYTES ((int64_t)4 << 20)
+#define SLACK_SHARE 32
 #define COUNTERS (GPUMEM_KIND_COUNT_ + GPUMEM_STATS_DEVICES) /* kinds, then devices */
 
 typedef struct {
@@ -34,10 +38,17 @@ typedef struct {
 
 static peak_counter counters[COUNTERS]; /* index 0: every kind */
 
+/* One counter's figures side by side: an operation reads and writes all three of each of its
+ * three counters (every kind, its kind, its device), so they share lines. */
 typedef struct {
-    int64_t pending[COUNTERS];
-    int64_t high[COUNTERS]; /* the largest pending since the last flush, at least 0 */
-    int registered;         /* the exit-time flush is set up */
+    int64_t pending;
+    int64_t high;  /* the largest pending since the last flush, at least 0 */
+    int64_t limit; /* |pending| past this flushes; 0 until the first flush */
+} pending_counter;
+
+typedef struct {
+    pending_counter c[COUNTERS];
+    int registered; /* the exit-time flush is set up */
 } thread_stats;
 
 static _Thread_local thread_stats mine;
@@ -55,13 +66,15 @@ static void raise_peak(peak_counter *c, uint64_t v)
 
 static void flush_one(thread_stats *t, int i)
 {
-    if (t->pending[i] == 0 && t->high[i] == 0)
+    if (t->c[i].pending == 0 && t->c[i].high == 0)
         return;
-    uint64_t before = atomic_fetch_add_explicit(&counters[i].current, (uint64_t)t->pending[i],
+    uint64_t before = atomic_fetch_add_explicit(&counters[i].current, (uint64_t)t->c[i].pending,
                                                 memory_order_relaxed);
-    raise_peak(&counters[i], before + (uint64_t)t->high[i]);
-    t->pending[i] = 0;
-    t->high[i] = 0;
+    raise_peak(&counters[i], before + (uint64_t)t->c[i].high);
+    uint64_t after = before + (uint64_t)t->c[i].pending;
+    t->c[i].limit = FLUSH_BYTES + (after <= INT64_MAX / 2 ? (int64_t)after / SLACK_SHARE : 0);
+    t->c[i].pending = 0;
+    t->c[i].high = 0;
 }
 
 static void flush_all(thread_stats *t)
@@ -92,17 +105,17 @@ static void register_thread(void)
 
 static inline void add(thread_stats *t, int i, uint64_t bytes)
 {
-    int64_t p = t->pending[i] += (int64_t)bytes;
-    if (p > t->high[i])
-        t->high[i] = p;
-    if (GPUMEM__UNLIKELY(p > FLUSH_BYTES))
+    int64_t p = t->c[i].pending += (int64_t)bytes;
+    if (p > t->c[i].high)
+        t->c[i].high = p;
+    if (GPUMEM__UNLIKELY(p > t->c[i].limit))
         flush_one(t, i);
 }
 
 static inline void sub(thread_stats *t, int i, uint64_t bytes)
 {
-    int64_t p = t->pending[i] -= (int64_t)bytes;
-    if (GPUMEM__UNLIKELY(p < -FLUSH_BYTES))
+    int64_t p = t->c[i].pending -= (int64_t)bytes;
+    if (GPUMEM__UNLIKELY(p < -t->c[i].limit))
         flush_one(t, i);
 }
 
