@@ -14,14 +14,13 @@
  * time from the shared counter, so that threads allocating at once do not all write one cache
  * line; numbers therefore jump between threads (and after a checkpoint), and numbers from
  * different threads are not in allocation order. A checkpoint must still see every allocation
- * made after it: it bumps the epoch first and then reads the counter, and a thread whose block
+ * made after it: it bumps the epoch (gpumem__hot.seq_epoch) first and then reads the counter, and a thread whose block
  * was taken in an older epoch drops what is left of it. An allocation ordered after the
  * checkpoint (same thread, or synchronized with it) sees the new epoch, so its block, and its
  * number, come after the value the checkpoint read. */
 #define SEQ_BLOCK 64u
 
 static atomic_uint_fast64_t next_seq = 1;
-static _Alignas(64) atomic_uint seq_epoch;
 static _Thread_local struct {
     uint64_t next, end;
     unsigned epoch;
@@ -29,13 +28,13 @@ static _Thread_local struct {
 
 uint64_t gpumem__seq_checkpoint(void)
 {
-    atomic_fetch_add_explicit(&seq_epoch, 1, memory_order_seq_cst);
+    atomic_fetch_add_explicit(&gpumem__hot.seq_epoch, 1, memory_order_seq_cst);
     return atomic_load_explicit(&next_seq, memory_order_seq_cst);
 }
 
 uint64_t gpumem__seq_take(void)
 {
-    unsigned e = atomic_load_explicit(&seq_epoch, memory_order_relaxed);
+    unsigned e = atomic_load_explicit(&gpumem__hot.seq_epoch, memory_order_relaxed);
     if (GPUMEM__UNLIKELY(seq_block.next == seq_block.end || seq_block.epoch != e)) {
         seq_block.next = atomic_fetch_add_explicit(&next_seq, SEQ_BLOCK, memory_order_relaxed);
         seq_block.end = seq_block.next + SEQ_BLOCK;
@@ -53,7 +52,7 @@ static const char *fn_name[GPUMEM_KIND_COUNT_] = {
  * memory. */
 int gpumem__fail_injected(void)
 {
-    uint64_t n = gpumem__opt_u64(GPUMEM__OPT_FAIL_ALLOC);
+    uint64_t n = gpumem__hot.fail_alloc;
     if (GPUMEM__LIKELY(n == 0))
         return 0;
     return atomic_fetch_add_explicit(&alloc_attempts, 1, memory_order_relaxed) + 1 == n;
@@ -191,7 +190,7 @@ static void *gpumem__alloc_any(int kind, size_t count, size_t size, unsigned fla
         .device = dev,
         .kind = (unsigned char)kind,
     };
-    if (GPUMEM__UNLIKELY(gpumem__opt_bool(GPUMEM__OPT_BACKTRACE)))
+    if (GPUMEM__UNLIKELY(gpumem__hot.backtrace))
         r.stack = gpumem__stack_capture(0); /* gpumem's own frames are trimmed when shown */
     if (GPUMEM__UNLIKELY(gpumem__reg_insert(&r) != 0)) {
         /* Untracked memory must not reach the caller: give it back to CUDA. */

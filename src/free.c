@@ -182,10 +182,10 @@ static int release(const char *fn, void *p, int async, cudaStream_t stream, gpum
     if (r.pool) {
         /* An NVTX region goes before the block can reach another thread, whose region at the
          * same address would go instead; it comes back if the release fails. */
-        if (GPUMEM__UNLIKELY(gpumem__nvtx_on))
+        if (GPUMEM__UNLIKELY(gpumem__hot.nvtx_on))
             gpumem__nvtx_region(r.base, 0, 0);
         err = gpumem__pool_release(r.pool, &r, async, stream); /* back to its pool, no CUDA */
-        if (GPUMEM__UNLIKELY(err && gpumem__nvtx_on))
+        if (GPUMEM__UNLIKELY(err && gpumem__hot.nvtx_on))
             gpumem__nvtx_region(r.base, r.bytes, 1);
     } else if (r.kind == GPUMEM_KIND_PINNED || r.kind == GPUMEM_KIND_HOST)
         err = gpumem__be->free_host(p);

@@ -98,6 +98,21 @@ enum {
     GPUMEM__OPT_COUNT
 };
 
+/* Flags that every allocation and release reads and that change rarely (a trace started or
+ * stopped, a fork, a checkpoint, initialization), on one cache line: a cold operation then
+ * misses once for all of them instead of once in each module that owns one. Written only by
+ * their owners, named at each. */
+typedef struct {
+    _Alignas(64) atomic_int trace_on; /* trace.c: a trace is being recorded */
+    atomic_int forking;               /* registry.c: a fork is under way */
+    atomic_int asymmetric;            /* tcache.c: visitors fence with membarrier */
+    atomic_uint seq_epoch;            /* alloc.c: the sequence numbers' checkpoint epoch */
+    int nvtx_on;                      /* nvtx.c: pools register their memory with NVTX */
+    int backtrace;                    /* options.c: GPUMEM_BACKTRACE */
+    uint64_t fail_alloc;              /* options.c: GPUMEM_FAIL_ALLOC */
+} gpumem__hot_flags;
+extern gpumem__hot_flags gpumem__hot;
+
 /* Reads every option from the environment and warns about unknown GPUMEM_* variables. */
 void gpumem__options_load(void);
 const char *gpumem__opt_str(int id);
@@ -265,10 +280,9 @@ size_t gpumem__pool_class_size(unsigned cls);
 void gpumem__tc_sum_classes(struct gpumem_pool *pool, uint64_t *per_class);
 
 /* ---- nvtx.c: pools described to compute-sanitizer through NVTX (docs/pools.md) ---- */
-/* 1 when pools register their memory with NVTX. Set once, by gpumem__nvtx_start, before the
- * first pool exists; the pools' paths test it as one predictable branch. */
-extern int gpumem__nvtx_on;
-/* Decides gpumem__nvtx_on from GPUMEM_NVTX (and, for auto, the environment); once. */
+/* gpumem__hot.nvtx_on: 1 when pools register their memory with NVTX. Set once, by
+ * gpumem__nvtx_start, before the first pool exists; the pools' paths test it as one
+ * predictable branch. Decides it from GPUMEM_NVTX (and, for auto, the environment); once. */
 void gpumem__nvtx_start(void);
 /* 1 when the environment shows that compute-sanitizer started the process. */
 int gpumem__nvtx_sanitizer_seen(void);

@@ -13,7 +13,7 @@
  *
  * When: GPUMEM_NVTX=on (1), or auto (the default) in a process that compute-sanitizer
  * started, recognized by its libraries in the variables that load tools (sanitizer_signs).
- * Off, pools pay one branch on gpumem__nvtx_on per allocation and release: it is set once,
+ * Off, pools pay one branch on gpumem__hot.nvtx_on per allocation and release: it is set once,
  * when the first pool is made, and never changes. On, each pool allocation and release takes
  * this file's lock to read and makes an NVTX call (a no-op load and branch when no tool
  * listens), each heap a sorted insertion: a debugging mode, measured in docs/pools.md.
@@ -42,8 +42,6 @@
 #define NVTX_AS_SYSTEM_HEADER
 #include <nvtx3/nvToolsExtMem.h>
 #endif
-
-int gpumem__nvtx_on;
 
 /* A variable that names one of compute-sanitizer's libraries when it started the process. */
 static const struct {
@@ -87,7 +85,7 @@ static void decide(void)
     if (strcmp(v, "auto") == 0)
         on = gpumem__nvtx_sanitizer_seen();
 #ifdef GPUMEM_HAVE_NVTX
-    gpumem__nvtx_on = on;
+    gpumem__hot.nvtx_on = on;
 #else
     (void)on; /* built without the NVTX headers: nothing to tell a tool with */
 #endif
@@ -254,7 +252,7 @@ void gpumem__nvtx_at_fork(int phase)
         pthread_mutex_unlock(&nv.lock);
 }
 
-#else /* no NVTX headers: gpumem__nvtx_on stays 0 and these are never reached */
+#else /* no NVTX headers: gpumem__hot.nvtx_on stays 0 and these are never reached */
 
 void gpumem__nvtx_at_fork(int phase)
 {

@@ -36,6 +36,10 @@ static const option_def defs[GPUMEM__OPT_COUNT] = {
 
 /* Effective values, as text and parsed; written once under the init once-control. */
 static const char *values[GPUMEM__OPT_COUNT];
+/* The flags every allocation and release reads (internal.h): defined here, at the bottom of
+ * the library's layers, where every module that writes one can reach it. */
+gpumem__hot_flags gpumem__hot;
+
 static uint64_t numbers[GPUMEM__OPT_COUNT];
 
 int gpumem__parse_bool(const char *t, int *out)
@@ -299,6 +303,8 @@ void gpumem__options_load(void)
         }
     }
     warn_unknown();
+    gpumem__hot.backtrace = numbers[GPUMEM__OPT_BACKTRACE] != 0;
+    gpumem__hot.fail_alloc = numbers[GPUMEM__OPT_FAIL_ALLOC];
 }
 
 const char *gpumem__opt_str(int id)

@@ -294,7 +294,7 @@ static int design_of(int kind, int device, const gpumem_pool_options_t *options,
         return GPUMEM__DESIGN_SEGMENTS;
     if (want == GPUMEM_POOL_DESIGN_CLASSES)
         return GPUMEM__DESIGN_CLASSES;
-    if (want == GPUMEM_POOL_DESIGN_SEGMENTS || gpumem__nvtx_on)
+    if (want == GPUMEM_POOL_DESIGN_SEGMENTS || gpumem__hot.nvtx_on)
         return GPUMEM__DESIGN_SEGMENTS;
     int token;
     if (gpumem__be->device_push(device, &token) != 0)
@@ -344,7 +344,7 @@ gpumem_pool *gpumem_pool_create_at(int kind, int device, const gpumem_pool_optio
     }
     if (gpumem__ready(fn, site) != GPUMEM_OK)
         return NULL;
-    gpumem__nvtx_start(); /* before the first pool exists: gpumem__nvtx_on never changes after */
+    gpumem__nvtx_start(); /* before the first pool exists: gpumem__hot.nvtx_on never changes after */
     gpumem_pool *pool = calloc(1, sizeof *pool);
     int err = pool ? gpumem__arena_setup(pool) : cudaErrorMemoryAllocation;
     if (!err && kind == GPUMEM_KIND_PINNED)
@@ -504,13 +504,13 @@ static void *pool_alloc(gpumem_pool *pool, size_t count, size_t size, cudaStream
         .kind = (unsigned char)pool->kind,
         .pool = pool,
     };
-    if (GPUMEM__UNLIKELY(gpumem__opt_bool(GPUMEM__OPT_BACKTRACE)))
+    if (GPUMEM__UNLIKELY(gpumem__hot.backtrace))
         r.stack = gpumem__stack_capture(0);
     if (GPUMEM__UNLIKELY(gpumem__reg_insert(&r) != 0)) {
         undo_alloc(pool, b, key, cls, csize, base, bytes, site);
         return NULL;
     }
-    if (GPUMEM__UNLIKELY(gpumem__nvtx_on))
+    if (GPUMEM__UNLIKELY(gpumem__hot.nvtx_on))
         gpumem__nvtx_region(base, bytes, 1);
     gpumem__stats_alloc(pool->kind, pool->device, bytes);
     gpumem__trace_alloc(&r);

@@ -427,7 +427,7 @@ static int seg_release(struct gpumem_pool *pool, gpumem__pseg *seg, int ordered)
 static void release_idle(struct gpumem_pool *pool, gpumem__pstream *ps)
 {
     if (pool->kind != GPUMEM_KIND_DEVICE || pool->design != GPUMEM__DESIGN_SEGMENTS ||
-        GPUMEM__UNLIKELY(gpumem__nvtx_on))
+        GPUMEM__UNLIKELY(gpumem__hot.nvtx_on))
         return;
     int released = 0;
     for (int k = 0; k < 2; k++) {
@@ -463,7 +463,7 @@ static int seg_grow_plain(struct gpumem_pool *pool, gpumem__pstream *ps, gpumem_
          * with compute-sanitizer 2025.3, also after the stream had run) and takes one over
          * cudaMalloc's: with NVTX on, device segments come from cudaMalloc. */
         err = pool->kind == GPUMEM_KIND_PINNED ? gpumem__be->host_alloc(&p, bytes, 0)
-              : GPUMEM__UNLIKELY(gpumem__nvtx_on)
+              : GPUMEM__UNLIKELY(gpumem__hot.nvtx_on)
                   ? gpumem__be->malloc_device(&p, bytes)
                   : gpumem__be->mempool_alloc(pool->cuda_pool, &p, bytes, stream);
         gpumem__pool_cuda_end(pool, t);
@@ -480,7 +480,7 @@ static int seg_grow_plain(struct gpumem_pool *pool, gpumem__pstream *ps, gpumem_
         gpumem__pool_dev_leave(token);
         return cudaErrorMemoryAllocation;
     }
-    if (GPUMEM__UNLIKELY(gpumem__nvtx_on))
+    if (GPUMEM__UNLIKELY(gpumem__hot.nvtx_on))
         gpumem__nvtx_heap((uintptr_t)p, bytes, 1);
     pool->st.reserved += bytes;
     return 0;
@@ -519,14 +519,14 @@ static int seg_release(struct gpumem_pool *pool, gpumem__pseg *seg, int ordered)
     if (!err && seg->pages) {
         err = gpumem__be->vmm_unreserve((void *)seg->base, seg->size);
     } else if (!err) {
-        if (GPUMEM__UNLIKELY(gpumem__nvtx_on))
+        if (GPUMEM__UNLIKELY(gpumem__hot.nvtx_on))
             gpumem__nvtx_heap(seg->base, seg->size, 0);
         uint64_t t = gpumem__now_ns();
         err = pool->kind == GPUMEM_KIND_PINNED ? gpumem__be->free_host((void *)seg->base)
               : ordered ? gpumem__be->free_async((void *)seg->base, seg->arena->stream)
                         : gpumem__be->free((void *)seg->base);
         gpumem__pool_cuda_end(pool, t);
-        if (GPUMEM__UNLIKELY(err && gpumem__nvtx_on))
+        if (GPUMEM__UNLIKELY(err && gpumem__hot.nvtx_on))
             gpumem__nvtx_heap(seg->base, seg->size, 1);
         if (!err)
             pool->st.reserved -= seg->size;

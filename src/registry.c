@@ -109,22 +109,18 @@ static shard shards[SHARDS];
 /* fork(): the shards are emptied of threads rather than held across fork() (fork.c). The
  * library's other locks come on top of 64 shards, and ThreadSanitizer, under which CI runs the
  * tests and users run programs, follows at most 64 locks held by one thread and aborts past
- * that. So fork's prepare raises on, then takes and releases each shard: a thread that held
- * one has left it, and one that takes it afterwards sees on (raised before the release its
- * acquisition follows) and steps out until the fork is done, having changed nothing; the
- * child initializes the shards' locks afresh. Every shard lock pays one load of a line only
- * fork writes, and a branch never taken. */
-static struct {
-    _Alignas(64) atomic_int on;
-    char pad[64 - sizeof(atomic_int)];
-} forking;
+ * that. So fork's prepare raises gpumem__hot.forking, then takes and releases each shard: a
+ * thread that held one has left it, and one that takes it afterwards sees the flag (raised
+ * before the release its acquisition follows) and steps out until the fork is done, having
+ * changed nothing; the child initializes the shards' locks afresh. Every shard lock pays one
+ * load of a line that only rare events write, and a branch never taken. */
 
 static void shard_lock(shard *s)
 {
     pthread_mutex_lock(&s->lock);
-    while (GPUMEM__UNLIKELY(atomic_load_explicit(&forking.on, memory_order_relaxed))) {
+    while (GPUMEM__UNLIKELY(atomic_load_explicit(&gpumem__hot.forking, memory_order_relaxed))) {
         pthread_mutex_unlock(&s->lock);
-        while (atomic_load_explicit(&forking.on, memory_order_acquire))
+        while (atomic_load_explicit(&gpumem__hot.forking, memory_order_acquire))
             sched_yield();
         pthread_mutex_lock(&s->lock);
     }
@@ -136,7 +132,7 @@ static int shard_trylock(shard *s, long *budget_ns)
 {
     if (!gpumem__trylock_for(&s->lock, budget_ns))
         return 0;
-    if (GPUMEM__LIKELY(!atomic_load_explicit(&forking.on, memory_order_relaxed)))
+    if (GPUMEM__LIKELY(!atomic_load_explicit(&gpumem__hot.forking, memory_order_relaxed)))
         return 1;
     pthread_mutex_unlock(&s->lock);
     return 0;
@@ -325,10 +321,10 @@ static void pb_lock(pblock *d)
                     sched_yield();
         }
         /* fork(): as shard_lock, step out until it is done (gpumem__reg_at_fork). */
-        if (GPUMEM__LIKELY(!atomic_load_explicit(&forking.on, memory_order_relaxed)))
+        if (GPUMEM__LIKELY(!atomic_load_explicit(&gpumem__hot.forking, memory_order_relaxed)))
             return;
         atomic_store_explicit(&d->lock, 0, memory_order_release);
-        while (atomic_load_explicit(&forking.on, memory_order_acquire))
+        while (atomic_load_explicit(&gpumem__hot.forking, memory_order_acquire))
             sched_yield();
     }
 }
@@ -343,7 +339,7 @@ static int pb_trylock(pblock *d)
 {
     for (int i = 0; i < 1000; i++) {
         if (!atomic_exchange_explicit(&d->lock, 1, memory_order_acquire)) {
-            if (!atomic_load_explicit(&forking.on, memory_order_relaxed))
+            if (!atomic_load_explicit(&gpumem__hot.forking, memory_order_relaxed))
                 return 1;
             pb_unlock(d);
             return 0;
@@ -948,7 +944,7 @@ void gpumem__reg_storage(void (*fn)(const void *p, size_t bytes, void *arg), voi
         fn(sl, sizeof *sl, arg);
 }
 
-/* fork(): every shard emptied of threads (see forking). The table of large allocations needs
+/* fork(): every shard emptied of threads (see gpumem__hot.forking). The table of large allocations needs
  * no lock of its own then: it changes only under a shard's lock or a pool's, and fork holds
  * every pool's (fork.c). A thread may still have been reading it, so the child starts its
  * lock afresh (unlocking would not do: glibc tells a writer's unlock from a reader's by the
@@ -957,7 +953,7 @@ void gpumem__reg_storage(void (*fn)(const void *p, size_t bytes, void *arg), voi
 void gpumem__reg_at_fork(int phase)
 {
     if (phase == GPUMEM__FORK_PREPARE) {
-        atomic_store_explicit(&forking.on, 1, memory_order_relaxed);
+        atomic_store_explicit(&gpumem__hot.forking, 1, memory_order_relaxed);
         for (unsigned i = 0; i < SHARDS; i++) {
             pthread_mutex_lock(&shards[i].lock);
             pthread_mutex_unlock(&shards[i].lock);
@@ -976,7 +972,8 @@ void gpumem__reg_at_fork(int phase)
     }
     if (phase == GPUMEM__FORK_CHILD) {
         /* A thread that took a shard after prepare passed it holds it for a moment, to see
-         * forking and leave, touching nothing: the fork may copy it holding the shard. */
+         * the fork under way and leave, touching nothing: the fork may copy it holding the
+         * shard. */
         for (unsigned i = 0; i < SHARDS; i++)
             pthread_mutex_init(&shards[i].lock, NULL);
         gpumem__large_at_fork_child();
@@ -988,7 +985,7 @@ void gpumem__reg_at_fork(int phase)
     }
     gpumem__pc_at_fork(phase);
     pthread_mutex_unlock(&pm_lock);
-    atomic_store_explicit(&forking.on, 0, memory_order_release);
+    atomic_store_explicit(&gpumem__hot.forking, 0, memory_order_release);
 }
 
 void gpumem_live_get(gpumem_live *out)

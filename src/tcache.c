@@ -111,7 +111,7 @@ static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static _Thread_local tcache *mine;
 static _Thread_local int gone; /* the thread is ending: no new cache after its destructor */
-/* membarrier is registered: owners need no fence. Set once, by the first thread that makes a
+/* gpumem__hot.asymmetric: membarrier is registered, owners need no fence. Set once, by the first thread that makes a
  * cache (make_key); read by owners on every push and pop and by visitors. Atomic, relaxed: a
  * visitor may be a thread that never made a cache, reading it while the first cache's
  * thread sets it (a data race ThreadSanitizer reported whenever a trim or statistics call
@@ -119,14 +119,13 @@ static _Thread_local int gone; /* the thread is ending: no new cache after its d
  * only for the caches in the list, and a cache joins the list under the list's lock after
  * its thread set the value, so a visitor holding that lock reads it; a relaxed load costs
  * the owners what the plain one did (one mov on x86-64 and arm64). */
-static atomic_int asymmetric;
 
 /* The owner's side: marks t active unless a visitor is in it (then waits for it to go). */
 static inline void enter(tcache *t)
 {
     for (;;) {
         atomic_store_explicit(&t->active, 1, TC_STORE);
-        if (GPUMEM__LIKELY(atomic_load_explicit(&asymmetric, memory_order_relaxed)))
+        if (GPUMEM__LIKELY(atomic_load_explicit(&gpumem__hot.asymmetric, memory_order_relaxed)))
             atomic_signal_fence(memory_order_seq_cst); /* the visitor's membarrier fences */
         else
             tc_full_fence();
@@ -148,7 +147,7 @@ static void visit_begin(void)
 {
     for (tcache *t = list_head; t; t = t->next)
         atomic_store_explicit(&t->remote, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&asymmetric, memory_order_relaxed))
+    if (atomic_load_explicit(&gpumem__hot.asymmetric, memory_order_relaxed))
         syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
     else
         tc_full_fence();
@@ -227,7 +226,7 @@ static int register_membarrier(void)
 static void make_key(void)
 {
     pthread_key_create(&exit_key, at_thread_exit);
-    atomic_store_explicit(&asymmetric, register_membarrier(), memory_order_relaxed);
+    atomic_store_explicit(&gpumem__hot.asymmetric, register_membarrier(), memory_order_relaxed);
 }
 
 /* The calling thread's cache, made on first use; NULL when out of host memory or ending. */
@@ -430,8 +429,8 @@ static void forget_other_threads(void)
         mine->prev = mine->next = NULL;
     /* The child is a process of its own to membarrier; registering again is harmless where
      * the kernel kept the parent's registration, and required where it did not. */
-    if (atomic_load_explicit(&asymmetric, memory_order_relaxed))
-        atomic_store_explicit(&asymmetric, register_membarrier(), memory_order_relaxed);
+    if (atomic_load_explicit(&gpumem__hot.asymmetric, memory_order_relaxed))
+        atomic_store_explicit(&gpumem__hot.asymmetric, register_membarrier(), memory_order_relaxed);
 }
 
 /* fork(): the list, and every cache held still as a visitor holds them, so that none is

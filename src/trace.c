@@ -38,7 +38,6 @@
 #include "sigsafe.h"
 #include "trace_text.h"
 
-atomic_int gpumem__trace_on;
 
 #define BATCH 1024
 /* Full buffers waiting for the writer, at most: a program that allocates faster than the
@@ -523,7 +522,7 @@ static int claim_file(void)
  * unseen (the buffer stays allocated, so that is harmless). */
 static trace_buf *take_rest(void)
 {
-    atomic_store(&gpumem__trace_on, 0);
+    atomic_store(&gpumem__hot.trace_on, 0);
     closed = 1;
     for (trace_slot *s = slots; s; s = s->next) {
         trace_buf *b = atomic_exchange(&s->cur, NULL);
@@ -574,7 +573,7 @@ static void finish_at_exit(void)
             pthread_mutex_unlock(&lock);
         return;
     }
-    atomic_store(&gpumem__trace_on, 0);
+    atomic_store(&gpumem__hot.trace_on, 0);
     trace_buf *rest = locked ? take_rest() : NULL;
     int claimed = claim_file();
     int flags = claimed ? fcntl(fd, F_GETFL) : -1; /* a reader that stopped: wait 2 s at most */
@@ -638,7 +637,7 @@ static void in_parent(void)
 
 static void in_child(void)
 {
-    atomic_store(&gpumem__trace_on, 0);
+    atomic_store(&gpumem__hot.trace_on, 0);
     closed = 1;
     fd = -1; /* the parent's: the child never writes to it */
     pthread_mutex_unlock(&lock);
@@ -812,7 +811,7 @@ int gpumem__trace_open(const char *path, const char *tool, void (*writer_init)(v
     }
     gpumem__fork_setup(); /* fork.c calls the handlers above, in the library's lock order */
     atexit(finish_at_exit);
-    atomic_store(&gpumem__trace_on, 1);
+    atomic_store(&gpumem__hot.trace_on, 1);
     pthread_mutex_unlock(&lock);
     return 0;
 }

@@ -13,12 +13,11 @@
 
 #include "internal.h"
 
-/* Non-zero while a trace is being recorded: the hooks below cost one relaxed load otherwise. */
-extern atomic_int gpumem__trace_on;
-
+/* gpumem__hot.trace_on is non-zero while a trace is being recorded: the hooks below cost one
+ * relaxed load otherwise. */
 static inline int gpumem__tracing(void)
 {
-    return atomic_load_explicit(&gpumem__trace_on, memory_order_relaxed);
+    return atomic_load_explicit(&gpumem__hot.trace_on, memory_order_relaxed);
 }
 
 /**
