@@ -10,12 +10,12 @@
 #include "internal.h"
 #include "trace.h"
 
-/* Sequence numbers: unique and increasing on each thread. A thread takes them SEQ_BLOCK at a
- * time from the shared counter, so that threads allocating at once do not all write one cache
- * line; numbers therefore jump between threads (and after a checkpoint), and numbers from
- * different threads are not in allocation order. A checkpoint must still see every allocation
- * made after it: it bumps the epoch (gpumem__hot.seq_epoch) first and then reads the counter, and a thread whose block
- * was taken in an older epoch drops what is left of it. An allocation ordered after the
+/* Sequence numbers: unique and increasing on each thread. A thread takes them SEQ_BLOCK at a time
+ * from the shared counter, so that threads allocating at once do not all write one cache line;
+ * numbers therefore jump between threads (and after a checkpoint), and numbers from different
+ * threads are not in allocation order. A checkpoint must still see every allocation made after it:
+ * it bumps the epoch (gpumem__hot.seq_epoch) first and then reads the counter, and a thread whose
+ * block was taken in an older epoch drops what is left of it. An allocation ordered after the
  * checkpoint (same thread, or synchronized with it) sees the new epoch, so its block, and its
  * number, come after the value the checkpoint read. */
 #define SEQ_BLOCK 64u

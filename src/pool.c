@@ -344,7 +344,8 @@ gpumem_pool *gpumem_pool_create_at(int kind, int device, const gpumem_pool_optio
     }
     if (gpumem__ready(fn, site) != GPUMEM_OK)
         return NULL;
-    gpumem__nvtx_start(); /* before the first pool exists: gpumem__hot.nvtx_on never changes after */
+    /* Before the first pool exists: gpumem__hot.nvtx_on never changes after. */
+    gpumem__nvtx_start();
     gpumem_pool *pool = calloc(1, sizeof *pool);
     int err = pool ? gpumem__arena_setup(pool) : cudaErrorMemoryAllocation;
     if (!err && kind == GPUMEM_KIND_PINNED)

@@ -944,12 +944,12 @@ void gpumem__reg_storage(void (*fn)(const void *p, size_t bytes, void *arg), voi
         fn(sl, sizeof *sl, arg);
 }
 
-/* fork(): every shard emptied of threads (see gpumem__hot.forking). The table of large allocations needs
- * no lock of its own then: it changes only under a shard's lock or a pool's, and fork holds
- * every pool's (fork.c). A thread may still have been reading it, so the child starts its
- * lock afresh (unlocking would not do: glibc tells a writer's unlock from a reader's by the
- * thread id, which the child's thread does not share with the parent's). The child keeps
- * every record: allocations it inherited (fork.c says how reports tell them apart). */
+/* fork(): every shard emptied of threads (see gpumem__hot.forking). The table of large allocations
+ * needs no lock of its own then: it changes only under a shard's lock or a pool's, and fork holds
+ * every pool's (fork.c). A thread may still have been reading it, so the child starts its lock
+ * afresh (unlocking would not do: glibc tells a writer's unlock from a reader's by the thread id,
+ * which the child's thread does not share with the parent's). The child keeps every record:
+ * allocations it inherited (fork.c says how reports tell them apart). */
 void gpumem__reg_at_fork(int phase)
 {
     if (phase == GPUMEM__FORK_PREPARE) {

@@ -111,14 +111,14 @@ static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static _Thread_local tcache *mine;
 static _Thread_local int gone; /* the thread is ending: no new cache after its destructor */
-/* gpumem__hot.asymmetric: membarrier is registered, owners need no fence. Set once, by the first thread that makes a
- * cache (make_key); read by owners on every push and pop and by visitors. Atomic, relaxed: a
- * visitor may be a thread that never made a cache, reading it while the first cache's
- * thread sets it (a data race ThreadSanitizer reported whenever a trim or statistics call
- * raced a pool's first allocation). Relaxed order is enough: the value matters to a visitor
- * only for the caches in the list, and a cache joins the list under the list's lock after
- * its thread set the value, so a visitor holding that lock reads it; a relaxed load costs
- * the owners what the plain one did (one mov on x86-64 and arm64). */
+/* gpumem__hot.asymmetric: membarrier is registered, owners need no fence. Set once, by the first
+ * thread that makes a cache (make_key); read by owners on every push and pop and by visitors.
+ * Atomic, relaxed: a visitor may be a thread that never made a cache, reading it while the first
+ * cache's thread sets it (a data race ThreadSanitizer reported whenever a trim or statistics call
+ * raced a pool's first allocation). Relaxed order is enough: the value matters to a visitor only
+ * for the caches in the list, and a cache joins the list under the list's lock after its thread set
+ * the value, so a visitor holding that lock reads it; a relaxed load costs the owners what the
+ * plain one did (one mov on x86-64 and arm64). */
 
 /* The owner's side: marks t active unless a visitor is in it (then waits for it to go). */
 static inline void enter(tcache *t)
