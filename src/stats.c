@@ -15,7 +15,7 @@
  * single-threaded program. The limit is FLUSH_BYTES plus 1/SLACK_SHARE of the counter's
  * shared total as the thread's last flush left it: with blocks of megabytes (a training
  * loop's), a flush every operation was three shared cache lines written, a few percent of a
- * cold pool operation's lines (docs/perf/pools-2026-12-07-h200.md). The rule bounds the error:
+ * cold pool operation's lines (docs/perf/pools-2026-12-07-h100.md). The rule bounds the error:
  * every thread's unflushed bytes lie within its limit of zero, so with T threads allocating at
  * once a peak is off by at most T times (FLUSH_BYTES plus a 32nd of the total) either way
  * (missed increases of threads that have not flushed yet, releases not yet subtracted), and
