@@ -18,7 +18,9 @@
  * parent's allocations as its own leaks (status 42); now 0 of 200 hang, and only its own leak
  * is reported. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -214,12 +216,17 @@ static int run_child(int (*body)(void), char *report, size_t n)
 
 static void *inherited[3];
 static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
+static sem_t idle_started;
 
 /* A thread that waits until test_exit ends: the parent is threaded, as programs that fork
- * usually are (and as ThreadSanitizer checks the child's threads against). */
+ * usually are (and as ThreadSanitizer checks the child's threads against). It says when it
+ * runs, and the test forks only then: a fork while the thread is still starting can copy a
+ * lock of the sanitizer's runtime held by that start into the child, where nothing releases
+ * it (GCC 12's AddressSanitizer takes no lock around fork), and the child hangs at exit. */
 static void *idle(void *arg)
 {
     (void)arg;
+    sem_post(&idle_started);
     pthread_mutex_lock(&idle_lock);
     pthread_mutex_unlock(&idle_lock);
     return NULL;
@@ -272,7 +279,10 @@ static void test_exit(void)
     ASSERT_NOT_NULL(block);
     pthread_t waiter;
     pthread_mutex_lock(&idle_lock);
+    ASSERT_EQ(sem_init(&idle_started, 0, 0), 0);
     ASSERT_EQ(pthread_create(&waiter, NULL, idle, NULL), 0);
+    while (sem_wait(&idle_started) != 0)
+        ASSERT_EQ(errno, EINTR);
     char report[1 << 16];
     /* Before: "4 allocations (3.0 MiB) still live at exit" and status 42. */
     EXPECT_EQ(run_child(clean_child, report, sizeof report), 0);
