@@ -2,8 +2,9 @@
  * replay_report.c): a replay log and a gpumem trace read into operations (order, slots,
  * streams, the peak requested, releases of allocations made before the recording, events
  * out of time order); the log written back and read again the same; the table and the JSON
- * of made-up results, and the fragmentation at the peak. The command itself runs on the
- * simulated device in the bench_replay_* tests (tests/bench/CMakeLists.txt). */
+ * of made-up results, and the fragmentation at the peak; a gzipped log read as the plain one,
+ * and one cut short or damaged refused. The command itself runs on the simulated device in the
+ * bench_replay_* tests (tests/bench/CMakeLists.txt). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,10 @@
 
 #include "harness.h"
 #include "replay.h"
+
+#ifdef GPUMEM_HAVE_ZLIB
+#include <zlib.h>
+#endif
 
 static const char *write_file(const char *name, const char *text)
 {
@@ -126,6 +131,95 @@ static void test_trace(void)
     EXPECT_CONTAINS(err, "cannot read /nonexistent/x.log");
 }
 
+#ifdef GPUMEM_HAVE_ZLIB
+/* Writes text gzipped to the file write_file names; returns its size, 0 on failure. */
+static long write_gz(const char *path, const char *text)
+{
+    gzFile z = gzopen(path, "wb");
+    if (!z)
+        return 0;
+    int ok = gzputs(z, text) == (int)strlen(text);
+    if (gzclose(z) != Z_OK || !ok)
+        return 0;
+    FILE *f = fopen(path, "rb");
+    if (!f || fseek(f, 0, SEEK_END) != 0)
+        return 0;
+    long n = ftell(f);
+    fclose(f);
+    return n;
+}
+
+/* Keeps the first n bytes of path, with byte at (when at >= 0) inverted. */
+static int cut_file(const char *path, long n, long at)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = malloc((size_t)n);
+    int ok = f && buf && fread(buf, 1, (size_t)n, f) == (size_t)n;
+    if (f)
+        fclose(f);
+    if (ok && at >= 0)
+        buf[at] = (char)~buf[at];
+    f = ok ? fopen(path, "wb") : NULL;
+    ok = f && fwrite(buf, 1, (size_t)n, f) == (size_t)n;
+    if (f)
+        ok = fclose(f) == 0 && ok;
+    free(buf);
+    return ok ? 0 : -1;
+}
+
+static void test_gzip(void)
+{
+    /* Enough lines that the gzip stream spans several reads of the FILE's buffer. */
+    size_t cap = 1 << 20, used = 0;
+    char *text = malloc(cap);
+    ASSERT_NOT_NULL(text);
+    used += (size_t)snprintf(text, cap, "gpumem-replay 1\n");
+    for (int i = 0; i < 20000; i++)
+        used += (size_t)snprintf(text + used, cap - used, "a %d %d 0 1 %d\nf %d 1 %d\n", i,
+                                 4096 + (i * 7919) % 65536, 2 * i, i, 2 * i + 1);
+    const char *plain = write_file("p.log", text);
+    ASSERT_NOT_NULL(plain);
+    char plain_path[256];
+    snprintf(plain_path, sizeof plain_path, "%s", plain);
+    const char *gz = write_file("g.log.gz", "");
+    ASSERT_NOT_NULL(gz);
+    long size = write_gz(gz, text);
+    free(text);
+    ASSERT_EQ(size > 1000, 1);
+
+    replay_trace a, b;
+    char err[300] = "";
+    ASSERT_EQ(replay_load(plain_path, &a, err, sizeof err), 0);
+    ASSERT_EQ(replay_load(gz, &b, err, sizeof err), 0);
+    EXPECT_EQ(b.n, 40000);
+    EXPECT_EQ(b.n, a.n);
+    EXPECT_EQ(b.allocs, a.allocs);
+    EXPECT_EQ(b.peak_requested, a.peak_requested);
+    int same = 1;
+    for (size_t i = 0; i < a.n && i < b.n; i++)
+        same &= a.ops[i].alloc == b.ops[i].alloc && a.ops[i].bytes == b.ops[i].bytes &&
+                a.ops[i].slot == b.ops[i].slot;
+    EXPECT_TRUE(same);
+    replay_free(&a);
+    replay_free(&b);
+
+    /* Cut short: refused, not replayed as far as it goes. */
+    ASSERT_EQ(cut_file(gz, size / 2, -1), 0);
+    EXPECT_EQ(replay_load(gz, &b, err, sizeof err), -1);
+    EXPECT_CONTAINS(err, "its gzip data is corrupt or cut short");
+    EXPECT_CONTAINS(err, "after line ");
+    /* Damaged in the middle. */
+    long small = write_gz(gz, "gpumem-replay 1\na 1 4096 0 1 0\nf 1 1 1\n");
+    ASSERT_EQ(small > 20, 1);
+    ASSERT_EQ(cut_file(gz, small, small / 2), 0);
+    EXPECT_EQ(replay_load(gz, &b, err, sizeof err), -1);
+    EXPECT_CONTAINS(err, "cannot read ");
+    EXPECT_CONTAINS(err, "its gzip data is corrupt or cut short");
+    remove(plain_path);
+    remove(gz);
+}
+#endif
+
 static void test_report(void)
 {
     replay_report r;
@@ -191,6 +285,9 @@ int main(void)
 {
     RUN(test_log);
     RUN(test_trace);
+#ifdef GPUMEM_HAVE_ZLIB
+    RUN(test_gzip);
+#endif
     RUN(test_report);
     return harness_exit();
 }

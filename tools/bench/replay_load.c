@@ -6,13 +6,19 @@
  * The replay log: a first line "gpumem-replay 1", then one operation a line in the program's
  * order: "a ID BYTES STREAM THREAD NS" for an allocation (STREAM a hexadecimal handle, NS ns
  * since the start), "f ID THREAD NS" for its release. Lines starting with '#' are comments.
- * It is a tenth the size of the trace it came from, and compresses well. */
-#define _POSIX_C_SOURCE 200809L
+ * It is a tenth the size of the trace it came from, and compresses well: either file may be
+ * read gzipped (FILE.gz as gzip wrote it), through zlib where the build found it. */
+#define _GNU_SOURCE /* fopencookie */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#ifdef GPUMEM_HAVE_ZLIB
+#include <zlib.h>
+#endif
 
 #include "replay.h"
 
@@ -256,14 +262,70 @@ static int log_line(replay_trace *t, id_map *ids, const char *line)
     return line[0] == '#' || line[0] == '\n' || !line[0] ? 0 : 1;
 }
 
-int replay_load(const char *path, replay_trace *t, char *err, size_t errn)
+#ifdef GPUMEM_HAVE_ZLIB
+/* A gzipped file read as a FILE, so that getline reads it as any other; zlib reads a file
+ * that is not gzipped as it is. */
+static ssize_t gz_read(void *z, char *buf, size_t n)
 {
-    memset(t, 0, sizeof *t);
+    int got = gzread(z, buf, n > INT_MAX ? INT_MAX : (unsigned)n);
+    if (got > 0)
+        return got;
+    int why = Z_OK;
+    gzerror(z, &why); /* at the end: Z_OK, or Z_BUF_ERROR where the data was cut short */
+    if (why == Z_OK)
+        return got;
+    if (why != Z_ERRNO)
+        errno = 0; /* not the system's error: the data's (replay_load says so) */
+    return -1;
+}
+
+static int gz_close(void *z)
+{
+    return gzclose(z) == Z_OK ? 0 : EOF;
+}
+
+static FILE *open_input(const char *path, char *err, size_t errn)
+{
+    errno = 0;
+    gzFile z = gzopen(path, "rb");
+    if (!z) {
+        snprintf(err, errn, "cannot read %s: %s", path, strerror(errno ? errno : ENOMEM));
+        return NULL;
+    }
+    FILE *f = fopencookie(z, "r", (cookie_io_functions_t){.read = gz_read, .close = gz_close});
+    if (!f) {
+        snprintf(err, errn, "out of memory reading %s", path);
+        gzclose(z);
+    }
+    return f;
+}
+#else
+/* Built without zlib: a gzipped file is named as such rather than read as text. */
+static FILE *open_input(const char *path, char *err, size_t errn)
+{
     FILE *f = fopen(path, "r");
     if (!f) {
         snprintf(err, errn, "cannot read %s: %s", path, strerror(errno));
-        return -1;
+        return NULL;
     }
+    int a = getc(f), b = getc(f);
+    if (a == 0x1f && b == 0x8b) {
+        snprintf(err, errn, "%s is gzipped and this gpumem was built without zlib: "
+                            "zcat it to a file and replay that", path);
+        fclose(f);
+        return NULL;
+    }
+    rewind(f);
+    return f;
+}
+#endif
+
+int replay_load(const char *path, replay_trace *t, char *err, size_t errn)
+{
+    memset(t, 0, sizeof *t);
+    FILE *f = open_input(path, err, errn);
+    if (!f)
+        return -1;
     id_map ids = {0};
     raw_events raw = {0};
     char *line = NULL;
@@ -277,6 +339,10 @@ int replay_load(const char *path, replay_trace *t, char *err, size_t errn)
         if (is_log && lineno == 1)
             continue;
         rc = is_log ? log_line(t, &ids, line) : trace_line(&raw, line);
+        if (rc > 0 && ferror(f)) { /* the line was cut by a failed read: that is the error */
+            rc = 0;
+            break;
+        }
         if (rc > 0) {
             snprintf(err, errn, "%s:%lu: not a replay log line", path, lineno);
             rc = -1;
@@ -285,6 +351,14 @@ int replay_load(const char *path, replay_trace *t, char *err, size_t errn)
         }
     }
     free(line);
+    if (rc == 0 && ferror(f)) { /* an I/O error, or gzip data that is corrupt or cut short */
+        const char *why = errno ? strerror(errno) : "its gzip data is corrupt or cut short";
+        if (lineno > 1)
+            snprintf(err, errn, "cannot read %s after line %lu: %s", path, lineno - 1, why);
+        else
+            snprintf(err, errn, "cannot read %s: %s", path, why);
+        rc = -1;
+    }
     if (rc == 0 && !is_log && add_sorted(t, &ids, &raw) != 0) {
         snprintf(err, errn, "out of memory reading %s", path);
         rc = -1;
