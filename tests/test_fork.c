@@ -3,9 +3,10 @@
  * `test_fork load [ROUNDS]` (default 60): four threads allocate and release device, pinned
  * and large memory, allocate from a device and a pinned pool (thread caches on), trim them,
  * read statistics, live counts and reports, and make staged copies, while the main thread
- * forks ROUNDS children at random moments, from when each worker has made 256 rounds. Each child reads statistics and live counts,
- * writes a report, allocates and releases device memory and a block of each inherited pool,
- * trims and destroys a pool, and copies through the staging ring. A child not done within 5 s
+ * forks ROUNDS children at random moments, from when each worker has made 256 rounds. Each
+ * child reads statistics and live counts, writes a report, allocates and releases device
+ * memory and a block of each inherited pool, trims and destroys a pool, and copies through the
+ * staging ring. A child not done within 5 s
  * has its stacks shown (the first such child, by gdb where installed) and gets 30 s more: one
  * that ends in them is counted slow (a loaded machine under a sanitizer), one that does not is
  * killed and counted as hung, and fails the test.

@@ -331,18 +331,22 @@ int replay_load(const char *path, replay_trace *t, char *err, size_t errn)
     char *line = NULL;
     size_t cap = 0;
     int is_log = -1, rc = 0;
-    unsigned long lineno = 0;
+    unsigned long lineno = 0, good = 0; /* good: the last line read whole and understood */
     while (rc == 0 && getline(&line, &cap, f) > 0) {
         lineno++;
         if (is_log < 0)
             is_log = strncmp(line, LOG_MAGIC, strlen(LOG_MAGIC)) == 0;
-        if (is_log && lineno == 1)
+        if (is_log && lineno == 1) {
+            good = 1;
             continue;
+        }
         rc = is_log ? log_line(t, &ids, line) : trace_line(&raw, line);
         if (rc > 0 && ferror(f)) { /* the line was cut by a failed read: that is the error */
             rc = 0;
             break;
         }
+        if (rc == 0)
+            good = lineno;
         if (rc > 0) {
             snprintf(err, errn, "%s:%lu: not a replay log line", path, lineno);
             rc = -1;
@@ -353,8 +357,8 @@ int replay_load(const char *path, replay_trace *t, char *err, size_t errn)
     free(line);
     if (rc == 0 && ferror(f)) { /* an I/O error, or gzip data that is corrupt or cut short */
         const char *why = errno ? strerror(errno) : "its gzip data is corrupt or cut short";
-        if (lineno > 1)
-            snprintf(err, errn, "cannot read %s after line %lu: %s", path, lineno - 1, why);
+        if (good)
+            snprintf(err, errn, "cannot read %s after line %lu: %s", path, good, why);
         else
             snprintf(err, errn, "cannot read %s: %s", path, why);
         rc = -1;
