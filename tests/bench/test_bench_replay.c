@@ -132,7 +132,7 @@ static void test_trace(void)
 }
 
 #ifdef GPUMEM_HAVE_ZLIB
-/* Writes text gzipped to the file write_file names; returns its size, 0 on failure. */
+/* Writes text gzipped to path; returns the file's size, 0 on failure. */
 static long write_gz(const char *path, const char *text)
 {
     gzFile z = gzopen(path, "wb");
@@ -142,11 +142,11 @@ static long write_gz(const char *path, const char *text)
     if (gzclose(z) != Z_OK || !ok)
         return 0;
     FILE *f = fopen(path, "rb");
-    if (!f || fseek(f, 0, SEEK_END) != 0)
+    if (!f)
         return 0;
-    long n = ftell(f);
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : 0;
     fclose(f);
-    return n;
+    return n > 0 ? n : 0;
 }
 
 /* Keeps the first n bytes of path, with byte at (when at >= 0) inverted. */
