@@ -670,6 +670,7 @@ int gpumem__arena_take(struct gpumem_pool *pool, size_t n, cudaStream_t stream,
     gpumem__pstream *ps = stream_of(pool, pool->kind == GPUMEM_KIND_DEVICE ? stream : NULL);
     if (!ps)
         return cudaErrorMemoryAllocation;
+    ps->last_take = ++pool->takes;
     size_t small_max = pool->kind == GPUMEM_KIND_PINNED ? pool->chunk_bytes / 4
                                                         : GPUMEM__POOL_SMALL_MAX;
     gpumem__parena *a = &ps->arena[n > small_max];

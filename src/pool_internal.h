@@ -17,6 +17,9 @@
 #define GPUMEM__POOL_CLASS_MAX ((size_t)4 << 20)
 #define GPUMEM__POOL_ARENAS 256u /* stream arena slots, a power of two */
 #define GPUMEM__POOL_KEEP_ARENAS 64u /* idle stream arenas kept; more are given back */
+/* VMM: another stream's free pages may move only once it took no block for this many takes
+ * (pool_pages.c, steal_any). */
+#define GPUMEM__POOL_IDLE_TAKES 4096u
 
 /* How a pool gets its memory (gpumem_pool_options_t.design, GPUMEM_POOL_DESIGN). */
 enum {
@@ -72,6 +75,7 @@ typedef struct gpumem__parena {
 /* A stream's arenas (device pools; a pinned pool has one, for the NULL stream). */
 typedef struct gpumem__pstream {
     cudaStream_t stream;
+    uint64_t last_take;                  /* the pool's takes when it last took a block */
     struct gpumem__pstream *prev, *next; /* by last use, most recent first */
     gpumem__parena arena[2];             /* small, large */
 } gpumem__pstream;
@@ -103,6 +107,7 @@ struct gpumem_pool {
     gpumem__pstream *slots[GPUMEM__POOL_ARENAS];
     size_t nstreams;
     gpumem__pstream *mru, *lru, *last;
+    uint64_t takes; /* blocks taken from the arenas, ever */
     unsigned long long *handles; /* VMM: physical pages mapped nowhere */
     size_t nhandles, handles_cap, pages_held;
     size_t pages_needed, pages_needed_peak; /* VMM: pages some block needs, now and at most */

@@ -12,6 +12,7 @@
 
 #include "gpumem.h"
 #include "capture.h"
+#include "pool_internal.h"
 #include "harness.h"
 
 #define S1 ((cudaStream_t)(uintptr_t)0x1000) /* handles only: the simulation runs nothing */
@@ -169,41 +170,105 @@ static void test_cuda_calls_counted(void)
     cuda_calls_counted(GPUMEM_POOL_DESIGN_SEGMENTS);
 }
 
+/* Makes every stream but s idle to the pool: as many blocks taken from the arenas as a stream
+ * must miss to be idle (GPUMEM__POOL_IDLE_TAKES), each 6 MiB on s (above what thread caches
+ * keep, so each is taken from an arena). */
+static void others_idle(gpumem_pool *pool, cudaStream_t s)
+{
+    for (unsigned i = 0; i < GPUMEM__POOL_IDLE_TAKES; i++) {
+        void *p = gpumem_pool_alloc(pool, 6, MiB, s);
+        EXPECT_TRUE(p != NULL);
+        if (!p || gpumem_free(p) != GPUMEM_OK)
+            break;
+    }
+}
+
+/* Two streams that take blocks of one size in turn keep their pages: none moves between them
+ * (each request moved every page of the block before streams in use kept theirs). */
+static void busy_streams_keep_pages(void)
+{
+    gpumem_pool *pool = make(GPUMEM_POOL_DESIGN_VMM, 0);
+    ASSERT_NOT_NULL(pool);
+    for (int i = 0; i < 100; i++) {
+        void *p = gpumem_pool_alloc(pool, 16, MiB, i % 2 ? S2 : S1);
+        ASSERT_NOT_NULL(p);
+        memset(p, i, 16 * MiB); /* mapped: the simulation faults on an unmapped page */
+        EXPECT_EQ(gpumem_free(p), GPUMEM_OK);
+    }
+    gpumem_pool_stats_t st = stats_of(pool);
+    EXPECT_EQ(st.remaps, 0);
+    EXPECT_EQ(st.reserved, 32 * MiB);
+    EXPECT_EQ(st.cached, 32 * MiB);
+    EXPECT_EQ(gpumem_pool_destroy(pool), GPUMEM_OK);
+}
+
 /* A page no block needs moves to a block of another size, on another stream, instead of new
- * memory: the pool holds the larger block's pages, not both, but for a twentieth of the peak
- * of pages needed, which stays where it was freed. Pages move from the top of a range. */
+ * memory, once the stream that holds it is idle; until then that stream keeps it. Pages move
+ * from the top of a range. */
 static void pages_move(void)
 {
     gpumem_pool *pool = make(GPUMEM_POOL_DESIGN_VMM, 0);
     ASSERT_NOT_NULL(pool);
-    void *a = gpumem_pool_alloc(pool, 64, MiB, S1);
+    void *a = gpumem_pool_alloc(pool, 64, MiB, S1); /* 32 pages of 2 MiB */
     ASSERT_NOT_NULL(a);
     EXPECT_EQ(gpumem_free(a), GPUMEM_OK);
-    void *b = gpumem_pool_alloc(pool, 80, MiB, S2);
+    void *b = gpumem_pool_alloc(pool, 80, MiB, S2); /* 40 pages, new: S1 just took a block */
     ASSERT_NOT_NULL(b);
     gpumem_pool_stats_t st = stats_of(pool);
-    /* a's 64 MiB are 32 pages of 2 MiB; the peak needed was 32, a twentieth of it 1 page. */
-    EXPECT_EQ(st.reserved, 82 * MiB);
-    EXPECT_EQ(st.remaps, 31);
-    EXPECT_EQ(st.cached, 2 * MiB);
-    EXPECT_EQ(st.largest_free, 2 * MiB); /* of a's range, its bottom page is mapped */
-    memset(b, 0x5a, 80 * MiB); /* mapped: the simulation faults on an unmapped page */
-    /* a's old address range serves c once the pages' old mappings are gone: its bottom page
-     * is still there, two more are new (b's 40 pages needed, a twentieth of that is 2). */
-    void *c = gpumem_pool_alloc(pool, 4, MiB + 4096, S1);
-    ASSERT_NOT_NULL(c);
-    EXPECT_PTR_EQ(c, a);
-    memset(c, 1, 4 * MiB + 4096);
-    EXPECT_EQ(stats_of(pool).reserved, 80 * MiB + 6 * MiB);
+    EXPECT_EQ(st.reserved, 144 * MiB);
+    EXPECT_EQ(st.remaps, 0);
     EXPECT_EQ(gpumem_free(b), GPUMEM_OK);
+    others_idle(pool, S2); /* from b's pages, mapped: nothing new */
+    EXPECT_EQ(stats_of(pool).reserved, 144 * MiB);
+    /* 60 pages: b's 40, then 20 of a's, top first (72 held: past the 60 needed, 1 and a
+     * twentieth of the peak); no new memory. */
+    void *c = gpumem_pool_alloc(pool, 120, MiB, S2);
+    ASSERT_NOT_NULL(c);
+    st = stats_of(pool);
+    EXPECT_EQ(st.reserved, 144 * MiB);
+    EXPECT_EQ(st.remaps, 20);
+    EXPECT_EQ(st.largest_free, 24 * MiB); /* a's 12 bottom pages, still mapped */
+    memset(c, 0x5a, 120 * MiB);
+    /* a's old address range serves d once the pages' old mappings are gone: its 12 bottom
+     * pages are still there, one more is new (held may pass needed by 1 and a twentieth). */
+    void *d = gpumem_pool_alloc(pool, 24 * MiB + 4096, 1, S1);
+    ASSERT_NOT_NULL(d);
+    EXPECT_PTR_EQ(d, a);
+    memset(d, 1, 24 * MiB + 4096);
+    EXPECT_EQ(stats_of(pool).reserved, 146 * MiB);
     EXPECT_EQ(gpumem_free(c), GPUMEM_OK);
+    EXPECT_EQ(gpumem_free(d), GPUMEM_OK);
     EXPECT_EQ(gpumem_pool_trim(pool), GPUMEM_OK);
     st = stats_of(pool);
     EXPECT_EQ(st.reserved, 0);
-    EXPECT_EQ(st.peak_reserved, 86 * MiB);
+    EXPECT_EQ(st.peak_reserved, 146 * MiB);
     gpumem_device_info dev;
     EXPECT_EQ(gpumem_device_get(0, &dev), GPUMEM_OK);
     EXPECT_EQ(dev.free_bytes, dev.total_bytes); /* every page went back to the device */
+    EXPECT_EQ(gpumem_pool_destroy(pool), GPUMEM_OK);
+}
+
+/* A pool at its limit takes another stream's pages at once, idle or not. (A limit below 64
+ * pages makes a device pool use segments.) */
+static void pages_move_at_limit(void)
+{
+    gpumem_pool *pool = make(GPUMEM_POOL_DESIGN_VMM, 160 * MiB);
+    ASSERT_NOT_NULL(pool);
+    void *s2 = gpumem_pool_alloc(pool, 6, MiB, S2);   /* S2's range, 3 pages (6 MiB: above
+                                                       * what thread caches keep) */
+    void *a = gpumem_pool_alloc(pool, 144, MiB, S1); /* 72 pages */
+    ASSERT_NE(s2 && a, 0);
+    EXPECT_EQ(gpumem_free(s2), GPUMEM_OK);
+    EXPECT_EQ(gpumem_free(a), GPUMEM_OK);
+    /* 24 pages: S2's 3, 5 new up to the limit (80 pages), then 16 of a's, though S1 is busy. */
+    void *b = gpumem_pool_alloc(pool, 48, MiB, S2);
+    ASSERT_NOT_NULL(b);
+    gpumem_pool_stats_t st = stats_of(pool);
+    EXPECT_EQ(st.reserved, 160 * MiB);
+    EXPECT_EQ(st.remaps, 16);
+    EXPECT_EQ(st.oom_retries, 0);
+    memset(b, 2, 48 * MiB);
+    EXPECT_EQ(gpumem_free(b), GPUMEM_OK);
     EXPECT_EQ(gpumem_pool_destroy(pool), GPUMEM_OK);
 }
 
@@ -219,22 +284,23 @@ static void end_of_free_block(void)
     void *g = gpumem_pool_alloc(pool, 4, MiB, S1);  /* 40-41: keeps the range above taken */
     ASSERT_NE(q && h && t && g, 0);
     EXPECT_EQ(gpumem_free(h), GPUMEM_OK);
-    /* 42 pages held, 32 needed: another stream's block takes 8 of h's pages, top first, and
-     * 2 new ones (held may pass needed by 1 and a twentieth of the peak, 42: 2). */
+    /* S2 takes 3 new pages (S1 is not idle yet) and, once S1 is idle, a block of 10 pages on
+     * them: 45 held, 35 needed, so its 7 other pages are h's, top first. */
+    others_idle(pool, S2);
     void *o = gpumem_pool_alloc(pool, 20, MiB, S2);
     ASSERT_NOT_NULL(o);
     gpumem_pool_stats_t st = stats_of(pool);
-    EXPECT_EQ(st.remaps, 8);
-    EXPECT_EQ(st.reserved, 88 * MiB);
+    EXPECT_EQ(st.remaps, 7);
+    EXPECT_EQ(st.reserved, 90 * MiB);
     EXPECT_EQ(gpumem_free(t), GPUMEM_OK); /* free from h's start to g: unmapped, then mapped */
     void *n = gpumem_pool_alloc(pool, 20, MiB, S1);
     ASSERT_NOT_NULL(n);
     EXPECT_PTR_EQ(n, t);
     memset(n, 7, 20 * MiB); /* mapped: the simulation faults on an unmapped page */
     st = stats_of(pool);
-    EXPECT_EQ(st.remaps, 8);
-    EXPECT_EQ(st.reserved, 88 * MiB);
-    EXPECT_EQ(st.largest_free, 4 * MiB); /* h's two bottom pages, still mapped */
+    EXPECT_EQ(st.remaps, 7);
+    EXPECT_EQ(st.reserved, 90 * MiB);
+    EXPECT_EQ(st.largest_free, 6 * MiB); /* h's three bottom pages, still mapped */
     void *blocks[] = {q, g, o, n};
     for (size_t i = 0; i < sizeof blocks / sizeof *blocks; i++)
         EXPECT_EQ(gpumem_free(blocks[i]), GPUMEM_OK);
@@ -476,7 +542,9 @@ int main(void)
     tcache_on = !tc || strcmp(tc, "0") != 0;
     RUN(test_split_and_merge);
     RUN(memory_follows_sizes);
+    RUN(busy_streams_keep_pages);
     RUN(pages_move);
+    RUN(pages_move_at_limit);
     RUN(end_of_free_block);
     RUN(test_cuda_calls_counted);
     RUN(test_stream_rules);
