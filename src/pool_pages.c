@@ -216,8 +216,9 @@ static int steal_any(struct gpumem_pool *pool, gpumem__parena *mine, cudaStream_
 
 /* Physical memory for one page: spare; new while the pool holds no more than the pages needed
  * now and a twentieth of their peak, so that a few free pages stay where they were freed
- * rather than move at once; else moved from a page no block needs; else new. With the top-
- * first moves above, the recorded streams of bench/traces mapped pages 1,234 (variable
+ * rather than move at once; else moved from a page no block needs (of this stream, or of an
+ * idle one; of any at the pool's limit: steal_any); else new. With the top-first moves
+ * above, the recorded streams of bench/traces mapped pages 1,234 (variable
  * lengths), 352 (fixed shapes), 1,360 (a server loop) and 578 (CuPy) times, against 37,348,
  * 19,464, 18,190 and 2,880 before both; peak reserved 1.08, 1.06, 1.06 and 1.19 times the peak
  * requested, against 1.03, 1.03, 1.02 and 1.09. The first stream's replay on an H100 took
