@@ -186,8 +186,9 @@ undo:
  * GPUMEM__POOL_IDLE_TAKES takes), or when any is set (the pool is at its limit). Two streams
  * that each take a block of the same size in turn would otherwise move its pages back and forth
  * on every request: on the simulated device, 16 MiB on two streams in turn moved 8 pages a
- * request (7,992 in 1,000), about 0.6 ms of CUDA calls a request on an H100, where keeping
- * each stream's pages costs 16 MiB more and moves none. Memory that only an idle stream holds
+ * request (7,992 in 1,000; docs/perf/pools-2026-12-07b-h100.md has the replay that shows it),
+ * about 0.6 ms of CUDA calls a request on an H100 (78 us a move), where keeping each
+ * stream's pages costs 16 MiB more and moves none. Memory that only an idle stream holds
  * still goes where it is needed, and out of memory gives back every page no block needs
  * (gpumem__arena_trim) before the request fails. */
 static int steal_any(struct gpumem_pool *pool, gpumem__parena *mine, cudaStream_t to, int any,
