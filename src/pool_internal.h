@@ -20,6 +20,9 @@
 /* VMM: another stream's free pages may move only once it took no block for this many takes
  * (pool_pages.c, steal_any). */
 #define GPUMEM__POOL_IDLE_TAKES 4096u
+/* VMM: a page is new rather than moved while the pool holds fewer than the pages needed now,
+ * one, and this share of their peak (pool_pages.c, handle_get). */
+#define GPUMEM__POOL_SPARE_SHARE 6u
 
 /* How a pool gets its memory (gpumem_pool_options_t.design, GPUMEM_POOL_DESIGN). */
 enum {

@@ -215,24 +215,28 @@ static int steal_any(struct gpumem_pool *pool, gpumem__parena *mine, cudaStream_
     return -1;
 }
 
-/* Physical memory for one page: spare; new while the pool holds no more than the pages needed
- * now and a twentieth of their peak, so that a few free pages stay where they were freed
- * rather than move at once; else moved from a page no block needs (of this stream, or of an
- * idle one; of any at the pool's limit: steal_any); else new. With the top-first moves
- * above, the recorded streams of bench/traces mapped pages 1,234 (variable
- * lengths), 352 (fixed shapes), 1,360 (a server loop) and 578 (CuPy) times, against 37,348,
- * 19,464, 18,190 and 2,880 before both; peak reserved 1.08, 1.06, 1.06 and 1.19 times the peak
- * requested, against 1.03, 1.03, 1.02 and 1.09. The first stream's replay on an H100 took
- * 20.6 us an operation before (a move costs about 78 us there, counted in the training loop:
- * 42.7 us setting access, 31.9 unmapping, 3.1 mapping), so the few percent of memory buy back
- * most of the pool's time. */
+/* Physical memory for one page: spare; new while the pool holds fewer pages than those needed
+ * now, one, and a sixth of their peak (GPUMEM__POOL_SPARE_SHARE), so that free pages stay where
+ * they were freed rather than move at once; else moved from a page no block needs (of this
+ * stream, or of an idle one; of any at the pool's limit: steal_any); else new. The share
+ * trades memory for moves, each about 78 us of CUDA calls on an H100 (42.7 us setting access,
+ * 31.9 unmapping, 3.1 mapping). Replayed on the simulated device, the recorded streams of
+ * bench/traces (variable lengths, fixed shapes, a server loop, CuPy) move 163, 2, 176 and 20
+ * pages with a sixth, for peak reserved 1.12, 1.06, 1.06 and 1.18 times the peak requested;
+ * with a twentieth 361, 9, 262 and 66 for 1.08, 1.06, 1.03 and 1.16; with a quarter 23, 2,
+ * 63 and 5 for 1.20, 1.06, 1.13 and 1.22. In the variable-length PyTorch loop on an H100
+ * (docs/perf/pools-2026-12-07c-h100.md), a twentieth moved 590 to 850 pages a run (60 to 77
+ * ms of CUDA calls) and ran 1.7 % slower than PyTorch's expandable segments by the median of
+ * 11 paired rounds; a sixth moves 300 (about 40 ms) and runs at their speed (26 rounds:
+ * median +0.2 %, faster in 13), holding 592 MiB against their 658; a quarter holds 636 MiB. */
 static int handle_get(struct gpumem_pool *pool, gpumem__parena *a, unsigned long long *h)
 {
     if (pool->nhandles) {
         *h = pool->handles[--pool->nhandles];
         return 0;
     }
-    int roomy = pool->pages_held < pool->pages_needed + 1 + pool->pages_needed_peak / 20;
+    int roomy = pool->pages_held < pool->pages_needed + 1 +
+                pool->pages_needed_peak / GPUMEM__POOL_SPARE_SHARE;
     int full = gpumem__pool_over_limit(pool, pool->granule);
     if ((!roomy || full) && steal_any(pool, a, a->stream, full, h) == 0)
         return 0;

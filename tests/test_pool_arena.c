@@ -3,8 +3,9 @@
  * to where one does; memory that follows the sizes a program has live instead of every size it
  * ever had; stream order across arenas; thread caches in front of carved blocks; out of
  * memory with memory held in caches; a forked child; double and interior releases of carved
- * blocks; blocks of a pool a runtime owns left out of the exit report. Each scenario runs on the page-mapped design (vmm) and on the segment-carving one
- * (segments) where it applies; pool_arena_tcache_off runs everything without thread caches. */
+ * blocks; blocks of a pool a runtime owns left out of the exit report. Each scenario runs on
+ * the page-mapped design (vmm) and on the segment-carving one (segments) where it applies;
+ * pool_arena_tcache_off runs everything without thread caches. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -125,11 +126,13 @@ static void memory_follows_sizes(void)
     double vmm = hold_ratio(GPUMEM_POOL_DESIGN_VMM, &moved);
     double segments = hold_ratio(GPUMEM_POOL_DESIGN_SEGMENTS, &none);
     double classes = hold_ratio(GPUMEM_POOL_DESIGN_CLASSES, &none);
-    EXPECT_TRUE(vmm > 0.99 && vmm < 1.10);
-    /* Pages move from the top of a range, and a twentieth of the peak may stay where it was
-     * freed: 822 moves in these 400 requests; 3,133 when pages moved bottom first and none
-     * stayed. Each move is a map and an unmap of CUDA's (about 78 us on an H100). */
-    EXPECT_TRUE(moved > 0 && moved < 1200);
+    /* Pages move from the top of a range, and a sixth of the peak may stay where it was
+     * freed: 1.10 times the peak requested held and 366 moves in these 400 requests (1.15x and
+     * 141 without thread caches); a twentieth held 1.07x for 469 moves (1.07x, 491); 3,133
+     * moves when pages moved bottom first and none stayed. Each move is a map and an unmap of
+     * CUDA's (about 78 us on an H100). */
+    EXPECT_TRUE(vmm > 0.99 && vmm < 1.16);
+    EXPECT_TRUE(moved > 0 && moved < 450);
     EXPECT_TRUE(segments > 0.99 && segments < classes);
     EXPECT_TRUE(classes > 2.0);
 }
@@ -220,8 +223,8 @@ static void pages_move(void)
     EXPECT_EQ(gpumem_free(b), GPUMEM_OK);
     others_idle(pool, S2); /* from b's pages, mapped: nothing new */
     EXPECT_EQ(stats_of(pool).reserved, 144 * MiB);
-    /* 60 pages: b's 40, then 20 of a's, top first (72 held: past the 60 needed, 1 and a
-     * twentieth of the peak); no new memory. */
+    /* 60 pages: b's 40, then 20 of a's, top first (72 held: at least the needed, 1 and a
+     * sixth of the peak, 59 + 1 + 59 / 6 at the last page); no new memory. */
     void *c = gpumem_pool_alloc(pool, 120, MiB, S2);
     ASSERT_NOT_NULL(c);
     st = stats_of(pool);
@@ -230,7 +233,7 @@ static void pages_move(void)
     EXPECT_EQ(st.largest_free, 24 * MiB); /* a's 12 bottom pages, still mapped */
     memset(c, 0x5a, 120 * MiB);
     /* a's old address range serves d once the pages' old mappings are gone: its 12 bottom
-     * pages are still there, one more is new (held may pass needed by 1 and a twentieth). */
+     * pages are still there, one more is new (S2 is busy: its pages stay). */
     void *d = gpumem_pool_alloc(pool, 24 * MiB + 4096, 1, S1);
     ASSERT_NOT_NULL(d);
     EXPECT_PTR_EQ(d, a);
@@ -285,22 +288,23 @@ static void end_of_free_block(void)
     ASSERT_NE(q && h && t && g, 0);
     EXPECT_EQ(gpumem_free(h), GPUMEM_OK);
     /* S2 takes 3 new pages (S1 is not idle yet) and, once S1 is idle, a block of 10 pages on
-     * them: 45 held, 35 needed, so its 7 other pages are h's, top first. */
+     * them. Its 7 other pages: 45 held, 35 needed and a peak of 42, so the first 3 are h's, top
+     * first (moved while 45 >= needed + 1 + 42 / 6), and the last 4 are new. */
     others_idle(pool, S2);
     void *o = gpumem_pool_alloc(pool, 20, MiB, S2);
     ASSERT_NOT_NULL(o);
     gpumem_pool_stats_t st = stats_of(pool);
-    EXPECT_EQ(st.remaps, 7);
-    EXPECT_EQ(st.reserved, 90 * MiB);
+    EXPECT_EQ(st.remaps, 3);
+    EXPECT_EQ(st.reserved, 98 * MiB);
     EXPECT_EQ(gpumem_free(t), GPUMEM_OK); /* free from h's start to g: unmapped, then mapped */
     void *n = gpumem_pool_alloc(pool, 20, MiB, S1);
     ASSERT_NOT_NULL(n);
     EXPECT_PTR_EQ(n, t);
     memset(n, 7, 20 * MiB); /* mapped: the simulation faults on an unmapped page */
     st = stats_of(pool);
-    EXPECT_EQ(st.remaps, 7);
-    EXPECT_EQ(st.reserved, 90 * MiB);
-    EXPECT_EQ(st.largest_free, 6 * MiB); /* h's three bottom pages, still mapped */
+    EXPECT_EQ(st.remaps, 3);
+    EXPECT_EQ(st.reserved, 98 * MiB);
+    EXPECT_EQ(st.largest_free, 14 * MiB); /* h's seven bottom pages, still mapped */
     void *blocks[] = {q, g, o, n};
     for (size_t i = 0; i < sizeof blocks / sizeof *blocks; i++)
         EXPECT_EQ(gpumem_free(blocks[i]), GPUMEM_OK);
