@@ -83,6 +83,10 @@
 #define TC_STACK_BYTES ((size_t)2 << 20)
 #define TC_STACK_MAX 32u
 #define TC_THREAD_BYTES ((int64_t)4 << 20) /* what one thread's caches hold at most */
+/* A cache and its stacks are written by their thread on every pair: each takes whole lines of
+ * its own, two at a time (x86 prefetchers fetch lines in pairs), so no other object of the heap,
+ * written by another thread, shares one with them. */
+#define TC_LINE ((size_t)128)
 
 typedef struct tc_stack {
     unsigned n, cap;
@@ -229,6 +233,12 @@ static void make_key(void)
     atomic_store_explicit(&gpumem__hot.asymmetric, register_membarrier(), memory_order_relaxed);
 }
 
+/* bytes of memory aligned to whole lines, which free() releases; NULL without memory. */
+static void *line_alloc(size_t bytes)
+{
+    return aligned_alloc(TC_LINE, (bytes + TC_LINE - 1) / TC_LINE * TC_LINE);
+}
+
 /* The calling thread's cache, made on first use; NULL when out of host memory or ending. */
 static tcache *my_cache(void)
 {
@@ -237,9 +247,10 @@ static tcache *my_cache(void)
     if (gone)
         return NULL;
     pthread_once(&key_once, make_key);
-    tcache *t = calloc(1, sizeof *t);
+    tcache *t = line_alloc(sizeof *t);
     if (!t)
         return NULL;
+    memset(t, 0, sizeof *t);
     if (pthread_setspecific(exit_key, t) != 0) {
         free(t);
         return NULL;
@@ -279,7 +290,7 @@ static tc_stack *stack_of(tc_bin *bin, unsigned cls, size_t size)
     tc_stack *s = bin->cls[cls];
     if (GPUMEM__UNLIKELY(!s)) {
         unsigned cap = cap_of(size);
-        s = malloc(sizeof *s + cap * sizeof s->base[0]);
+        s = line_alloc(sizeof *s + cap * sizeof s->base[0]);
         if (!s)
             return NULL;
         s->n = 0;
