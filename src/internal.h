@@ -320,6 +320,9 @@ void gpumem__tc_drain(struct gpumem_pool *pool, int forget);
 /* Sums every thread's bins of pool and keeps them locked until gpumem__tc_sum_end. */
 void gpumem__tc_sum_begin(struct gpumem_pool *pool, gpumem__tc_counts *out);
 void gpumem__tc_sum_end(void);
+/* For tests: the calling thread's cache, and in *stack the first stack of its bin of (pool,
+ * stream) (NULL if none); NULL when the thread has no cache. */
+const void *gpumem__tc_probe(struct gpumem_pool *pool, cudaStream_t stream, const void **stack);
 
 /* ---- copy.c ---- */
 /* What gpumem_copy did since the process started (for tests and benchmarks). */

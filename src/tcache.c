@@ -300,6 +300,18 @@ static tc_stack *stack_of(tc_bin *bin, unsigned cls, size_t size)
     return s;
 }
 
+const void *gpumem__tc_probe(struct gpumem_pool *pool, cudaStream_t stream, const void **stack)
+{
+    *stack = NULL;
+    for (unsigned i = 0; mine && i < TC_BINS; i++) {
+        const tc_bin *b = &mine->bins[i];
+        for (unsigned k = 0; b->pool == pool && b->stream == stream && !*stack &&
+                             k < GPUMEM__TC_CLASSES; k++)
+            *stack = b->cls[k];
+    }
+    return mine;
+}
+
 uintptr_t gpumem__tc_pop(struct gpumem_pool *pool, cudaStream_t stream, unsigned cls,
                          size_t size, size_t bytes)
 {

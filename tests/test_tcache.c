@@ -11,6 +11,7 @@
 #include "gpumem.h"
 #include "capture.h"
 #include "harness.h"
+#include "internal.h"
 
 #define S1 ((cudaStream_t)(uintptr_t)0x1000) /* handles only: the simulation runs nothing */
 #define S2 ((cudaStream_t)(uintptr_t)0x2000)
@@ -570,6 +571,52 @@ static void test_checkpoint_epoch(void)
     helper_stop(&h, t);
 }
 
+typedef struct {
+    gpumem_pool *pool;
+    cudaStream_t stream;
+    const void *cache, *stack;
+} line_probe;
+
+static void pair_and_probe(void *arg)
+{
+    line_probe *lp = arg;
+    void *p = gpumem_pool_alloc(lp->pool, 1, 4096, lp->stream);
+    if (p)
+        (void)gpumem_free(p);
+    lp->cache = gpumem__tc_probe(lp->pool, lp->stream, &lp->stack);
+}
+
+/* A thread's cache and its stacks start on 128-byte boundaries (they take whole lines of their
+ * own: their owner writes them on every pair), on the main thread and on a new one. */
+static void test_cache_lines_own(void)
+{
+    gpumem_pool *pool = gpumem_pool_create(GPUMEM_KIND_DEVICE, 0, NULL);
+    ASSERT_NOT_NULL(pool);
+    line_probe here = {pool, (cudaStream_t)(uintptr_t)0x7100, NULL, NULL};
+    line_probe there = here;
+    pair_and_probe(&here);
+    helper h;
+    pthread_t t;
+    helper_start(&h, &t);
+    helper_run(&h, pair_and_probe, &there);
+    if (tcache_on) {
+        ASSERT_NOT_NULL(here.cache);
+        ASSERT_NOT_NULL(there.cache);
+        EXPECT_TRUE(here.cache != there.cache);
+        EXPECT_EQ((uintptr_t)here.cache % 128, 0);
+        EXPECT_EQ((uintptr_t)there.cache % 128, 0);
+        ASSERT_NOT_NULL(here.stack);
+        ASSERT_NOT_NULL(there.stack);
+        EXPECT_EQ((uintptr_t)here.stack % 128, 0);
+        EXPECT_EQ((uintptr_t)there.stack % 128, 0);
+    } else {
+        EXPECT_TRUE(here.stack == NULL);
+        EXPECT_TRUE(there.stack == NULL);
+    }
+    helper_stop(&h, t);
+    EXPECT_EQ(gpumem_pool_destroy(pool), GPUMEM_OK);
+}
+
 int main(void)
 {
     gpumem_set_error_handler(capture, NULL);
@@ -588,6 +635,7 @@ int main(void)
     RUN(test_large_block_lookups);
     RUN(test_single_thread_peak_exact);
     RUN(test_checkpoint_epoch);
+    RUN(test_cache_lines_own);
     RUN(test_stats_exact_after_join);
     EXPECT_EQ(live_count(), 0);
     return harness_exit();
