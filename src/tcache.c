@@ -303,12 +303,13 @@ static tc_stack *stack_of(tc_bin *bin, unsigned cls, size_t size)
 const void *gpumem__tc_probe(struct gpumem_pool *pool, cudaStream_t stream, const void **stack)
 {
     *stack = NULL;
-    for (unsigned i = 0; mine && i < TC_BINS; i++) {
-        const tc_bin *b = &mine->bins[i];
-        for (unsigned k = 0; b->pool == pool && b->stream == stream && !*stack &&
-                             k < GPUMEM__TC_CLASSES; k++)
-            *stack = b->cls[k];
-    }
+    if (!mine)
+        return NULL;
+    enter(mine);
+    const tc_bin *b = bin_of(mine, pool, stream, 0);
+    for (unsigned k = 0; b && !*stack && k < GPUMEM__TC_CLASSES; k++)
+        *stack = b->cls[k];
+    leave(mine);
     return mine;
 }
 
