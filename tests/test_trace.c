@@ -73,6 +73,20 @@ static int run_child(void (*body)(void), const char *trace, const char *err_file
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/* Waits 20 s at most for a grandchild: one that has not exited by then is killed and the
+ * caller's child exits with 5, so that a hang fails by name instead of holding the test. */
+static void reap_or_fail(pid_t pid)
+{
+    for (int i = 0; i < 2000; i++) {
+        if (waitpid(pid, NULL, WNOHANG) == pid)
+            return;
+        usleep(10000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    _exit(5);
+}
+
 static char dir[] = "/tmp/gpumem-trace-test-XXXXXX";
 
 static void test_scripted_program(void)
@@ -244,7 +258,7 @@ static void forks(void)
         gpumem_free(gpumem_device_alloc(1, 2222));
         exit(0);
     }
-    waitpid(pid, NULL, 0);
+    reap_or_fail(pid);
     gpumem_free(a);
     gpumem_free(gpumem_device_alloc(1, 3333));
     exit(0);
@@ -269,22 +283,16 @@ static void test_fork_without_exec(void)
  * ever on it in the leak check, in about 3 % of runs of fork right after the trace opened, on 2
  * busy cores. The fork waits for the writer to be idle instead. Each round forks right after
  * the first allocation started the writer; a grandchild that has not exited after 20 s fails
- * the round (it is killed), rather than hanging the test. Under ThreadSanitizer every exit
- * sleeps a second (its atexit_sleep_ms), so fewer rounds run there. */
+ * the round (reap_or_fail). Under ThreadSanitizer every exit sleeps a second (its
+ * atexit_sleep_ms), so fewer rounds run there. */
 static void fork_at_start(void)
 {
     gpumem_free(gpumem_device_alloc(1, 64)); /* opens the trace: its writer starts */
     pid_t pid = fork();
     if (pid == 0)
         exit(0); /* the exit path: atexit handlers and, under a sanitizer, its leak check */
-    for (int i = 0; i < 2000; i++) {
-        if (waitpid(pid, NULL, WNOHANG) == pid)
-            exit(0);
-        usleep(10000);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    _exit(5);
+    reap_or_fail(pid);
+    exit(0);
 }
 
 #ifdef __SANITIZE_THREAD__
