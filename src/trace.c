@@ -661,6 +661,7 @@ static void in_child(void)
 {
     atomic_store(&gpumem__hot.trace_on, 0);
     closed = 1;
+    writer_busy = 0; /* the child has no writer: its own forks wait for none */
     fd = -1; /* the parent's: the child never writes to it */
     pthread_mutex_unlock(&lock);
 }

@@ -67,6 +67,37 @@ static int spawn(void)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 9;
 }
 
+/* fork() while the trace's writer is stuck on a FIFO nobody reads: it waits 2 s for the writer,
+ * no longer. The child, which has no writer, forks again at once. Exit status 0, or 3 when
+ * the parent's fork took less than 1.5 s or more than 8 s (it did not wait, or waited too
+ * long), 4 when the child's took 1 s or more, 5 when the child did not end. */
+static int stuck_fork(void)
+{
+    churn(5000);     /* far more text than the pipe holds: the writer blocks in write() */
+    usleep(300000);  /* and has taken every batch by now */
+    double t0 = rounds_now_s();
+    pid_t pid = fork();
+    if (pid == 0) {
+        double c0 = rounds_now_s();
+        pid_t g = fork();
+        if (g == 0)
+            _exit(0);
+        double took = rounds_now_s() - c0;
+        waitpid(g, NULL, 0);
+        _exit(took < 1.0 ? 0 : 4);
+    }
+    double took = rounds_now_s() - t0;
+    int status, rc = 5;
+    double waited;
+    if (rounds_wait(pid, 10.0, &status, &waited))
+        rc = WIFEXITED(status) ? WEXITSTATUS(status) : 5;
+    else
+        kill(pid, SIGKILL);
+    if (rc == 0 && (took < 1.5 || took > 8.0))
+        rc = 3;
+    return rc;
+}
+
 /* An allocation whose call site's file and function names are not UTF-8. */
 static int latin1(void)
 {
@@ -86,6 +117,8 @@ static int child(int argc, char **argv)
         return spawn();
     if (strcmp(mode, "latin1") == 0)
         return latin1();
+    if (strcmp(mode, "stuckfork") == 0)
+        return stuck_fork();
     return 2;
 }
 
@@ -216,6 +249,33 @@ static void test_fifo_reader_stops(void)
     const char *said = slurp(err); /* the writer was stuck, or the exit path's own write */
     EXPECT_TRUE(strstr(said, "is incomplete: its writer made no progress for 2 s at exit") ||
                 strstr(said, "failed (its reader took nothing for 2 s); the trace is incomplete"));
+}
+
+/* fork() waits for a trace writer that is busy (it may be inside malloc, which an allocator
+ * without fork handlers would leave locked in the child), but 2 s at most: a writer stuck on a
+ * FIFO nobody reads does not stop fork(), and the child, which has no writer, waits for none
+ * (stuck_fork says which failed). The run takes about 6 s: the fork's 2 s and the exit's. */
+static void test_fork_while_writer_stuck(void)
+{
+    char fifo[512], err[512];
+    snprintf(fifo, sizeof fifo, "%s", in_dir("fifo-fork"));
+    snprintf(err, sizeof err, "%s", in_dir("fifo-fork.err"));
+    ASSERT_EQ(mkfifo(fifo, 0600), 0);
+    int r = open(fifo, O_RDONLY | O_NONBLOCK); /* open, and never read */
+    ASSERT_NE(r, -1);
+    char *argv[] = {(char *)self, "child", "stuckfork", NULL};
+    pid_t pid = start(fifo, err, argv);
+    int status = 0;
+    double took;
+    int ended = rounds_wait(pid, 30.0, &status, &took);
+    if (!ended) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+    close(r);
+    EXPECT_TRUE(ended);
+    int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    EXPECT_EQ(rc, 0);
 }
 
 /* Children made by fork() that end with exit() write nothing into the parent's trace. Before:
@@ -377,6 +437,7 @@ int main(int argc, char **argv)
     RUN(test_fifo_without_reader);
     RUN(test_fifo_with_reader);
     RUN(test_fifo_reader_stops);
+    RUN(test_fork_while_writer_stuck);
     RUN(test_fork_children_exit);
     RUN(test_two_processes);
     RUN(test_long_names);
