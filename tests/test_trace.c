@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "child_rounds.h"
 #include "gpumem.h"
 #include "harness.h"
 #include "trace_read.h"
@@ -73,15 +74,16 @@ static int run_child(void (*body)(void), const char *trace, const char *err_file
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* Waits 20 s at most for a grandchild: one that has not exited by then is killed and the
- * caller's child exits with 5, so that a hang fails by name instead of holding the test. */
+/* Waits 20 s at most for a grandchild: one that has not exited by then has its stacks shown,
+ * is killed, and the caller's child exits with 5, so that a hang fails by name instead of
+ * holding the test. */
 static void reap_or_fail(pid_t pid)
 {
-    for (int i = 0; i < 2000; i++) {
-        if (waitpid(pid, NULL, WNOHANG) == pid)
-            return;
-        usleep(10000);
-    }
+    int status;
+    double took;
+    if (rounds_wait(pid, 20.0, &status, &took))
+        return;
+    rounds_show_stacks(pid);
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     _exit(5);
