@@ -67,6 +67,8 @@ static int spawn(void)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 9;
 }
 
+static int finish(pid_t pid);
+
 /* fork() while the trace's writer is stuck on a FIFO nobody reads: it waits 2 s for the writer,
  * no longer. The child, which has no writer, forks again at once. Exit status 0, or 3 when
  * the parent's fork took less than 1.5 s or more than 8 s (it did not wait, or waited too
@@ -87,14 +89,11 @@ static int stuck_fork(void)
         _exit(took < 1.0 ? 0 : 4);
     }
     double took = rounds_now_s() - t0;
-    int status, rc = 5;
-    double waited;
-    if (rounds_wait(pid, 10.0, &status, &waited))
-        rc = WIFEXITED(status) ? WEXITSTATUS(status) : 5;
-    else
-        kill(pid, SIGKILL);
+    int rc = finish(pid);
+    if (rc < 0 || rc >= 128)
+        return 5;
     if (rc == 0 && (took < 1.5 || took > 8.0))
-        rc = 3;
+        return 3;
     return rc;
 }
 
@@ -140,17 +139,22 @@ static pid_t start(const char *trace, const char *err, char *const argv[])
     return pid;
 }
 
-/* Waits up to 10 s; its exit status, or -1 when it hung (it is killed then). */
-static int finish(pid_t pid)
+/* Waits up to limit_s; its exit status, or -1 when it hung (it is killed then). */
+static int finish_within(pid_t pid, double limit_s)
 {
     int status;
     double took;
-    if (!rounds_wait(pid, 10.0, &status, &took)) {
+    if (!rounds_wait(pid, limit_s, &status, &took)) {
         kill(pid, SIGKILL);
         waitpid(pid, &status, 0);
         return -1;
     }
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int finish(pid_t pid)
+{
+    return finish_within(pid, 10.0);
 }
 
 static int run(const char *trace, const char *err, char *const argv[])
@@ -232,16 +236,24 @@ static void test_fifo_with_reader(void)
     json_decref(t.root);
 }
 
+/* Makes the FIFO name in dir, its stderr file's path (name.err), and opens the FIFO for
+ * reading, never to read it: the descriptor, or -1 (the failed step is reported). */
+static int unread_fifo(const char *name, char fifo[512], char err[512])
+{
+    snprintf(fifo, 512, "%s", in_dir(name));
+    snprintf(err, 512, "%s.err", fifo);
+    int made = mkfifo(fifo, 0600);
+    EXPECT_EQ(made, 0);
+    return made == 0 ? open(fifo, O_RDONLY | O_NONBLOCK) : -1;
+}
+
 /* A FIFO whose reader stops reading: the writer blocks once the pipe is full, and the exit
  * waits for it only while it makes progress (2 s), and for the pipe itself 2 s at most, then
  * says the trace is incomplete. Before: the program never ended. */
 static void test_fifo_reader_stops(void)
 {
     char fifo[512], err[512];
-    snprintf(fifo, sizeof fifo, "%s", in_dir("fifo-stuck"));
-    snprintf(err, sizeof err, "%s", in_dir("fifo-stuck.err"));
-    ASSERT_EQ(mkfifo(fifo, 0600), 0);
-    int r = open(fifo, O_RDONLY | O_NONBLOCK); /* open, and never read */
+    int r = unread_fifo("fifo-stuck", fifo, err);
     ASSERT_NE(r, -1);
     char *argv[] = {(char *)self, "child", "churn", "5000", NULL};
     EXPECT_EQ(run(fifo, err, argv), 0);
@@ -258,24 +270,11 @@ static void test_fifo_reader_stops(void)
 static void test_fork_while_writer_stuck(void)
 {
     char fifo[512], err[512];
-    snprintf(fifo, sizeof fifo, "%s", in_dir("fifo-fork"));
-    snprintf(err, sizeof err, "%s", in_dir("fifo-fork.err"));
-    ASSERT_EQ(mkfifo(fifo, 0600), 0);
-    int r = open(fifo, O_RDONLY | O_NONBLOCK); /* open, and never read */
+    int r = unread_fifo("fifo-fork", fifo, err);
     ASSERT_NE(r, -1);
     char *argv[] = {(char *)self, "child", "stuckfork", NULL};
-    pid_t pid = start(fifo, err, argv);
-    int status = 0;
-    double took;
-    int ended = rounds_wait(pid, 30.0, &status, &took);
-    if (!ended) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-    }
+    EXPECT_EQ(finish_within(start(fifo, err, argv), 30.0), 0); /* -1: it hung */
     close(r);
-    EXPECT_TRUE(ended);
-    int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    EXPECT_EQ(rc, 0);
 }
 
 /* Children made by fork() that end with exit() write nothing into the parent's trace. Before:
