@@ -3,7 +3,8 @@
  * streams, the peak requested, releases of allocations made before the recording, events
  * out of time order); the log written back and read again the same; the table and the JSON
  * of made-up results, and the fragmentation at the peak; a gzipped log read as the plain one,
- * and one cut short or damaged refused. The command itself runs on the simulated device in the
+ * and one cut short or damaged refused; an id allocated again while live, or an event whose
+ * time is no time, refused at its line; releases long after their allocations. The command itself runs on the simulated device in the
  * bench_replay_* tests (tests/bench/CMakeLists.txt). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -129,6 +130,97 @@ static void test_trace(void)
     remove(bad);
     EXPECT_EQ(replay_load("/nonexistent/x.log", &t, err, sizeof err), -1);
     EXPECT_CONTAINS(err, "cannot read /nonexistent/x.log");
+}
+
+/* An id allocated again while live is refused at its line, in a log and in a trace (whose
+ * events are read in time order: the line named is the later allocation's, wherever it
+ * stands in the file). */
+static void test_live_again(void)
+{
+    replay_trace t;
+    char err[300] = "";
+    const char *log = write_file("dup.log", "gpumem-replay 1\n"
+                                            "a 1 100 0 1 0\n"
+                                            "a 2 100 0 1 5\n"
+                                            "f 2 1 6\n"
+                                            "a 1 200 0 1 7\n"
+                                            "f 1 1 9\n");
+    ASSERT_NOT_NULL(log);
+    EXPECT_EQ(replay_load(log, &t, err, sizeof err), -1);
+    EXPECT_CONTAINS(err, "dup.log:5: allocates an id that is already live");
+    EXPECT_EQ(t.n, 0); /* nothing kept */
+    remove(log);
+    const char *tr = write_file(
+        "dup.json",
+        "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"
+        "{\"ph\":\"b\",\"pid\":1,\"tid\":1,\"ts\":30.000,\"cat\":\"device\",\"id\":\"0x7\","
+        "\"args\":{\"bytes\":64,\"stream\":\"0x0\"}},\n"
+        "{\"ph\":\"b\",\"pid\":1,\"tid\":1,\"ts\":10.000,\"cat\":\"device\",\"id\":\"0x7\","
+        "\"args\":{\"bytes\":64,\"stream\":\"0x0\"}},\n");
+    ASSERT_NOT_NULL(tr);
+    EXPECT_EQ(replay_load(tr, &t, err, sizeof err), -1);
+    EXPECT_CONTAINS(err, "dup.json:2: allocates an id that is already live");
+    remove(tr);
+}
+
+/* A trace event whose "ts" is no time is refused at its line (the order comes from it). */
+static void test_bad_time(void)
+{
+    static const char *const times[] = {"1e300", "nan", "-inf", "x"};
+    for (size_t i = 0; i < sizeof times / sizeof *times; i++) {
+        char text[400];
+        snprintf(text, sizeof text,
+                 "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"
+                 "{\"ph\":\"b\",\"pid\":1,\"tid\":1,\"ts\":1.5,\"cat\":\"device\",\"id\":\"0x1\","
+                 "\"args\":{\"bytes\":64,\"stream\":\"0x0\"}},\n"
+                 "{\"ph\":\"e\",\"pid\":1,\"tid\":1,\"ts\":%s,\"cat\":\"device\",\"id\":\"0x1\"}\n",
+                 times[i]);
+        const char *p = write_file("time.json", text);
+        ASSERT_NOT_NULL(p);
+        replay_trace t;
+        char err[300] = "";
+        EXPECT_EQ(replay_load(p, &t, err, sizeof err), -1);
+        EXPECT_CONTAINS(err, "time.json:3: its \"ts\" is not a time");
+        remove(p);
+    }
+}
+
+/* A release far from its allocation carries the allocation's bytes and stream: 20,000
+ * allocations on two streams, each released 5,000 operations later, in a log. */
+static void test_long_lives(void)
+{
+    enum { N = 20000, LAG = 5000 };
+    const char *p = write_file("long.log", "");
+    ASSERT_NOT_NULL(p);
+    FILE *f = fopen(p, "w");
+    ASSERT_NOT_NULL(f);
+    fputs("gpumem-replay 1\n", f);
+    for (int i = 1; i <= N + LAG; i++) {
+        if (i <= N)
+            fprintf(f, "a %d %d %x 1 %d\n", i, 256 * i, i % 2 ? 0x10 : 0x20, 2 * i);
+        if (i > LAG)
+            fprintf(f, "f %d 1 %d\n", i - LAG, 2 * i + 1);
+    }
+    fclose(f);
+    replay_trace t;
+    char err[200] = "";
+    ASSERT_EQ(replay_load(p, &t, err, sizeof err), 0);
+    EXPECT_EQ(t.n, 2 * N);
+    EXPECT_EQ(t.nstreams, 2);
+    size_t wrong = 0;
+    for (size_t i = 0; i < t.n; i++) {
+        const replay_op *op = &t.ops[i];
+        if (op->bytes != 256u * op->slot || op->stream != (int)((op->slot + 1) % 2))
+            wrong++;
+    }
+    EXPECT_EQ(wrong, 0);
+    uint64_t live = 0; /* the peak: right after the last allocation, LAG + 1 live (its
+                        * release of allocation N - LAG comes next) */
+    for (uint64_t k = N - LAG; k <= N; k++)
+        live += 256 * k;
+    EXPECT_EQ(t.peak_requested, live);
+    replay_free(&t);
+    remove(p);
 }
 
 #ifdef GPUMEM_HAVE_ZLIB
@@ -285,6 +377,9 @@ int main(void)
 {
     RUN(test_log);
     RUN(test_trace);
+    RUN(test_live_again);
+    RUN(test_bad_time);
+    RUN(test_long_lives);
 #ifdef GPUMEM_HAVE_ZLIB
     RUN(test_gzip);
 #endif
