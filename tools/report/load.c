@@ -549,8 +549,7 @@ static void rebase_times(report_trace *t, loader *L)
     report_pools_rebase(t, t0);
 }
 
-/* Sums of a hostile trace's sizes stop at the ends of int64 instead of wrapping. */
-static int64_t add_sat(int64_t a, int64_t b)
+int64_t report_add_sat(int64_t a, int64_t b)
 {
     int64_t r;
     if (__builtin_add_overflow(a, b, &r))
@@ -571,15 +570,15 @@ static void analyse(report_trace *t)
         const report_event *e = &t->events[i];
         report_site *s = &t->sites[e->site];
         report_track *k = &t->tracks[e->track];
-        s->live = add_sat(s->live, e->bytes);
+        s->live = report_add_sat(s->live, e->bytes);
         if (s->live > s->peak)
             s->peak = s->live;
-        k->live = add_sat(k->live, e->bytes);
+        k->live = report_add_sat(k->live, e->bytes);
         if (k->live > k->peak) {
             k->peak = k->live;
             k->peak_t = e->t;
         }
-        total = add_sat(total, e->bytes);
+        total = report_add_sat(total, e->bytes);
         if (total > t->peak_bytes) {
             t->peak_bytes = total;
             t->peak_t = e->t;
@@ -596,13 +595,13 @@ static void analyse(report_trace *t)
         report_site *s = &t->sites[a->site];
         if (t->peak_bytes && a->t_alloc <= t->peak_t &&
             (a->t_release < 0 || a->t_release > t->peak_t)) {
-            s->at_peak = add_sat(s->at_peak, a->bytes);
+            s->at_peak = report_add_sat(s->at_peak, a->bytes);
             s->count_at_peak++;
         }
         if (a->t_release < 0) {
-            s->leaked = add_sat(s->leaked, a->bytes);
+            s->leaked = report_add_sat(s->leaked, a->bytes);
             s->leaked_count++;
-            t->leaked_bytes = add_sat(t->leaked_bytes, a->bytes);
+            t->leaked_bytes = report_add_sat(t->leaked_bytes, a->bytes);
             t->leaked_count++;
         }
     }
@@ -796,6 +795,8 @@ out:
     free(line);
     fclose(f);
     loader_free(&L);
+    if (rc != 0)
+        report_free(t); /* what was read before the error */
     return rc;
 }
 

@@ -271,8 +271,8 @@ static int write_merged_json(const char *path, merge_state *m)
         if (r->rank >= 0)
             json_object_set_new(e, "rank", json_integer(r->rank));
         json_array_append_new(ranks, e);
-        errors += r->errors;
-        leaked += r->leaked_bytes;
+        errors = report_add_sat(errors, r->errors);
+        leaked = report_add_sat(leaked, r->leaked_bytes);
     }
     for (size_t i = 0; i < m->nfound; i++) {
         json_t *e = json_deep_copy(m->found[i].finding);
@@ -301,8 +301,8 @@ static int merge_reports(merge_state *m, const char *json_out)
         json_t *sum = json_object_get(r->doc, "summary");
         r->errors = num(sum, "errors");
         r->leaked_bytes = num(sum, "leaked_bytes");
-        errors += r->errors;
-        leaked += r->leaked_bytes;
+        errors = report_add_sat(errors, r->errors);
+        leaked = report_add_sat(leaked, r->leaked_bytes);
         size_t k;
         json_t *f;
         json_array_foreach(json_object_get(r->doc, "findings"), k, f)

@@ -436,7 +436,7 @@ static int slice(pf *w, const report_event *e)
         if (declare(w, w->lane_uuid[lane], t->sites[a->site].name, uuid_process(w), 0) != 0)
             return -1;
     }
-    w->live[e->track] += e->bytes;
+    w->live[e->track] = report_add_sat(w->live[e->track], e->bytes);
     uint64_t kind = e->bytes > 0 ? name_iid(w, gpumem_kind_name(t->tracks[e->track].kind)) : 0;
     packet_begin(w, t->t0 + e->t);
     size_t d = pb_open(&w->b, PACKET_TRACK_EVENT);

@@ -102,8 +102,8 @@ typedef struct {
     size_t npools;
 } report_trace;
 
-/* Reads path into *t. Returns 0; or -1 with a sentence (what is wrong and what to do) in err.
- * A trace without its end (the program crashed or was killed) is read up to where it stops;
+/* Reads path into *t. Returns 0; or -1 with a sentence (what is wrong and what to do) in err,
+ * and *t holding nothing (report_free not needed). A trace without its end (the program crashed or was killed) is read up to where it stops;
  * t->complete is 0 then. */
 int report_load(const char *path, report_trace *t, char *err, size_t errn);
 void report_free(report_trace *t);
@@ -138,6 +138,10 @@ int report_memory_viz(const report_trace *t, const char *out_path, uint64_t max_
  * files. Returns 0, or -1 with why in err. */
 int report_perfetto(const report_trace *traces, const char *const *names, size_t n,
                     const char *out_path, char *err, size_t errn);
+
+/* a + b, stopping at the ends of int64 instead of overflowing: the sums of a hostile trace's
+ * or report's sizes. */
+int64_t report_add_sat(int64_t a, int64_t b);
 
 /* "1.5 MiB" */
 const char *report_bytes(int64_t v, char *buf, size_t n);
