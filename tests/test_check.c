@@ -1481,7 +1481,8 @@ static void test_suppression_files(void)
 }
 
 /* A generated suppression matches the finding it was made from, also where the C++ names hold
- * glob characters ('[' of an array type would otherwise open a set that misses it). */
+ * glob characters ('[' of an array type would otherwise open a set that misses it) or white
+ * space at their ends. */
 static void test_generated_suppression_matches(void)
 {
     gpumem__frame f[2] = {{.func = "void f<float[4]>(float*)"}, {.func = "main?\\x"}};
@@ -1496,6 +1497,17 @@ static void test_generated_suppression_matches(void)
                   "<insert_a_suppression_name_here>");
     gpumem__frame other[2] = {{.func = "void f<float4>(float*)"}, {.func = "main?\\x"}};
     EXPECT_NULL(check_supp_match(CHECK_LEAK, "cudaMalloc", other, 2));
+    check_supp_clear();
+
+    /* White space at a name's ends, which the loader's trimming of lines would drop. */
+    gpumem__frame w[2] = {{.func = "f "}, {.func = " \tg"}};
+    out = fopen(path, "w");
+    ASSERT_NOT_NULL(out);
+    check_supp_generate(out, CHECK_LEAK, "cudaFree ", w, 2);
+    fclose(out);
+    EXPECT_EQ(check_supp_load(path, err, sizeof err), 0);
+    EXPECT_STR_EQ(check_supp_match(CHECK_LEAK, "cudaFree ", w, 2),
+                  "<insert_a_suppression_name_here>");
     check_supp_clear();
 }
 

@@ -347,11 +347,21 @@ const char *check_supp_match(int kind, const char *call, const gpumem__frame *fr
 
 /* A name as a glob that matches only itself: C++ names hold glob_match's metacharacters
  * ("f<float[4]>(float*)"), and a '[' left bare would make a set that does not match the
- * name's own bracket, so the generated suppression would miss its finding. */
+ * name's own bracket, so the generated suppression would miss its finding. White space at
+ * either end is written as '?', which matches it: the loader trims lines, and would drop it. */
 static void put_literal(FILE *out, const char *prefix, const char *text)
 {
     fputs(prefix, out);
-    for (const char *c = text; *c; c++) {
+    const char *end = text + strlen(text), *first = text, *last = end;
+    while (first < end && isspace((unsigned char)*first))
+        first++;
+    while (last > first && isspace((unsigned char)last[-1]))
+        last--;
+    for (const char *c = text; c < end; c++) {
+        if (c < first || c >= last) {
+            fputc('?', out);
+            continue;
+        }
         if (strchr("*?[\\", *c))
             fputc('\\', out);
         fputc(*c, out);
