@@ -276,8 +276,11 @@ static int take_span(loader *L, const span *x)
             .t_release = NOT_RELEASED, .address = x->address, .stream = x->stream,
             .stack = (uint32_t)x->stack, .thread = x->tid, .released_at = UINT32_MAX};
         *slot = (uint32_t)t->nallocs++;
-    } else if (!found || t->allocs[*slot].t_release != NOT_RELEASED) {
-        /* A release without its allocation: a trace that began late. */
+    } else if (!found || *slot == UINT32_MAX || t->allocs[*slot].t_release != NOT_RELEASED) {
+        /* A release without its allocation: a trace that began late. The id is in the map now:
+         * marked, so that another release of it is not taken for allocation 0's. */
+        if (!found)
+            *slot = UINT32_MAX;
         t->unmatched_releases++;
         return 0;
     } else {
