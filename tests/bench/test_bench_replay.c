@@ -117,8 +117,27 @@ static void test_trace(void)
     EXPECT_EQ(t.peak_requested, 4096);
     EXPECT_EQ(t.ops[0].ns, 0); /* from the first event */
     EXPECT_EQ(t.ops[2].ns, 20000);
+    EXPECT_EQ(t.npids, 1);
+    EXPECT_EQ(t.ndevices, 1);
     replay_free(&t);
     remove(p);
+
+    /* Two processes, one on two devices (a job's merged trace): counted */
+    const char *job = write_file(
+        "job.json",
+        "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"
+        "{\"ph\":\"b\",\"pid\":0,\"tid\":1,\"ts\":1.0,\"cat\":\"device\",\"id\":\"0x1\","
+        "\"args\":{\"bytes\":64,\"device\":0,\"stream\":\"0x0\"}},\n"
+        "{\"ph\":\"b\",\"pid\":1,\"tid\":1,\"ts\":2.0,\"cat\":\"device\",\"id\":\"0x2\","
+        "\"args\":{\"bytes\":64,\"device\":0,\"stream\":\"0x0\"}},\n"
+        "{\"ph\":\"b\",\"pid\":1,\"tid\":1,\"ts\":3.0,\"cat\":\"device\",\"id\":\"0x3\","
+        "\"args\":{\"bytes\":64,\"device\":1,\"stream\":\"0x0\"}},\n");
+    ASSERT_NOT_NULL(job);
+    ASSERT_EQ(replay_load(job, &t, err, sizeof err), 0);
+    EXPECT_EQ(t.npids, 2);
+    EXPECT_EQ(t.ndevices, 2);
+    replay_free(&t);
+    remove(job);
 
     const char *empty = write_file("e.log", "gpumem-replay 1\n");
     EXPECT_EQ(replay_load(empty, &t, err, sizeof err), -1);
@@ -371,6 +390,21 @@ static void test_report(void)
                           "\"cuda_ns\": 1500}");
     EXPECT_CONTAINS(json, "\"oom_at\": 7}");
     EXPECT_CONTAINS(json, "\"ran\": false, \"note\": \"PyTorch is not installed here\"");
+    EXPECT_CONTAINS(json, "\"streams\": 1, \"processes\": 1, \"devices\": 1,");
+    /* A job's merged trace: said in the first line, and counted in the JSON */
+    r.npids = 3;
+    r.ndevices = 2;
+    f = fmemopen(buf, sizeof buf, "w");
+    ASSERT_NOT_NULL(f);
+    EXPECT_EQ(replay_print_table(f, &r), 0);
+    fclose(f);
+    EXPECT_CONTAINS(buf, "peak requested 100.0 MiB; the allocations of 3 processes on 2 devices, "
+                         "replayed as one program's on one device; limit 1.0 GiB");
+    f = fmemopen(json, sizeof json, "w");
+    ASSERT_NOT_NULL(f);
+    EXPECT_EQ(replay_write_json(f, &r, err, sizeof err), 0);
+    fclose(f);
+    EXPECT_CONTAINS(json, "\"streams\": 1, \"processes\": 3, \"devices\": 2,");
 }
 
 int main(void)

@@ -473,6 +473,8 @@ int replay_main(const char *path, const replay_opts *o)
     rep.allocs = t.allocs;
     rep.skipped = t.skipped;
     rep.nstreams = t.nstreams;
+    rep.npids = t.npids;
+    rep.ndevices = t.ndevices;
     rep.peak_requested = t.peak_requested;
     for (size_t i = 0; i < NREPLAYERS; i++)
         if (wanted(o, replayers[i].key))

@@ -29,6 +29,11 @@ typedef struct {
     uint64_t live, peak_requested;
     uint64_t streams[REPLAY_MAX_STREAMS]; /* the recording's stream handles */
     int nstreams;
+    /* A trace's processes and devices (a job's merged trace, a program on several GPUs), all
+     * replayed as one program's on one device; a log has neither (0). At most
+     * REPLAY_MAX_STREAMS of each are counted. */
+    uint64_t pids[REPLAY_MAX_STREAMS], devices[REPLAY_MAX_STREAMS];
+    int npids, ndevices;
 } replay_trace;
 
 /* Reads a gpumem trace or a replay log. Returns 0, or -1 with the reason in err. */
@@ -64,6 +69,7 @@ typedef struct {
     uint64_t cold;       /* --cold: bytes written between two timed operations (0: none) */
     size_t ops, allocs, skipped;
     int nstreams;
+    int npids, ndevices; /* replay_trace's */
     uint64_t peak_requested;
     int nresults;
     replay_result results[REPLAY_MAX_RESULTS];

@@ -227,7 +227,17 @@ static int cmp_raw(const void *a, const void *b)
  * memory (kinds device, device-async: what a device allocator serves). Returns 0 (taken, or
  * not such an event), -1 when out of memory, or 3 when its "ts" is no time (the operations'
  * order comes from it). */
-static int trace_line(raw_events *r, const char *line, unsigned long lineno)
+/* Counts v in set (n values so far) unless it is there, up to REPLAY_MAX_STREAMS. */
+static void note_distinct(uint64_t *set, int *n, uint64_t v)
+{
+    for (int i = 0; i < *n; i++)
+        if (set[i] == v)
+            return;
+    if (*n < REPLAY_MAX_STREAMS)
+        set[(*n)++] = v;
+}
+
+static int trace_line(replay_trace *t, raw_events *r, const char *line, unsigned long lineno)
 {
     int alloc = strstr(line, "{\"ph\":\"b\"") == line;
     if (!alloc && strstr(line, "{\"ph\":\"e\"") != line)
@@ -243,6 +253,10 @@ static int trace_line(raw_events *r, const char *line, unsigned long lineno)
     double us = strtod(ts, &end);
     if (end == ts || !(us > -9e12 && us < 9e12)) /* in int64_t ns, with NaN refused */
         return 3;
+    const char *pid = field(line, "\"pid\":"), *dev = field(line, "\"device\":");
+    note_distinct(t->pids, &t->npids, pid ? strtoull(pid, NULL, 10) : 0);
+    if (dev)
+        note_distinct(t->devices, &t->ndevices, strtoull(dev, NULL, 10));
     uint64_t bytes = 0, stream = 0;
     if (alloc) {
         const char *b = field(line, "\"bytes\":"), *s = field(line, "\"stream\":\"0x");
@@ -389,7 +403,7 @@ int replay_load(const char *path, replay_trace *t, char *err, size_t errn)
             good = 1;
             continue;
         }
-        rc = is_log ? log_line(t, &ids, line) : trace_line(&raw, line, lineno);
+        rc = is_log ? log_line(t, &ids, line) : trace_line(t, &raw, line, lineno);
         if (rc > 0 && ferror(f)) { /* the line was cut by a failed read: that is the error */
             rc = 0;
             break;

@@ -26,6 +26,10 @@ int replay_print_table(FILE *out, const replay_report *r)
     if (r->skipped)
         fprintf(out, "; %zu releases of allocations made before the recording skipped",
                 r->skipped);
+    if (r->npids > 1 || r->ndevices > 1)
+        fprintf(out, "; the allocations of %d processes on %d devices, replayed as one "
+                     "program's on one device", r->npids > 1 ? r->npids : 1,
+                r->ndevices > 1 ? r->ndevices : 1);
     if (r->limit)
         fprintf(out, "; limit %s", gpumem_format_bytes(r->limit, b, sizeof b));
     if (r->cold)
@@ -88,9 +92,10 @@ int replay_write_json(FILE *out, const replay_report *r, char *err, size_t errn)
     fprintf(out, ", \"backend\": ");
     json_str(out, r->backend);
     fprintf(out, ", \"operations\": %zu, \"allocations\": %zu, \"skipped\": %zu, \"streams\": %d, "
-                 "\"peak_requested\": %" PRIu64 ", \"limit\": %" PRIu64 ", \"cold\": %" PRIu64
-                 ", \"allocators\": [",
-            r->ops, r->allocs, r->skipped, r->nstreams, r->peak_requested, r->limit, r->cold);
+                 "\"processes\": %d, \"devices\": %d, \"peak_requested\": %" PRIu64
+                 ", \"limit\": %" PRIu64 ", \"cold\": %" PRIu64 ", \"allocators\": [",
+            r->ops, r->allocs, r->skipped, r->nstreams, r->npids > 1 ? r->npids : 1,
+            r->ndevices > 1 ? r->ndevices : 1, r->peak_requested, r->limit, r->cold);
     for (int i = 0; i < r->nresults; i++) {
         const replay_result *x = &r->results[i];
         fprintf(out, "%s\n  {\"key\": ", i ? "," : "");
