@@ -223,10 +223,6 @@ static int cmp_raw(const void *a, const void *b)
     return x->at < y->at ? -1 : x->at > y->at;
 }
 
-/* Line lineno of a gpumem trace: an allocation ("ph":"b") or release ("ph":"e") of device
- * memory (kinds device, device-async: what a device allocator serves). Returns 0 (taken, or
- * not such an event), -1 when out of memory, or 3 when its "ts" is no time (the operations'
- * order comes from it). */
 /* Counts v in set (n values so far) unless it is there, up to REPLAY_MAX_STREAMS. */
 static void note_distinct(uint64_t *set, int *n, uint64_t v)
 {
@@ -237,6 +233,10 @@ static void note_distinct(uint64_t *set, int *n, uint64_t v)
         set[(*n)++] = v;
 }
 
+/* Line lineno of a gpumem trace: an allocation ("ph":"b") or release ("ph":"e") of device
+ * memory (kinds device, device-async: what a device allocator serves). Returns 0 (taken, or
+ * not such an event), -1 when out of memory, or 3 when its "ts" is no time (the operations'
+ * order comes from it). Counts its process and device in t. */
 static int trace_line(replay_trace *t, raw_events *r, const char *line, unsigned long lineno)
 {
     int alloc = strstr(line, "{\"ph\":\"b\"") == line;
