@@ -4,8 +4,8 @@
  * out of time order); the log written back and read again the same; the table and the JSON
  * of made-up results, and the fragmentation at the peak; a gzipped log read as the plain one,
  * and one cut short or damaged refused; an id allocated again while live, or an event whose
- * time is no time, refused at its line; releases long after their allocations. The command itself runs on the simulated device in the
- * bench_replay_* tests (tests/bench/CMakeLists.txt). */
+ * time is no time, refused at its line; releases long after their allocations. The command
+ * itself runs on the simulated device in the bench_replay_* tests (tests/bench/CMakeLists.txt). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,36 +13,25 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "temp_file.h"
 #include "replay.h"
 
 #ifdef GPUMEM_HAVE_ZLIB
 #include <zlib.h>
 #endif
 
-static const char *write_file(const char *name, const char *text)
-{
-    static char path[256];
-    snprintf(path, sizeof path, "%s/gpumem-replay-test-%d-%s", getenv("TMPDIR") ? getenv("TMPDIR")
-                                                                               : "/tmp",
-             (int)getpid(), name);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return NULL;
-    fputs(text, f);
-    fclose(f);
-    return path;
-}
-
 static void test_log(void)
 {
-    const char *p = write_file("a.log", "gpumem-replay 1\n"
-                                        "# a comment\n"
-                                        "a 7 1000 0 1 0\n"
-                                        "a 9 3000 7f00 2 10\n"
-                                        "f 7 1 20\n"
-                                        "f 42 1 25\n" /* allocated before the recording */
-                                        "a 7 500 0 1 30\n" /* id 7 again, after its release */
-                                        "f 9 2 40\n");
+    char p_path[256];
+    const char *p = temp_file(p_path, sizeof p_path, "a.log",
+                              "gpumem-replay 1\n"
+                              "# a comment\n"
+                              "a 7 1000 0 1 0\n"
+                              "a 9 3000 7f00 2 10\n"
+                              "f 7 1 20\n"
+                              "f 42 1 25\n" /* allocated before the recording */
+                              "a 7 500 0 1 30\n" /* id 7 again, after its release */
+                              "f 9 2 40\n");
     ASSERT_NOT_NULL(p);
     replay_trace t;
     char err[200] = "";
@@ -63,7 +52,8 @@ static void test_log(void)
     EXPECT_EQ(t.ops[4].stream, 1);
 
     /* Written and read back: the same operations. */
-    const char *q = write_file("b.log", "");
+    char q_path[256];
+    const char *q = temp_file(q_path, sizeof q_path, "b.log", "");
     FILE *f = fopen(q, "w");
     ASSERT_NOT_NULL(f);
     EXPECT_EQ(replay_write_log(f, &t), 0);
@@ -87,8 +77,8 @@ static void test_log(void)
  * of time order as threads' buffers write them. */
 static void test_trace(void)
 {
-    const char *p = write_file(
-        "t.json",
+    char p_path[256];
+    const char *p = temp_file(p_path, sizeof p_path, "t.json",
         "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"
         "{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"x\"}},\n"
         "{\"ph\":\"b\",\"pid\":1,\"tid\":2,\"ts\":30.000,\"cat\":\"device\",\"name\":\"b.c:2\","
@@ -123,8 +113,8 @@ static void test_trace(void)
     remove(p);
 
     /* Two processes, one on two devices (a job's merged trace): counted */
-    const char *job = write_file(
-        "job.json",
+    char job_path[256];
+    const char *job = temp_file(job_path, sizeof job_path, "job.json",
         "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"
         "{\"ph\":\"b\",\"pid\":0,\"tid\":1,\"ts\":1.0,\"cat\":\"device\",\"id\":\"0x1\","
         "\"args\":{\"bytes\":64,\"device\":0,\"stream\":\"0x0\"}},\n"
@@ -139,11 +129,13 @@ static void test_trace(void)
     replay_free(&t);
     remove(job);
 
-    const char *empty = write_file("e.log", "gpumem-replay 1\n");
+    char empty_path[256];
+    const char *empty = temp_file(empty_path, sizeof empty_path, "e.log", "gpumem-replay 1\n");
     EXPECT_EQ(replay_load(empty, &t, err, sizeof err), -1);
     EXPECT_CONTAINS(err, "holds no device allocation to replay");
     remove(empty);
-    const char *bad = write_file("x.log", "gpumem-replay 1\nz 1 2 3\n");
+    char bad_path[256];
+    const char *bad = temp_file(bad_path, sizeof bad_path, "x.log", "gpumem-replay 1\nz 1 2 3\n");
     EXPECT_EQ(replay_load(bad, &t, err, sizeof err), -1);
     EXPECT_CONTAINS(err, ":2: not a replay log line");
     remove(bad);
@@ -158,19 +150,21 @@ static void test_live_again(void)
 {
     replay_trace t;
     char err[300] = "";
-    const char *log = write_file("dup.log", "gpumem-replay 1\n"
-                                            "a 1 100 0 1 0\n"
-                                            "a 2 100 0 1 5\n"
-                                            "f 2 1 6\n"
-                                            "a 1 200 0 1 7\n"
-                                            "f 1 1 9\n");
+    char log_path[256];
+    const char *log = temp_file(log_path, sizeof log_path, "dup.log",
+                                "gpumem-replay 1\n"
+                                "a 1 100 0 1 0\n"
+                                "a 2 100 0 1 5\n"
+                                "f 2 1 6\n"
+                                "a 1 200 0 1 7\n"
+                                "f 1 1 9\n");
     ASSERT_NOT_NULL(log);
     EXPECT_EQ(replay_load(log, &t, err, sizeof err), -1);
     EXPECT_CONTAINS(err, "dup.log:5: allocates an id that is already live");
     EXPECT_EQ(t.n, 0); /* nothing kept */
     remove(log);
-    const char *tr = write_file(
-        "dup.json",
+    char tr_path[256];
+    const char *tr = temp_file(tr_path, sizeof tr_path, "dup.json",
         "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"
         "{\"ph\":\"b\",\"pid\":1,\"tid\":1,\"ts\":30.000,\"cat\":\"device\",\"id\":\"0x7\","
         "\"args\":{\"bytes\":64,\"stream\":\"0x0\"}},\n"
@@ -194,7 +188,8 @@ static void test_bad_time(void)
                  "\"args\":{\"bytes\":64,\"stream\":\"0x0\"}},\n"
                  "{\"ph\":\"e\",\"pid\":1,\"tid\":1,\"ts\":%s,\"cat\":\"device\",\"id\":\"0x1\"}\n",
                  times[i]);
-        const char *p = write_file("time.json", text);
+        char p_path[256];
+        const char *p = temp_file(p_path, sizeof p_path, "time.json", text);
         ASSERT_NOT_NULL(p);
         replay_trace t;
         char err[300] = "";
@@ -209,7 +204,8 @@ static void test_bad_time(void)
 static void test_long_lives(void)
 {
     enum { N = 20000, LAG = 5000 };
-    const char *p = write_file("long.log", "");
+    char p_path[256];
+    const char *p = temp_file(p_path, sizeof p_path, "long.log", "");
     ASSERT_NOT_NULL(p);
     FILE *f = fopen(p, "w");
     ASSERT_NOT_NULL(f);
@@ -288,11 +284,11 @@ static void test_gzip(void)
     for (int i = 0; i < 20000; i++)
         used += (size_t)snprintf(text + used, cap - used, "a %d %d 0 1 %d\nf %d 1 %d\n", i,
                                  4096 + (i * 7919) % 65536, 2 * i, i, 2 * i + 1);
-    const char *plain = write_file("p.log", text);
-    ASSERT_NOT_NULL(plain);
     char plain_path[256];
-    snprintf(plain_path, sizeof plain_path, "%s", plain);
-    const char *gz = write_file("g.log.gz", "");
+    const char *plain = temp_file(plain_path, sizeof plain_path, "p.log", text);
+    ASSERT_NOT_NULL(plain);
+    char gz_path[256];
+    const char *gz = temp_file(gz_path, sizeof gz_path, "g.log.gz", "");
     ASSERT_NOT_NULL(gz);
     long size = write_gz(gz, text);
     free(text);
@@ -331,6 +327,22 @@ static void test_gzip(void)
 }
 #endif
 
+/* r's table and its JSON, into table and json (4096 bytes each); 0, or -1 when either could
+ * not be written. */
+static int report_texts(const replay_report *r, char *table, char *json)
+{
+    char err[100];
+    FILE *f = fmemopen(table, 4096, "w");
+    int ok = f && replay_print_table(f, r) == 0;
+    if (f)
+        fclose(f);
+    f = fmemopen(json, 4096, "w");
+    ok = ok && f && replay_write_json(f, r, err, sizeof err) == 0;
+    if (f)
+        fclose(f);
+    return ok ? 0 : -1;
+}
+
 static void test_report(void)
 {
     replay_report r;
@@ -352,11 +364,8 @@ static void test_report(void)
     EXPECT_TRUE(replay_fragmentation(&r.results[0]) > 0.0999 &&
                 replay_fragmentation(&r.results[0]) < 0.1001);
     EXPECT_TRUE(replay_fragmentation(&r.results[1]) == 0.75);
-    char buf[4096] = "";
-    FILE *f = fmemopen(buf, sizeof buf, "w");
-    ASSERT_NOT_NULL(f);
-    EXPECT_EQ(replay_print_table(f, &r), 0);
-    fclose(f);
+    char buf[4096] = "", json[4096] = "";
+    ASSERT_EQ(report_texts(&r, buf, json), 0);
     EXPECT_CONTAINS(buf, "replay of w.log (cuda): 10 operations, 5 allocations on 1 stream, "
                          "peak requested 100.0 MiB; limit 1.0 GiB");
     EXPECT_CONTAINS(buf, "gpumem device pool (pages)                    110.0 MiB     1.10x   "
@@ -364,24 +373,12 @@ static void test_report(void)
     EXPECT_CONTAINS(buf, "10.0%    0.25 us         12         345    0.15 us  no\n");
     EXPECT_CONTAINS(buf, "75.0%    90.0 us          -           -          -  at operation 7\n");
     EXPECT_CONTAINS(buf, "(PyTorch is not installed here)");
-    char json[4096] = "", err[100];
-    f = fmemopen(json, sizeof json, "w");
-    ASSERT_NOT_NULL(f);
-    EXPECT_EQ(replay_write_json(f, &r, err, sizeof err), 0);
-    fclose(f);
     EXPECT_CONTAINS(json, "\"peak_requested\": 104857600, \"limit\": 1073741824, \"cold\": 0");
     /* --cold: the header says the times were taken with the caches made cold */
     r.cold = 8 << 20;
-    f = fmemopen(buf, sizeof buf, "w");
-    ASSERT_NOT_NULL(f);
-    EXPECT_EQ(replay_print_table(f, &r), 0);
-    fclose(f);
+    ASSERT_EQ(report_texts(&r, buf, json), 0);
     EXPECT_CONTAINS(buf, "peak requested 100.0 MiB; limit 1.0 GiB; time/op with the CPU's caches "
                          "made cold (8.0 MiB written before each operation)\n");
-    f = fmemopen(json, sizeof json, "w");
-    ASSERT_NOT_NULL(f);
-    EXPECT_EQ(replay_write_json(f, &r, err, sizeof err), 0);
-    fclose(f);
     EXPECT_CONTAINS(json, "\"limit\": 1073741824, \"cold\": 8388608, \"allocators\"");
     EXPECT_CONTAINS(json, "{\"key\": \"gpumem_vmm\", \"label\": \"gpumem device pool (pages)\", "
                           "\"ran\": true, \"peak_reserved\": 115343360, \"requested_at_peak\": "
@@ -394,16 +391,9 @@ static void test_report(void)
     /* A job's merged trace: said in the first line, and counted in the JSON */
     r.npids = 3;
     r.ndevices = 2;
-    f = fmemopen(buf, sizeof buf, "w");
-    ASSERT_NOT_NULL(f);
-    EXPECT_EQ(replay_print_table(f, &r), 0);
-    fclose(f);
+    ASSERT_EQ(report_texts(&r, buf, json), 0);
     EXPECT_CONTAINS(buf, "peak requested 100.0 MiB; the allocations of 3 processes on 2 devices, "
                          "replayed as one program's on one device; limit 1.0 GiB");
-    f = fmemopen(json, sizeof json, "w");
-    ASSERT_NOT_NULL(f);
-    EXPECT_EQ(replay_write_json(f, &r, err, sizeof err), 0);
-    fclose(f);
     EXPECT_CONTAINS(json, "\"streams\": 1, \"processes\": 3, \"devices\": 2,");
 }
 

@@ -3,18 +3,16 @@
  * text; a plain log still reads. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "harness.h"
+#include "temp_file.h"
 #include "replay.h"
 
 static void test_gzipped_named(void)
 {
     char path[256];
-    snprintf(path, sizeof path, "%s/gpumem-replay-nozlib-%d.log.gz",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+    ASSERT_NOT_NULL(temp_path(path, sizeof path, "nozlib.log.gz"));
     FILE *f = fopen(path, "wb");
     ASSERT_NOT_NULL(f);
     static const unsigned char gz[] = {0x1f, 0x8b, 0x08, 0x00, 0, 0, 0, 0, 0x00, 0x03};

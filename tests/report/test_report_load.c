@@ -6,35 +6,36 @@
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "harness.h"
 #include "report.h"
+#include "temp_file.h"
+
+/* A trace's first lines, with the event that makes it gpumem's, and its last. */
+#define TRACE_HEAD                                                                                 \
+    "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"                                              \
+    "{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"gpumem_trace\",\"args\":{}},\n"
+#define TRACE_END "{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"gpumem_end\",\"args\":{}}\n]}\n"
+/* A device allocation ('b') or release ('e') of id at ts us. */
+#define SPAN(ph, ts, id, bytes)                                                                    \
+    "{\"ph\":\"" ph "\",\"pid\":1,\"tid\":1,\"ts\":" ts ",\"cat\":\"device\","                    \
+    "\"name\":\"a.c:1\",\"id\":\"" id "\",\"args\":{\"bytes\":" bytes ",\"device\":0}},\n"
 
 static void test_refused_trace_holds_nothing(void)
 {
     char path[256];
-    snprintf(path, sizeof path, "%s/gpumem-report-load-%d.json",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
-    FILE *f = fopen(path, "w");
-    ASSERT_NOT_NULL(f);
-    fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"
-          "{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"app\"}},\n"
-          "{\"ph\":\"b\",\"pid\":1,\"tid\":1,\"ts\":1.0,\"cat\":\"device\",\"name\":\"a.c:1\","
-          "\"id\":\"0x1\",\"args\":{\"bytes\":64,\"device\":0}},\n"
-          "{\"ph\":\"i\",\"pid\":1,\"tid\":1,\"ts\":2.0,\"name\":\"out of memory\","
-          "\"args\":{\"site\":\"a.c:2\"}},\n"
-          "not json\n"
-          "{\"ph\":\"e\",\"pid\":1,\"tid\":1,\"ts\":3.0,\"cat\":\"device\",\"name\":\"a.c:1\","
-          "\"id\":\"0x1\",\"args\":{\"bytes\":64,\"device\":0}},\n",
-          f);
-    fclose(f);
+    ASSERT_NOT_NULL(temp_file(path, sizeof path, "refused.json",
+                              TRACE_HEAD
+                              "{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"process_name\","
+                              "\"args\":{\"name\":\"app\"}},\n" SPAN("b", "1.0", "0x1", "64")
+                              "{\"ph\":\"i\",\"pid\":1,\"tid\":1,\"ts\":2.0,\"name\":\"out of "
+                              "memory\",\"args\":{\"site\":\"a.c:2\"}},\n"
+                              "not json\n" SPAN("e", "3.0", "0x1", "64")));
     report_trace t;
     char err[400] = "";
     EXPECT_EQ(report_load(path, &t, err, sizeof err), -1);
-    EXPECT_CONTAINS(err, ":5: not a JSON event");
+    EXPECT_CONTAINS(err, ":6: not a JSON event");
     EXPECT_NULL(t.process);
     EXPECT_NULL(t.sites);
     EXPECT_NULL(t.failures);
@@ -48,21 +49,13 @@ static void test_huge_sizes(void)
     EXPECT_EQ(report_add_sat(INT64_MAX - 1, 5), INT64_MAX);
     EXPECT_EQ(report_add_sat(INT64_MIN + 1, -5), INT64_MIN);
     EXPECT_EQ(report_add_sat(-3, 5), 2);
-    char path[256], out[280];
-    snprintf(path, sizeof path, "%s/gpumem-report-huge-%d.json",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
-    snprintf(out, sizeof out, "%s.pftrace", path);
-    FILE *f = fopen(path, "w");
-    ASSERT_NOT_NULL(f);
-    fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"
-          "{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"gpumem_trace\",\"args\":{}},\n", f);
-    for (int i = 1; i <= 3; i++)
-        fprintf(f, "{\"ph\":\"b\",\"pid\":1,\"tid\":1,\"ts\":%d.0,\"cat\":\"device\","
-                   "\"name\":\"a.c:1\",\"id\":\"0x%d\",\"args\":{\"bytes\":%lld,"
-                   "\"device\":0}},\n",
-                i, i, (long long)(INT64_MAX - 10));
-    fputs("{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"gpumem_end\",\"args\":{}}\n]}\n", f);
-    fclose(f);
+#define HUGE "9223372036854775797" /* INT64_MAX - 10 */
+    char path[256], out[256];
+    ASSERT_NOT_NULL(temp_file(path, sizeof path, "huge.json",
+                              TRACE_HEAD SPAN("b", "1.0", "0x1", HUGE) SPAN("b", "2.0", "0x2", HUGE)
+                                  SPAN("b", "3.0", "0x3", HUGE) TRACE_END));
+#undef HUGE
+    ASSERT_NOT_NULL(temp_path(out, sizeof out, "huge.pftrace"));
     report_trace t;
     char err[400] = "";
     ASSERT_EQ(report_load(path, &t, err, sizeof err), 0);
@@ -80,21 +73,9 @@ static void test_huge_sizes(void)
 static void test_unknown_id_released_twice(void)
 {
     char path[256];
-    snprintf(path, sizeof path, "%s/gpumem-report-twice-%d.json",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
-    FILE *f = fopen(path, "w");
-    ASSERT_NOT_NULL(f);
-    fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"
-          "{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"gpumem_trace\",\"args\":{}},\n"
-          "{\"ph\":\"b\",\"pid\":1,\"tid\":1,\"ts\":1.0,\"cat\":\"device\",\"name\":\"a.c:1\","
-          "\"id\":\"0x1\",\"args\":{\"bytes\":64,\"device\":0}},\n"
-          "{\"ph\":\"e\",\"pid\":1,\"tid\":1,\"ts\":2.0,\"cat\":\"device\",\"name\":\"a.c:9\","
-          "\"id\":\"0x9\",\"args\":{\"bytes\":32,\"device\":0}},\n"
-          "{\"ph\":\"e\",\"pid\":1,\"tid\":1,\"ts\":3.0,\"cat\":\"device\",\"name\":\"a.c:9\","
-          "\"id\":\"0x9\",\"args\":{\"bytes\":32,\"device\":0}},\n"
-          "{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"gpumem_end\",\"args\":{}}\n]}\n",
-          f);
-    fclose(f);
+    ASSERT_NOT_NULL(temp_file(path, sizeof path, "twice.json",
+                              TRACE_HEAD SPAN("b", "1.0", "0x1", "64") SPAN("e", "2.0", "0x9", "32")
+                                  SPAN("e", "3.0", "0x9", "32") TRACE_END));
     report_trace t;
     char err[400] = "";
     ASSERT_EQ(report_load(path, &t, err, sizeof err), 0);
