@@ -1480,19 +1480,28 @@ static void test_suppression_files(void)
     EXPECT_NULL(check_supp_match(CHECK_DOUBLE, "cudaFree", f, 3));
 }
 
+/* Writes the suppression generated for a leak of call with stack f (n frames) and loads it;
+ * 0, or -1 when either failed. */
+static int generate_and_load(const char *call, const gpumem__frame *f, int n)
+{
+    char path[256], err[512];
+    snprintf(path, sizeof path, "%s/generated.supp", dir);
+    FILE *out = fopen(path, "w");
+    if (!out)
+        return -1;
+    check_supp_generate(out, CHECK_LEAK, call, f, n);
+    if (fclose(out) != 0)
+        return -1;
+    return check_supp_load(path, err, sizeof err);
+}
+
 /* A generated suppression matches the finding it was made from, also where the C++ names hold
  * glob characters ('[' of an array type would otherwise open a set that misses it) or white
  * space at their ends. */
 static void test_generated_suppression_matches(void)
 {
     gpumem__frame f[2] = {{.func = "void f<float[4]>(float*)"}, {.func = "main?\\x"}};
-    char path[256], err[512];
-    snprintf(path, sizeof path, "%s/generated.supp", dir);
-    FILE *out = fopen(path, "w");
-    ASSERT_NOT_NULL(out);
-    check_supp_generate(out, CHECK_LEAK, "cudaMalloc", f, 2);
-    fclose(out);
-    EXPECT_EQ(check_supp_load(path, err, sizeof err), 0);
+    EXPECT_EQ(generate_and_load("cudaMalloc", f, 2), 0);
     EXPECT_STR_EQ(check_supp_match(CHECK_LEAK, "cudaMalloc", f, 2),
                   "<insert_a_suppression_name_here>");
     gpumem__frame other[2] = {{.func = "void f<float4>(float*)"}, {.func = "main?\\x"}};
@@ -1501,11 +1510,7 @@ static void test_generated_suppression_matches(void)
 
     /* White space at a name's ends, which the loader's trimming of lines would drop. */
     gpumem__frame w[2] = {{.func = "f "}, {.func = " \tg"}};
-    out = fopen(path, "w");
-    ASSERT_NOT_NULL(out);
-    check_supp_generate(out, CHECK_LEAK, "cudaFree ", w, 2);
-    fclose(out);
-    EXPECT_EQ(check_supp_load(path, err, sizeof err), 0);
+    EXPECT_EQ(generate_and_load("cudaFree ", w, 2), 0);
     EXPECT_STR_EQ(check_supp_match(CHECK_LEAK, "cudaFree ", w, 2),
                   "<insert_a_suppression_name_here>");
     check_supp_clear();
