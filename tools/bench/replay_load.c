@@ -380,7 +380,8 @@ static void live_again(const char *path, unsigned long line, char *err, size_t e
 {
     snprintf(err, errn, "%s:%lu: allocates an id that is already live: no release of it comes "
                         "before this line (an edited file, or one put together from several "
-                        "programs' traces)", path, line);
+                        "programs' traces); replay each program's own trace, as it wrote it",
+             path, line);
 }
 
 int replay_load(const char *path, replay_trace *t, char *err, size_t errn)
@@ -415,7 +416,8 @@ int replay_load(const char *path, replay_trace *t, char *err, size_t errn)
             rc = -1;
         } else if (rc == 3) {
             snprintf(err, errn, "%s:%lu: its \"ts\" is not a time (microseconds, as a gpumem "
-                                "trace writes them)", path, lineno);
+                                "trace writes them): the file is damaged; replay the trace "
+                                "as the program wrote it", path, lineno);
             rc = -1;
         } else if (rc > 0) {
             snprintf(err, errn, "%s:%lu: not a replay log line", path, lineno);
