@@ -27,7 +27,7 @@
 /* ids to slots: open addressing, grown at half full. Per slot, its allocation's bytes and
  * stream, which its release carries: a release finds them in one step, not by a search back
  * through the operations (that search made a 400,000-allocation log with 50,000 live take 25 s
- * to read on a 2-core machine). */
+ * to read, not 0.4: bench/replay_load.sh, docs/perf/replay-load-2026-12-07-cpu.md). */
 typedef struct {
     uint64_t *key;
     uint32_t *slot;
