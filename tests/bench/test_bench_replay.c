@@ -4,8 +4,9 @@
  * out of time order); the log written back and read again the same; the table and the JSON
  * of made-up results, and the fragmentation at the peak; a gzipped log read as the plain one,
  * and one cut short or damaged refused; an id allocated again while live, or an event whose
- * time is no time, refused at its line; releases long after their allocations. The command
- * itself runs on the simulated device in the bench_replay_* tests (tests/bench/CMakeLists.txt). */
+ * time is no time, refused at its line; a zero-byte allocation and its release dropped;
+ * releases long after their allocations. The command itself runs on the simulated device in
+ * the bench_replay_* tests (tests/bench/CMakeLists.txt). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,6 +175,43 @@ static void test_live_again(void)
     EXPECT_EQ(replay_load(tr, &t, err, sizeof err), -1);
     EXPECT_CONTAINS(err, "dup.json:2: allocates an id that is already live");
     remove(tr);
+}
+
+/* A zero-byte allocation is not replayed, nor is its release, which is not counted among the
+ * releases of allocations made before the recording; its id allocated again while live is
+ * refused as any other's. */
+static void test_zero_bytes(void)
+{
+    replay_trace t;
+    char err[300] = "";
+    char p_path[256];
+    const char *p = temp_file(p_path, sizeof p_path, "zero.log",
+                              "gpumem-replay 1\n"
+                              "a 3 0 0 1 0\n"
+                              "a 4 100 0 1 1\n"
+                              "f 3 1 2\n"
+                              "f 4 1 3\n"
+                              "a 3 0 0 1 4\n" /* released, so its id may come again */
+                              "a 3 8 0 1 5\n");
+    ASSERT_NOT_NULL(p);
+    EXPECT_EQ(replay_load(p, &t, err, sizeof err), -1);
+    EXPECT_CONTAINS(err, "zero.log:7: allocates an id that is already live");
+    remove(p);
+    p = temp_file(p_path, sizeof p_path, "zero.log",
+                  "gpumem-replay 1\n"
+                  "a 3 0 0 1 0\n"
+                  "a 4 100 0 1 1\n"
+                  "f 3 1 2\n"
+                  "f 4 1 3\n"
+                  "f 9 1 4\n"); /* made before the recording */
+    ASSERT_NOT_NULL(p);
+    ASSERT_EQ(replay_load(p, &t, err, sizeof err), 0);
+    EXPECT_EQ(t.n, 2);
+    EXPECT_EQ(t.allocs, 1);
+    EXPECT_EQ(t.skipped, 1);
+    EXPECT_EQ(t.ops[1].bytes, 100);
+    replay_free(&t);
+    remove(p);
 }
 
 /* A trace event whose "ts" is no time is refused at its line (the order comes from it). */
@@ -403,6 +441,7 @@ int main(void)
     RUN(test_trace);
     RUN(test_live_again);
     RUN(test_bad_time);
+    RUN(test_zero_bytes);
     RUN(test_long_lives);
 #ifdef GPUMEM_HAVE_ZLIB
     RUN(test_gzip);

@@ -107,6 +107,9 @@ static uint32_t id_slot(id_map *m, uint64_t id, uint32_t value, int make, int re
     return value;
 }
 
+/* The slot of a zero-byte allocation's id: live, but with no operation of its own. */
+#define ZERO_SLOT UINT32_MAX
+
 static int push(replay_trace *t, const replay_op *op)
 {
     if (t->n == t->cap) {
@@ -152,7 +155,8 @@ static int slot_note(id_map *m, uint32_t slot, uint64_t bytes, int stream)
     return 0;
 }
 
-/* Adds an allocation or a release; a release of an id never allocated here is skipped.
+/* Adds an allocation or a release; a release of an id never allocated here is skipped (and
+ * counted), a zero-byte allocation and its release are dropped.
  * Returns 0, -1 when out of memory, or 2 when id is allocated again while live (the file
  * lacks its release, or it is not one program's: a program cannot be given an address it
  * holds, and gpumem's ids are never reused). */
@@ -164,8 +168,10 @@ static int add(replay_trace *t, id_map *ids, int alloc, uint64_t id, uint64_t by
     op.thread = thread;
     op.ns = ns;
     if (alloc) {
-        if (!bytes)
-            return 0;
+        if (!bytes) { /* not replayed; its id is kept, so that its release is dropped too */
+            uint32_t got = id_slot(ids, id, ZERO_SLOT, 1, 0);
+            return got == ZERO_SLOT ? 0 : got ? 2 : -1;
+        }
         op.slot = (uint32_t)t->nslots + 1;
         uint32_t got = id_slot(ids, id, op.slot, 1, 0);
         if (got != op.slot)
@@ -181,6 +187,8 @@ static int add(replay_trace *t, id_map *ids, int alloc, uint64_t id, uint64_t by
         t->allocs++;
     } else {
         op.slot = id_slot(ids, id, 0, 0, 1);
+        if (op.slot == ZERO_SLOT)
+            return 0;
         if (!op.slot) {
             t->skipped++;
             return 0;
