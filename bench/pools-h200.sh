@@ -8,7 +8,8 @@
 #      per class: the earlier design); steps a second, peak reserved, peak allocated;
 #   2. the fixed-shape pool rows: bench_pool_scale, 4 KiB and 1 MiB pairs, 1 and 16 threads;
 #   3. traces of real workloads recorded through gpumem (the variable-length loop, the same
-#      with fixed shapes, an inference server's loop, a CuPy program), kept as replay logs,
+#      with fixed shapes, an inference server's loop, a CuPy program, and llm.c's GPT-2
+#      trainer where LLMC_SRC names a checkout of it), kept as replay logs,
 #      and each replayed by `gpumem bench --replay` into every allocator here;
 #   4. what `gpumem check` costs the variable-length loop on gpumem's pool, and pool_loop's
 #      pairs.
@@ -136,11 +137,30 @@ fi
 if [ "$BACKEND" = cuda ] && python3 -c 'import cupy' 2>/dev/null; then
   [ "$(left)" -gt 80 ] && record cupy cupy gpumem-vmm
 fi
+# llm.c's GPT-2 trainer (karpathy/llm.c, not kept here: LLMC_SRC=DIR names a checkout with
+# train_gpt2.cu), built single-GPU with the flags of its Makefile, trained from random
+# initialization (-e d6: 6 layers) on random tokens for 20 steps under gpumem check --trace:
+# an unmodified CUDA program's allocations, recorded from outside it.
+if [ "$BACKEND" = cuda ] && [ -f "${LLMC_SRC:-}/train_gpt2.cu" ] && [ "$(left)" -gt 70 ]; then
+  log "record llmc"
+  llmc=$OUT/llmc-work
+  mkdir -p "$llmc/data"
+  if run 120 nvcc -O3 -t=0 --use_fast_math -std=c++17 -DENABLE_BF16 -arch=native \
+       "$LLMC_SRC/train_gpt2.cu" -lcublas -lcublasLt -o "$llmc/train_gpt2cu" &&
+     run 30 python3 bench/python/llmc_tokens.py "$llmc/data" &&
+     (cd "$llmc" && run 90 "$GPUMEM" check -q --trace="$llmc/llmc.trace.json" -- ./train_gpt2cu \
+        -e d6 -i "data/train.bin" -j "data/val.bin" -b 8 -t 512 -d 4096 -x 20 -v 5 -m 4 \
+        -s 0 -n 0 -h 0 -y 0) &&
+     run 30 "$GPUMEM" bench --replay "$llmc/llmc.trace.json" --write-log "$OUT/logs/llmc.log"; then
+    gzip -9f "$OUT/logs/llmc.log"
+  fi
+  rm -rf "$llmc"
+fi
 echo "[" > "$OUT/replay.json"
 : > "$OUT/replay-tables.txt"
 first=1
 for f in "$OUT"/logs/varlen.log.gz "$OUT"/logs/fixed.log.gz "$OUT"/logs/serve.log.gz \
-         "$OUT"/logs/cupy.log.gz bench/traces/*.log.gz; do
+         "$OUT"/logs/cupy.log.gz "$OUT"/logs/llmc.log.gz bench/traces/*.log.gz; do
   [ -f "$f" ] || continue
   case $f in bench/traces/*) [ -f "$OUT/logs/$(basename "$f")" ] && continue ;; esac
   [ "$(left)" -gt 45 ] || { log "skip replay $f: time"; continue; }
