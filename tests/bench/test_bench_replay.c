@@ -197,6 +197,11 @@ static void test_zero_bytes(void)
     EXPECT_EQ(replay_load(p, &t, err, sizeof err), -1);
     EXPECT_CONTAINS(err, "zero.log:7: allocates an id that is already live");
     remove(p);
+    p = temp_file(p_path, sizeof p_path, "zero.log", "gpumem-replay 1\na 5 0 0 1 0\na 5 0 0 1 1\n");
+    ASSERT_NOT_NULL(p);
+    EXPECT_EQ(replay_load(p, &t, err, sizeof err), -1);
+    EXPECT_CONTAINS(err, "zero.log:3: allocates an id that is already live");
+    remove(p);
     p = temp_file(p_path, sizeof p_path, "zero.log",
                   "gpumem-replay 1\n"
                   "a 3 0 0 1 0\n"
