@@ -169,9 +169,9 @@ static int add(replay_trace *t, id_map *ids, int alloc, uint64_t id, uint64_t by
     op.ns = ns;
     if (alloc) {
         if (!bytes) { /* not replayed; its id is kept, so that its release is dropped too */
-            size_t before = ids->n;
-            uint32_t got = id_slot(ids, id, ZERO_SLOT, 1, 0);
-            return got == ZERO_SLOT && ids->n > before ? 0 : got ? 2 : -1;
+            if (id_slot(ids, id, 0, 0, 0))
+                return 2;
+            return id_slot(ids, id, ZERO_SLOT, 1, 0) ? 0 : -1;
         }
         op.slot = (uint32_t)t->nslots + 1;
         uint32_t got = id_slot(ids, id, op.slot, 1, 0);
